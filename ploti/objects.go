@@ -1,0 +1,120 @@
+package ploti
+
+import "time"
+
+// File is one signed file link. Bytes and SHA256 may be absent; when
+// present the client verifies them.
+type File struct {
+	URL    string `json:"url"`
+	Bytes  *int64 `json:"bytes,omitempty"`
+	SHA256 string `json:"sha256,omitempty"`
+}
+
+// Attachment is a file Ploti stored with a version, in its own format.
+type Attachment struct {
+	Name        string `json:"name"`
+	ContentType string `json:"contentType"`
+	URL         string `json:"url"`
+	Bytes       *int64 `json:"bytes,omitempty"`
+	SHA256      string `json:"sha256,omitempty"`
+}
+
+// Files are a version's signed files.
+type Files struct {
+	Snapshot    []File       `json:"snapshot"`
+	Changes     []File       `json:"changes"`
+	IDMap       *File        `json:"idMap"`
+	Schema      *File        `json:"schema"`
+	Attachments []Attachment `json:"attachments"`
+}
+
+// Version is GET /v1/feeds/datasets/{dataset}/versions/{version}.
+type Version struct {
+	DatasetID       string     `json:"datasetId"`
+	Version         int        `json:"version"`
+	PreviousVersion *int       `json:"previousVersion"`
+	SchemaVersion   string     `json:"schemaVersion"`
+	PublishedAt     time.Time  `json:"publishedAt"`
+	RowCount        *int64     `json:"rowCount"`
+	ResyncRequired  bool       `json:"resyncRequired"`
+	ResyncReason    *string    `json:"resyncReason"`
+	Files           Files      `json:"files"`
+	LinksExpireAt   *time.Time `json:"linksExpireAt"`
+}
+
+// Place is where a dataset applies.
+type Place struct {
+	ID    *string `json:"id"`
+	Name  *string `json:"name"`
+	Kind  string  `json:"kind"`
+	State *string `json:"state,omitempty"`
+}
+
+// Current is a dataset's newest released version.
+type Current struct {
+	Version       int       `json:"version"`
+	PublishedAt   time.Time `json:"publishedAt"`
+	SchemaVersion string    `json:"schemaVersion"`
+}
+
+// Refresh tells when Ploti last checked the source and the next check.
+type Refresh struct {
+	LastCheckedAt *time.Time `json:"lastCheckedAt"`
+	NextCheckBy   *time.Time `json:"nextCheckBy"`
+}
+
+// Dataset is GET /v1/feeds/datasets/{dataset}.
+type Dataset struct {
+	ID          string   `json:"id"`
+	Title       string   `json:"title"`
+	Description *string  `json:"description"`
+	DataAtlasID string   `json:"dataAtlasId,omitempty"`
+	Place       *Place   `json:"place"`
+	Topic       *string  `json:"topic"`
+	Keyed       bool     `json:"keyed"`
+	KeyColumns  []string `json:"keyColumns"`
+	Current     *Current `json:"current"`
+	Status      string   `json:"status"`
+	Refresh     *Refresh `json:"refresh"`
+}
+
+// ManifestDataset is one dataset listed in a manifest.
+type ManifestDataset struct {
+	DatasetID     string     `json:"datasetId"`
+	Version       int        `json:"version"`
+	SchemaVersion string     `json:"schemaVersion"`
+	Keyed         bool       `json:"keyed"`
+	KeyColumns    []string   `json:"keyColumns"`
+	RowCount      *int64     `json:"rowCount"`
+	Files         Files      `json:"files"`
+	LinksExpireAt *time.Time `json:"linksExpireAt"`
+}
+
+// Unavailable is a dataset a manifest cannot list yet: "rebuilding" (with
+// a version) or its status (building, held, failed, awaiting_release).
+type Unavailable struct {
+	DatasetID string `json:"datasetId"`
+	Version   *int   `json:"version"`
+	Reason    string `json:"reason"`
+}
+
+// Manifest is GET /v1/feeds/subscriptions/{id}/manifest.
+type Manifest struct {
+	SubscriptionID string            `json:"subscriptionId"`
+	EventCursor    string            `json:"eventCursor"`
+	GeneratedAt    time.Time         `json:"generatedAt"`
+	Datasets       []ManifestDataset `json:"datasets"`
+	Unavailable    []Unavailable     `json:"unavailable"`
+}
+
+// Subscription is a Data Feeds subscription.
+type Subscription struct {
+	ID         string    `json:"id"`
+	Name       string    `json:"name"`
+	Places     []string  `json:"places"`
+	Topics     []string  `json:"topics"`
+	DatasetIDs []string  `json:"datasetIds"`
+	Revision   int       `json:"revision"`
+	CreatedAt  time.Time `json:"createdAt"`
+	UpdatedAt  time.Time `json:"updatedAt"`
+}
