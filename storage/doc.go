@@ -1,0 +1,26 @@
+// Package storage owns the DuckDB file: opening and locking it, the _ploti
+// metadata schema and its migrations, dataset table names, the mapping from
+// Ploti column types to DuckDB types, and the transactions in which a
+// snapshot swap or a changes merge commits together with its registry row.
+//
+// It is the only package that imports the DuckDB driver. Bulk data moves
+// with DuckDB's own read_parquet, never row by row through Go.
+//
+// The _ploti schema (migration 1):
+//
+//	_ploti.subscription(subscription_id, api_url, cursor, last_sync_at, manifest_at)
+//	_ploti.datasets(dataset_id, table_name, title, place_id, topic, version,
+//	    previous_version, schema_version, key_columns, row_count, status,
+//	    status_reason, updated_at, columns, skip_until_removed,
+//	    stale_last_checked_at, stale_next_check_by, last_error, failed_at)
+//	_ploti.holds(dataset_id, version, kind, reason, since, detail)
+//	_ploti.applied_events(event_id, applied_at)
+//	_ploti.id_map(dataset_id, version, from_id, to_id)
+//	_ploti.changes(dataset_id, version, record_id, change)
+//	_ploti.sync_runs(run_id, started_at, finished_at, result, error, ...)
+//	_ploti.schema_migrations(version, applied_at)
+//
+// status is one of pending, current, held, removed, failed; a hold's kind is
+// server (feed.dataset.delayed) or local (a MAJOR schema change under
+// review).
+package storage

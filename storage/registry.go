@@ -1,0 +1,394 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ploti-replica/ploti-replica/ploti"
+)
+
+// Dataset statuses.
+const (
+	StatusPending = "pending"
+	StatusCurrent = "current"
+	StatusHeld    = "held"
+	StatusRemoved = "removed"
+	StatusFailed  = "failed"
+)
+
+// Hold kinds.
+const (
+	HoldServer = "server"
+	HoldLocal  = "local"
+)
+
+// Dataset is a registry row of _ploti.datasets.
+type Dataset struct {
+	ID              string
+	Table           string
+	Title           string
+	PlaceID         string
+	Topic           string
+	Version         int // 0: no version held
+	PreviousVersion int // 0: none
+	SchemaVersion   string
+	KeyColumns      []string
+	RowCount        int64
+	Status          string
+	StatusReason    string
+	UpdatedAt       time.Time
+	// Columns are the table's schema columns, in order.
+	Columns []ploti.Column
+	// SkipUntilRemoved is set after a 409/404 from links.version.
+	SkipUntilRemoved   bool
+	StaleLastCheckedAt *time.Time
+	StaleNextCheckBy   *time.Time
+	LastError          string
+	FailedAt           *time.Time
+}
+
+type querier interface {
+	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
+	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
+}
+
+const datasetCols = `dataset_id, table_name, coalesce(title, ''), coalesce(place_id, ''), coalesce(topic, ''),
+	coalesce(version, 0), coalesce(previous_version, 0), coalesce(schema_version, ''), coalesce(key_columns, []::VARCHAR[]),
+	coalesce(row_count, 0), status, coalesce(status_reason, ''), updated_at, coalesce(columns::VARCHAR, '[]'),
+	skip_until_removed, stale_last_checked_at, stale_next_check_by, coalesce(last_error, ''), failed_at`
+
+func scanDataset(sc interface{ Scan(...any) error }) (*Dataset, error) {
+	var d Dataset
+	var keys []any
+	var cols string
+	if err := sc.Scan(&d.ID, &d.Table, &d.Title, &d.PlaceID, &d.Topic, &d.Version, &d.PreviousVersion,
+		&d.SchemaVersion, &keys, &d.RowCount, &d.Status, &d.StatusReason, &d.UpdatedAt, &cols,
+		&d.SkipUntilRemoved, &d.StaleLastCheckedAt, &d.StaleNextCheckBy, &d.LastError, &d.FailedAt); err != nil {
+		return nil, err
+	}
+	for _, k := range keys {
+		if s, ok := k.(string); ok {
+			d.KeyColumns = append(d.KeyColumns, s)
+		}
+	}
+	if err := json.Unmarshal([]byte(cols), &d.Columns); err != nil {
+		return nil, fmt.Errorf("decode columns of %s: %w", d.ID, err)
+	}
+	return &d, nil
+}
+
+func getDataset(ctx context.Context, q querier, id string) (*Dataset, error) {
+	d, err := scanDataset(q.QueryRowContext(ctx, "SELECT "+datasetCols+" FROM _ploti.datasets WHERE dataset_id = ?", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%s: %w", id, ErrNoDataset)
+	}
+	return d, err
+}
+
+func listDatasets(ctx context.Context, q querier) ([]*Dataset, error) {
+	rows, err := q.QueryContext(ctx, "SELECT "+datasetCols+" FROM _ploti.datasets ORDER BY dataset_id")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*Dataset
+	for rows.Next() {
+		d, err := scanDataset(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// Dataset reads one registry row; ErrNoDataset when absent.
+func (db *DB) Dataset(ctx context.Context, id string) (*Dataset, error) {
+	return getDataset(ctx, db.sql, id)
+}
+
+// Datasets lists the registry, ordered by dataset id.
+func (db *DB) Datasets(ctx context.Context) ([]*Dataset, error) { return listDatasets(ctx, db.sql) }
+
+// Dataset reads one registry row in the transaction; ErrNoDataset when absent.
+func (tx *Tx) Dataset(ctx context.Context, id string) (*Dataset, error) {
+	return getDataset(ctx, tx.tx, id)
+}
+
+// Datasets lists the registry in the transaction.
+func (tx *Tx) Datasets(ctx context.Context) ([]*Dataset, error) { return listDatasets(ctx, tx.tx) }
+
+func nullInt(v int) any {
+	if v == 0 {
+		return nil
+	}
+	return v
+}
+
+func nullStr(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// PutDataset inserts or replaces a registry row, setting updated_at to the
+// transaction's now. A new row gets a table name that no other dataset uses.
+func (tx *Tx) PutDataset(ctx context.Context, d *Dataset) error {
+	if d.Status == "" {
+		d.Status = StatusPending
+	}
+	d.UpdatedAt = tx.Now
+	cols, err := json.Marshal(d.Columns)
+	if err != nil {
+		return err
+	}
+	if d.Columns == nil {
+		cols = []byte("[]")
+	}
+	keys := "[" + strings.Join(quoteAll(d.KeyColumns), ", ") + "]::VARCHAR[]"
+	var exists bool
+	if err := tx.tx.QueryRowContext(ctx, "SELECT count(*) > 0 FROM _ploti.datasets WHERE dataset_id = ?", d.ID).Scan(&exists); err != nil {
+		return fmt.Errorf("put dataset %s: %w", d.ID, err)
+	}
+	if !exists && d.Table == "" {
+		if d.Table, err = tx.freeTableName(ctx, TableName(d.ID)); err != nil {
+			return err
+		}
+	}
+	args := []any{d.Table, nullStr(d.Title), nullStr(d.PlaceID), nullStr(d.Topic), nullInt(d.Version), nullInt(d.PreviousVersion),
+		nullStr(d.SchemaVersion), d.RowCount, d.Status, nullStr(d.StatusReason), d.UpdatedAt, string(cols),
+		d.SkipUntilRemoved, d.StaleLastCheckedAt, d.StaleNextCheckBy, nullStr(d.LastError), d.FailedAt, d.ID}
+	var q string
+	if exists {
+		q = `UPDATE _ploti.datasets SET table_name = ?, title = ?, place_id = ?, topic = ?, version = ?, previous_version = ?,
+			schema_version = ?, key_columns = ` + keys + `, row_count = ?, status = ?, status_reason = ?, updated_at = ?, columns = ?,
+			skip_until_removed = ?, stale_last_checked_at = ?, stale_next_check_by = ?, last_error = ?, failed_at = ?
+			WHERE dataset_id = ?`
+	} else {
+		q = `INSERT INTO _ploti.datasets (table_name, title, place_id, topic, version, previous_version, schema_version, key_columns,
+			row_count, status, status_reason, updated_at, columns, skip_until_removed, stale_last_checked_at, stale_next_check_by,
+			last_error, failed_at, dataset_id) VALUES (?, ?, ?, ?, ?, ?, ?, ` + keys + `, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	}
+	if _, err := tx.tx.ExecContext(ctx, q, args...); err != nil {
+		return fmt.Errorf("put dataset %s: %w", d.ID, err)
+	}
+	return nil
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = Literal(s)
+	}
+	return out
+}
+
+// freeTableName returns base, or base_2, base_3 … when another dataset or
+// a user's table already has that name.
+func (tx *Tx) freeTableName(ctx context.Context, base string) (string, error) {
+	for i := 1; ; i++ {
+		name := base
+		if i > 1 {
+			name = fmt.Sprintf("%s_%d", base, i)
+		}
+		var n int
+		err := tx.tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM _ploti.datasets WHERE table_name = ?) +
+			(SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = ?) +
+			(SELECT count(*) FROM duckdb_views() WHERE schema_name = 'main' AND view_name = ?)`, name, name, name).Scan(&n)
+		if err != nil {
+			return "", fmt.Errorf("choose table name for %s: %w", base, err)
+		}
+		if n == 0 {
+			return name, nil
+		}
+	}
+}
+
+// Subscription is the _ploti.subscription row.
+type Subscription struct {
+	ID         string
+	APIURL     string
+	Cursor     string
+	LastSyncAt *time.Time
+}
+
+func getSubscription(ctx context.Context, q querier) (*Subscription, error) {
+	var s Subscription
+	var cursor sql.NullString
+	err := q.QueryRowContext(ctx, "SELECT subscription_id, api_url, cursor, last_sync_at FROM _ploti.subscription LIMIT 1").
+		Scan(&s.ID, &s.APIURL, &cursor, &s.LastSyncAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read subscription: %w", err)
+	}
+	s.Cursor = cursor.String
+	return &s, nil
+}
+
+// Subscription reads the file's subscription row, or nil before the first sync.
+func (db *DB) Subscription(ctx context.Context) (*Subscription, error) {
+	return getSubscription(ctx, db.sql)
+}
+
+// Subscription reads the subscription row in the transaction.
+func (tx *Tx) Subscription(ctx context.Context) (*Subscription, error) {
+	return getSubscription(ctx, tx.tx)
+}
+
+// PutSubscription writes the file's one subscription row.
+func (tx *Tx) PutSubscription(ctx context.Context, s *Subscription) error {
+	if _, err := tx.tx.ExecContext(ctx, "DELETE FROM _ploti.subscription"); err != nil {
+		return err
+	}
+	_, err := tx.tx.ExecContext(ctx, "INSERT INTO _ploti.subscription (subscription_id, api_url, cursor, last_sync_at) VALUES (?, ?, ?, ?)",
+		s.ID, s.APIURL, nullStr(s.Cursor), s.LastSyncAt)
+	if err != nil {
+		return fmt.Errorf("write subscription %s: %w", s.ID, err)
+	}
+	return nil
+}
+
+// SetCursor stores the event cursor.
+func (tx *Tx) SetCursor(ctx context.Context, cursor string) error {
+	if _, err := tx.tx.ExecContext(ctx, "UPDATE _ploti.subscription SET cursor = ?", nullStr(cursor)); err != nil {
+		return fmt.Errorf("store cursor: %w", err)
+	}
+	return nil
+}
+
+// SetLastSync records when a sync last finished successfully.
+func (tx *Tx) SetLastSync(ctx context.Context, at time.Time) error {
+	_, err := tx.tx.ExecContext(ctx, "UPDATE _ploti.subscription SET last_sync_at = ?", at)
+	return err
+}
+
+// Hold is a row of _ploti.holds.
+type Hold struct {
+	DatasetID string
+	Version   int // 0: none (a dataset with no version yet)
+	Kind      string
+	Reason    string
+	Since     *time.Time
+	Detail    json.RawMessage
+}
+
+func listHolds(ctx context.Context, q querier, datasetID string) ([]Hold, error) {
+	query := "SELECT dataset_id, coalesce(version, 0), kind, reason, since, coalesce(detail::VARCHAR, '') FROM _ploti.holds"
+	var args []any
+	if datasetID != "" {
+		query += " WHERE dataset_id = ?"
+		args = append(args, datasetID)
+	}
+	rows, err := q.QueryContext(ctx, query+" ORDER BY dataset_id, kind", args...)
+	if err != nil {
+		return nil, fmt.Errorf("list holds: %w", err)
+	}
+	defer rows.Close()
+	var out []Hold
+	for rows.Next() {
+		var h Hold
+		var detail string
+		if err := rows.Scan(&h.DatasetID, &h.Version, &h.Kind, &h.Reason, &h.Since, &detail); err != nil {
+			return nil, err
+		}
+		if detail != "" {
+			h.Detail = json.RawMessage(detail)
+		}
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}
+
+// Holds lists holds, of one dataset or (datasetID "") all.
+func (db *DB) Holds(ctx context.Context, datasetID string) ([]Hold, error) {
+	return listHolds(ctx, db.sql, datasetID)
+}
+
+// Holds lists holds in the transaction.
+func (tx *Tx) Holds(ctx context.Context, datasetID string) ([]Hold, error) {
+	return listHolds(ctx, tx.tx, datasetID)
+}
+
+// PutHold replaces the dataset's hold of the same kind.
+func (tx *Tx) PutHold(ctx context.Context, h Hold) error {
+	if err := tx.DeleteHolds(ctx, h.DatasetID, h.Kind); err != nil {
+		return err
+	}
+	var detail any
+	if len(h.Detail) > 0 {
+		detail = string(h.Detail)
+	}
+	_, err := tx.tx.ExecContext(ctx, "INSERT INTO _ploti.holds (dataset_id, version, kind, reason, since, detail) VALUES (?, ?, ?, ?, ?, ?)",
+		h.DatasetID, nullInt(h.Version), h.Kind, h.Reason, h.Since, detail)
+	if err != nil {
+		return fmt.Errorf("hold %s (%s): %w", h.DatasetID, h.Kind, err)
+	}
+	return nil
+}
+
+// DeleteHolds removes a dataset's holds of one kind, or of every kind ("").
+func (tx *Tx) DeleteHolds(ctx context.Context, datasetID, kind string) error {
+	q, args := "DELETE FROM _ploti.holds WHERE dataset_id = ?", []any{datasetID}
+	if kind != "" {
+		q += " AND kind = ?"
+		args = append(args, kind)
+	}
+	if _, err := tx.tx.ExecContext(ctx, q, args...); err != nil {
+		return fmt.Errorf("release holds of %s: %w", datasetID, err)
+	}
+	return nil
+}
+
+// AppliedEvents returns which of ids are recorded as applied.
+func (tx *Tx) AppliedEvents(ctx context.Context, ids []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := tx.tx.QueryContext(ctx, "SELECT event_id FROM _ploti.applied_events WHERE event_id IN ("+strings.Join(quoteAll(ids), ", ")+")")
+	if err != nil {
+		return nil, fmt.Errorf("read applied events: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out[id] = true
+	}
+	return out, rows.Err()
+}
+
+// MarkApplied records event ids as applied (or deliberately skipped).
+func (tx *Tx) MarkApplied(ctx context.Context, ids ...string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	vals := make([]string, len(ids))
+	for i, id := range ids {
+		vals[i] = "(" + Literal(id) + ")"
+	}
+	_, err := tx.tx.ExecContext(ctx, "INSERT INTO _ploti.applied_events (event_id, applied_at) SELECT v.id, ? FROM (VALUES "+
+		strings.Join(vals, ", ")+") v(id)", tx.Now)
+	if err != nil {
+		return fmt.Errorf("record applied events: %w", err)
+	}
+	return nil
+}
+
+// IsApplied reports whether an event id was already applied.
+func (db *DB) IsApplied(ctx context.Context, id string) (bool, error) {
+	var n int
+	err := db.sql.QueryRowContext(ctx, "SELECT count(*) FROM _ploti.applied_events WHERE event_id = ?", id).Scan(&n)
+	return n > 0, err
+}

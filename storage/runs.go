@@ -1,0 +1,65 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Run is a row of _ploti.sync_runs.
+type Run struct {
+	ID              int64
+	StartedAt       time.Time
+	FinishedAt      *time.Time
+	Result          string // ok, failed, partial (some datasets failed)
+	Error           string
+	CursorFrom      string
+	CursorTo        string
+	EventsSeen      int64
+	EventsApplied   int64
+	EventsSkipped   int64
+	SnapshotsLoaded int64
+	ChangesMerged   int64
+}
+
+// StartRun records the start of a sync and returns its id.
+func (db *DB) StartRun(ctx context.Context, cursorFrom string) (int64, error) {
+	var id int64
+	err := db.sql.QueryRowContext(ctx, `INSERT INTO _ploti.sync_runs (started_at, cursor_from) VALUES (?, ?) RETURNING run_id`,
+		db.Now(), nullStr(cursorFrom)).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("record sync start: %w", err)
+	}
+	return id, nil
+}
+
+// FinishRun records how a sync ended.
+func (db *DB) FinishRun(ctx context.Context, r Run) error {
+	_, err := db.sql.ExecContext(ctx, `UPDATE _ploti.sync_runs SET finished_at = ?, result = ?, error = ?, cursor_to = ?,
+		events_seen = ?, events_applied = ?, events_skipped = ?, snapshots_loaded = ?, changes_merged = ? WHERE run_id = ?`,
+		db.Now(), r.Result, nullStr(r.Error), nullStr(r.CursorTo), r.EventsSeen, r.EventsApplied, r.EventsSkipped,
+		r.SnapshotsLoaded, r.ChangesMerged, r.ID)
+	if err != nil {
+		return fmt.Errorf("record sync end: %w", err)
+	}
+	return nil
+}
+
+// LastRun returns the newest finished sync run, or nil.
+func (db *DB) LastRun(ctx context.Context) (*Run, error) {
+	rows, err := db.sql.QueryContext(ctx, `SELECT run_id, started_at, finished_at, coalesce(result, ''), coalesce(error, ''),
+		coalesce(cursor_from, ''), coalesce(cursor_to, ''), coalesce(events_seen, 0), coalesce(events_applied, 0),
+		coalesce(events_skipped, 0), coalesce(snapshots_loaded, 0), coalesce(changes_merged, 0)
+		FROM _ploti.sync_runs WHERE finished_at IS NOT NULL ORDER BY run_id DESC LIMIT 1`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		return nil, rows.Err()
+	}
+	var r Run
+	err = rows.Scan(&r.ID, &r.StartedAt, &r.FinishedAt, &r.Result, &r.Error, &r.CursorFrom, &r.CursorTo, &r.EventsSeen,
+		&r.EventsApplied, &r.EventsSkipped, &r.SnapshotsLoaded, &r.ChangesMerged)
+	return &r, err
+}

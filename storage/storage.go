@@ -1,0 +1,289 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"embed"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/duckdb/duckdb-go/v2"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// Defaults for Options.
+const (
+	DefaultLockTimeout = 30 * time.Second
+)
+
+// Options configure Open.
+type Options struct {
+	// MemoryLimit is DuckDB's memory_limit, e.g. "1GB"; empty leaves DuckDB's default.
+	MemoryLimit string
+	// Threads is DuckDB's thread count; 0 leaves DuckDB's default.
+	Threads int
+	// LockTimeout is how long Open waits while another process holds the
+	// file; zero means DefaultLockTimeout, negative means do not wait.
+	LockTimeout time.Duration
+	// OnLocked is called once, the first time Open finds the file locked,
+	// with DuckDB's message naming the process that holds it.
+	OnLocked func(msg string)
+	// Now is the clock used for timestamps written to _ploti; default time.Now.
+	Now func() time.Time
+	// ReadOnly opens the file read-only (status, holds list).
+	ReadOnly bool
+}
+
+// DB is an open DuckDB file with the _ploti schema migrated.
+type DB struct {
+	sql       *sql.DB
+	connector *duckdb.Connector
+	path      string
+	now       func() time.Time
+	readOnly  bool
+}
+
+var lockRE = regexp.MustCompile(`(?i)conflicting lock|could not set lock`)
+
+// Open opens or creates the DuckDB file at path and migrates _ploti. While
+// another process holds the file it waits with backoff up to LockTimeout.
+func Open(ctx context.Context, path string, opts Options) (*DB, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.LockTimeout == 0 {
+		opts.LockTimeout = DefaultLockTimeout
+	}
+	deadline := time.Now().Add(opts.LockTimeout)
+	wait := 100 * time.Millisecond
+	told := false
+	for {
+		db, err := open(ctx, path, opts)
+		if err == nil {
+			return db, nil
+		}
+		if !errors.Is(err, ErrLocked) {
+			return nil, err
+		}
+		if !told && opts.OnLocked != nil {
+			opts.OnLocked(err.Error())
+			told = true
+		}
+		if opts.LockTimeout < 0 || time.Now().Add(wait).After(deadline) {
+			return nil, fmt.Errorf("open %s: gave up after %s: %w", path, opts.LockTimeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+		if wait *= 2; wait > 2*time.Second {
+			wait = 2 * time.Second
+		}
+	}
+}
+
+func open(ctx context.Context, path string, opts Options) (*DB, error) {
+	q := url.Values{}
+	if opts.ReadOnly {
+		q.Set("access_mode", "READ_ONLY")
+	}
+	if opts.MemoryLimit != "" {
+		q.Set("memory_limit", opts.MemoryLimit)
+	}
+	if opts.Threads > 0 {
+		q.Set("threads", strconv.Itoa(opts.Threads))
+	}
+	dsn := path
+	if len(q) > 0 {
+		dsn += "?" + q.Encode()
+	}
+	connector, err := duckdb.NewConnector(dsn, func(execer driver.ExecerContext) error {
+		// Timestamps in the feed are UTC; make casts and display agree.
+		_, err := execer.ExecContext(context.Background(), "SET TimeZone = 'UTC'", nil)
+		return err
+	})
+	if err != nil {
+		if lockRE.MatchString(err.Error()) {
+			return nil, fmt.Errorf("%w: %s", ErrLocked, lockHolder(err.Error()))
+		}
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	db := &DB{sql: sql.OpenDB(connector), connector: connector, path: path, now: opts.Now, readOnly: opts.ReadOnly}
+	if !opts.ReadOnly {
+		if err := db.migrate(ctx); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
+	return db, nil
+}
+
+// lockHolder keeps the part of DuckDB's lock message that names the holder.
+func lockHolder(msg string) string {
+	if i := strings.Index(msg, "Conflicting lock"); i >= 0 {
+		msg = msg[i:]
+	}
+	if i := strings.Index(msg, ". See also"); i >= 0 {
+		msg = msg[:i]
+	}
+	return strings.TrimSpace(msg)
+}
+
+// Path is the file's path.
+func (db *DB) Path() string { return db.path }
+
+// SQL is the database handle for queries. In-process readers see the last
+// committed state while a sync runs.
+func (db *DB) SQL() *sql.DB { return db.sql }
+
+// Now is the storage clock.
+func (db *DB) Now() time.Time { return db.now().UTC() }
+
+// Close closes the file, gathering every error.
+func (db *DB) Close() error {
+	var errs []error
+	if db.sql != nil {
+		errs = append(errs, db.sql.Close())
+	}
+	if db.connector != nil {
+		errs = append(errs, db.connector.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Checkpoint writes the WAL into the file and lets DuckDB reuse freed blocks.
+func (db *DB) Checkpoint(ctx context.Context) error {
+	if _, err := db.sql.ExecContext(ctx, "CHECKPOINT"); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	return nil
+}
+
+// MigrationVersion is the newest migration this build knows.
+func MigrationVersion() int {
+	names, _ := migrationNames()
+	return len(names)
+}
+
+func migrationNames() ([]string, error) {
+	entries, err := migrationFS.ReadDir("migrations")
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// migrate applies the embedded migrations not yet applied, each in a transaction.
+func (db *DB) migrate(ctx context.Context) error {
+	if _, err := db.sql.ExecContext(ctx, `CREATE SCHEMA IF NOT EXISTS _ploti;
+		CREATE TABLE IF NOT EXISTS _ploti.schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL)`); err != nil {
+		return fmt.Errorf("migrate %s: %w", db.path, err)
+	}
+	var have int
+	if err := db.sql.QueryRowContext(ctx, "SELECT coalesce(max(version), 0) FROM _ploti.schema_migrations").Scan(&have); err != nil {
+		return fmt.Errorf("migrate %s: %w", db.path, err)
+	}
+	names, err := migrationNames()
+	if err != nil {
+		return err
+	}
+	if have > len(names) {
+		return fmt.Errorf("open %s: file at migration %d, this build knows %d: %w", db.path, have, len(names), ErrNewerFile)
+	}
+	for i := have; i < len(names); i++ {
+		body, err := migrationFS.ReadFile("migrations/" + names[i])
+		if err != nil {
+			return err
+		}
+		tx, err := db.sql.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migrate %s to %d (%s): %w", db.path, i+1, names[i], err)
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO _ploti.schema_migrations VALUES (?, ?)", i+1, db.Now()); err != nil {
+			tx.Rollback()
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("migrate %s to %d: %w", db.path, i+1, err)
+		}
+	}
+	return nil
+}
+
+// Tx is a transaction with a fixed now.
+type Tx struct {
+	tx  *sql.Tx
+	db  *DB
+	Now time.Time
+}
+
+// Begin starts a transaction.
+func (db *DB) Begin(ctx context.Context) (*Tx, error) {
+	tx, err := db.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("begin: %w", err)
+	}
+	return &Tx{tx: tx, db: db, Now: db.Now()}, nil
+}
+
+// Commit commits the transaction.
+func (tx *Tx) Commit() error { return tx.tx.Commit() }
+
+// Rollback aborts the transaction; after Commit it does nothing.
+func (tx *Tx) Rollback() error {
+	err := tx.tx.Rollback()
+	if errors.Is(err, sql.ErrTxDone) {
+		return nil
+	}
+	return err
+}
+
+// Exec runs a statement in the transaction.
+func (tx *Tx) Exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return tx.tx.ExecContext(ctx, q, args...)
+}
+
+// QueryRow runs a query returning one row in the transaction.
+func (tx *Tx) QueryRow(ctx context.Context, q string, args ...any) *sql.Row {
+	return tx.tx.QueryRowContext(ctx, q, args...)
+}
+
+// Query runs a query in the transaction.
+func (tx *Tx) Query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return tx.tx.QueryContext(ctx, q, args...)
+}
+
+// Update runs fn in a transaction and commits it, or rolls it back on error.
+func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}

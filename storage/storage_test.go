@@ -1,0 +1,228 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/ploti-replica/ploti-replica/ploti"
+)
+
+func mustOpen(tb testing.TB) *DB {
+	tb.Helper()
+	db, err := Open(context.Background(), filepath.Join(tb.TempDir(), "t.duckdb"), Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
+}
+
+// mustParquet writes a Parquet file with DuckDB's own COPY of a query.
+func mustParquet(tb testing.TB, db *DB, query string) string {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "f.parquet")
+	if _, err := db.SQL().Exec("COPY (" + query + ") TO " + Literal(path) + " (FORMAT parquet)"); err != nil {
+		tb.Fatal(err)
+	}
+	return path
+}
+
+var testCols = []ploti.Column{
+	{Name: "permit", Type: ploti.Type{Type: ploti.TypeString}},
+	{Name: "valuation", Type: ploti.Type{Type: ploti.TypeDecimal, Precision: &ploti.Precision{Precision: 14, Scale: 2}}},
+	{Name: "issued", Type: ploti.Type{Type: ploti.TypeTimestamp}},
+	{Name: "tags", Type: ploti.Type{Type: ploti.TypeList, Items: &ploti.Type{Type: ploti.TypeString}}},
+	{Name: "geometry", Type: ploti.Type{Type: ploti.TypeGeometry}},
+}
+
+const snapQuery = `SELECT 'r' || i AS _ploti_record_id, 'fl-orange' AS _ploti_place_id, 'P' || i AS permit,
+	(i * 1.5)::DECIMAL(14,2) AS valuation, TIMESTAMPTZ '2026-01-01 00:00:00+00' + to_days(i::INT) AS issued,
+	['a', 'b'] AS tags, ('POINT (' || i || ' ' || i || ')')::GEOMETRY AS geometry FROM range(5) t(i)`
+
+func TestOpen_migratesOnceAndReopens(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.duckdb")
+	ctx := context.Background()
+	for i := 0; i < 2; i++ {
+		db, err := Open(ctx, path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := db.SQL().QueryRow("SELECT max(version) FROM _ploti.schema_migrations").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := n, MigrationVersion(); got != want {
+			t.Fatalf("migration = %d, want %d", got, want)
+		}
+		db.Close()
+	}
+}
+
+func TestTx_LoadSnapshotAndMerge(t *testing.T) {
+	ctx := context.Background()
+	db := mustOpen(t)
+	snap := mustParquet(t, db, snapQuery)
+	changes := mustParquet(t, db, `SELECT * FROM (VALUES
+		('r1', 'changed', 'fl-orange', 'P1x', 9.99::DECIMAL(14,2), TIMESTAMPTZ '2026-02-01 00:00:00+00', ['c'], 'POINT (7 7)'::GEOMETRY),
+		('r2', 'removed', NULL, NULL, NULL, NULL, NULL, NULL),
+		('r9', 'added', 'fl-orange', 'P9', 1.00::DECIMAL(14,2), TIMESTAMPTZ '2026-03-01 00:00:00+00', [], 'POINT (9 9)'::GEOMETRY))
+		v(_ploti_record_id, _ploti_change, _ploti_place_id, permit, valuation, issued, tags, geometry)`)
+	err := db.Update(ctx, func(tx *Tx) error {
+		n, err := tx.LoadSnapshot(ctx, "permits", testCols, []string{snap})
+		if err != nil {
+			return err
+		}
+		if n != 5 {
+			t.Fatalf("rows = %d, want 5", n)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var typ string
+	if err := db.SQL().QueryRow("SELECT data_type FROM duckdb_columns() WHERE table_name = 'permits' AND column_name = 'geometry'").Scan(&typ); err != nil {
+		t.Fatal(err)
+	}
+	if typ != "GEOMETRY" {
+		t.Fatalf("geometry column type = %q", typ)
+	}
+	var st MergeStats
+	err = db.Update(ctx, func(tx *Tx) error {
+		st, err = tx.MergeChanges(ctx, "ds", 2, "permits", testCols, changes)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Added != 1 || st.Changed != 1 || st.Removed != 1 || st.Rows != 5 {
+		t.Fatalf("stats = %+v", st)
+	}
+	var permit, wkt string
+	if err := db.SQL().QueryRow("SELECT permit, ST_AsText(geometry) FROM permits WHERE _ploti_record_id = 'r1'").Scan(&permit, &wkt); err != nil {
+		t.Fatal(err)
+	}
+	if permit != "P1x" || wkt != "POINT (7 7)" {
+		t.Fatalf("r1 = %q %q", permit, wkt)
+	}
+}
+
+func TestTx_LoadSnapshot_refusesDuplicateIDsAndKeepsOldTable(t *testing.T) {
+	ctx := context.Background()
+	db := mustOpen(t)
+	good := mustParquet(t, db, snapQuery)
+	dup := mustParquet(t, db, "SELECT * REPLACE ('r1' AS _ploti_record_id) FROM ("+snapQuery+")")
+	if err := db.Update(ctx, func(tx *Tx) error { _, err := tx.LoadSnapshot(ctx, "permits", testCols, []string{good}); return err }); err != nil {
+		t.Fatal(err)
+	}
+	err := db.Update(ctx, func(tx *Tx) error { _, err := tx.LoadSnapshot(ctx, "permits", testCols, []string{dup}); return err })
+	if !errors.Is(err, ErrBadData) {
+		t.Fatalf("err = %v, want ErrBadData", err)
+	}
+	var n int
+	db.SQL().QueryRow("SELECT count(DISTINCT _ploti_record_id) FROM permits").Scan(&n)
+	if n != 5 {
+		t.Fatalf("old table lost: %d distinct ids", n)
+	}
+}
+
+func TestTx_MergeChanges_refusesWhatDoesNotFit(t *testing.T) {
+	ctx := context.Background()
+	db := mustOpen(t)
+	snap := mustParquet(t, db, snapQuery)
+	if err := db.Update(ctx, func(tx *Tx) error { _, err := tx.LoadSnapshot(ctx, "permits", testCols, []string{snap}); return err }); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, query string }{
+		{"added id already held", "SELECT 'added' AS _ploti_change, * FROM (" + snapQuery + ") LIMIT 1"},
+		{"removed id not held", "SELECT 'removed' AS _ploti_change, * REPLACE ('zz' AS _ploti_record_id) FROM (" + snapQuery + ") LIMIT 1"},
+		{"missing column", "SELECT 'changed' AS _ploti_change, * EXCLUDE (tags) FROM (" + snapQuery + ") LIMIT 1"},
+		{"extra column", "SELECT 'changed' AS _ploti_change, 1 AS surprise, * FROM (" + snapQuery + ") LIMIT 1"},
+		{"bad change kind", "SELECT 'moved' AS _ploti_change, * FROM (" + snapQuery + ") LIMIT 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := mustParquet(t, db, tc.query)
+			err := db.Update(ctx, func(tx *Tx) error { _, err := tx.MergeChanges(ctx, "ds", 2, "permits", testCols, f); return err })
+			if !errors.Is(err, ErrBadData) {
+				t.Fatalf("err = %v, want ErrBadData", err)
+			}
+			var n int
+			db.SQL().QueryRow("SELECT count(*) FROM permits").Scan(&n)
+			if n != 5 {
+				t.Fatalf("rows = %d after refused merge", n)
+			}
+		})
+	}
+}
+
+func TestTx_AddColumnsThenMerge(t *testing.T) {
+	ctx := context.Background()
+	db := mustOpen(t)
+	snap := mustParquet(t, db, snapQuery)
+	cols2 := append(append([]ploti.Column{}, testCols...), ploti.Column{Name: "units", Type: ploti.Type{Type: ploti.TypeInteger}})
+	changes := mustParquet(t, db, "SELECT 'changed' AS _ploti_change, *, 3 AS units FROM ("+snapQuery+") WHERE _ploti_record_id = 'r0'")
+	err := db.Update(ctx, func(tx *Tx) error {
+		if _, err := tx.LoadSnapshot(ctx, "permits", testCols, []string{snap}); err != nil {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(ctx, func(tx *Tx) error { return tx.AddColumns(ctx, "permits", cols2[len(testCols):]) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(ctx, func(tx *Tx) error { _, err := tx.MergeChanges(ctx, "ds", 2, "permits", cols2, changes); return err }); err != nil {
+		t.Fatal(err)
+	}
+	var withUnits, nulls int
+	db.SQL().QueryRow("SELECT count(units), count(*) - count(units) FROM permits").Scan(&withUnits, &nulls)
+	if withUnits != 1 || nulls != 4 {
+		t.Fatalf("units filled %d, null %d; want 1 and 4", withUnits, nulls)
+	}
+}
+
+func TestTx_PutDataset_roundTrip(t *testing.T) {
+	ctx := context.Background()
+	db := mustOpen(t)
+	now := time.Now()
+	err := db.Update(ctx, func(tx *Tx) error {
+		for _, id := range []string{"ds_Fl-Orange", "ds_fl_orange"} {
+			if err := tx.PutDataset(ctx, &Dataset{ID: id, Title: "T", Version: 3, KeyColumns: []string{"permit"},
+				Status: StatusCurrent, Columns: testCols, StaleNextCheckBy: &now}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := db.Datasets(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 2 || ds[0].Table == ds[1].Table {
+		t.Fatalf("tables: %+v", ds)
+	}
+	if got := ds[0]; got.Version != 3 || len(got.Columns) != len(testCols) || got.KeyColumns[0] != "permit" || got.Columns[1].Precision.Scale != 2 {
+		t.Fatalf("round trip: %+v", got)
+	}
+}
+
+func TestTableName(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"ds_fl_orange_permits", "ds_fl_orange_permits"},
+		{"DS-Fl.Orange", "ds_fl_orange"},
+		{"9lives", "t_9lives"},
+		{"_ploti", "t_ploti"},
+	} {
+		if got := TableName(tc.in); got != tc.want {
+			t.Errorf("TableName(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

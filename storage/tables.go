@@ -1,0 +1,274 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/ploti-replica/ploti-replica/ploti"
+)
+
+// fileColumns lists the columns of Parquet files (of the first, when
+// several parts must agree).
+func (tx *Tx) fileColumns(ctx context.Context, files []string) ([]string, error) {
+	rows, err := tx.tx.QueryContext(ctx, "SELECT * FROM read_parquet("+fileList(files)+") LIMIT 0")
+	if err != nil {
+		return nil, fileError(files, err)
+	}
+	defer rows.Close()
+	return rows.Columns()
+}
+
+// fileError names the file(s) in a read error.
+func fileError(files []string, err error) error {
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = filepath.Base(f)
+	}
+	return fmt.Errorf("read %s: %w", strings.Join(names, ", "), err)
+}
+
+func baseNames(files []string) string {
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = filepath.Base(f)
+	}
+	return strings.Join(names, ", ")
+}
+
+// checkColumns makes sure a file has every column the table needs; extra
+// lists the further columns the file may carry.
+func checkColumns(have []string, cols []ploti.Column, extra ...string) error {
+	set := map[string]bool{}
+	for _, c := range have {
+		set[c] = true
+	}
+	var missing []string
+	need := append([]string{ColRecordID, ColPlaceID}, extra...)
+	for _, c := range cols {
+		need = append(need, c.Name)
+	}
+	for _, n := range need {
+		if !set[n] {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("lacks column(s) %s the schema names", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// LoadSnapshot replaces table with the rows of a version's snapshot parts,
+// read by DuckDB, cast to the schema's types. The old table stays until the
+// transaction commits. It refuses a snapshot whose record ids are null or
+// repeat. It returns the row count.
+func (tx *Tx) LoadSnapshot(ctx context.Context, table string, cols []ploti.Column, files []string) (int64, error) {
+	if len(files) == 0 {
+		return 0, &DataError{Detail: "version has no snapshot files"}
+	}
+	have, err := tx.fileColumns(ctx, files)
+	if err != nil {
+		return 0, &DataError{File: baseNames(files), Detail: "not a readable Parquet snapshot: " + err.Error()}
+	}
+	if cols == nil {
+		cols = columnsFromFile(have)
+	}
+	if err := checkColumns(have, cols); err != nil {
+		return 0, &DataError{File: baseNames(files), Detail: err.Error()}
+	}
+	sel, err := selectList(cols)
+	if err != nil {
+		return 0, err
+	}
+	q := fmt.Sprintf("CREATE OR REPLACE TABLE main.%s AS SELECT %s FROM read_parquet(%s)", Ident(table), sel, fileList(files))
+	if _, err := tx.tx.ExecContext(ctx, q); err != nil {
+		return 0, &DataError{File: baseNames(files), Detail: "load: " + err.Error()}
+	}
+	var n, nulls, dups int64
+	err = tx.tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*), count(*) - count(%[1]s), count(%[1]s) - count(DISTINCT %[1]s) FROM main.%[2]s`,
+		Ident(ColRecordID), Ident(table))).Scan(&n, &nulls, &dups)
+	if err != nil {
+		return 0, fmt.Errorf("check record ids of %s: %w", table, err)
+	}
+	if nulls > 0 || dups > 0 {
+		return 0, &DataError{File: baseNames(files), Detail: fmt.Sprintf("snapshot has %d null and %d duplicate _ploti_record_id values", nulls, dups)}
+	}
+	return n, nil
+}
+
+// columnsFromFile is the fallback when no schema is known: every column the
+// file has but the system ones, typed as DuckDB reads them.
+func columnsFromFile(have []string) []ploti.Column {
+	var cols []ploti.Column
+	for _, c := range have {
+		if c == ColRecordID || c == ColPlaceID || c == ColChange {
+			continue
+		}
+		cols = append(cols, ploti.Column{Name: c, Type: ploti.Type{Type: ""}})
+	}
+	return cols
+}
+
+// MergeStats counts what a changes file did.
+type MergeStats struct {
+	Added, Changed, Removed int64
+	Rows                    int64 // the table's row count after the merge
+}
+
+// MergeChanges applies a changes file to table by _ploti_record_id: removed
+// and changed rows are deleted, added and changed rows inserted, and each
+// change is logged in _ploti.changes. A file that does not fit the table
+// (columns, null or repeated ids, an added id already held, a changed or
+// removed id not held) is refused with a DataError and changes nothing.
+func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, table string, cols []ploti.Column, file string) (MergeStats, error) {
+	var st MergeStats
+	files := []string{file}
+	name := filepath.Base(file)
+	have, err := tx.fileColumns(ctx, files)
+	if err != nil {
+		return st, &DataError{File: name, Detail: "not a readable Parquet changes file: " + err.Error()}
+	}
+	if err := checkColumns(have, cols, ColChange); err != nil {
+		return st, &DataError{File: name, Detail: err.Error()}
+	}
+	known := map[string]bool{ColRecordID: true, ColPlaceID: true, ColChange: true}
+	for _, c := range cols {
+		known[c.Name] = true
+	}
+	for _, c := range have {
+		if !known[c] {
+			return st, &DataError{File: name, Detail: fmt.Sprintf("has column %s that the table's schema does not", c)}
+		}
+	}
+	sel, err := selectList(cols)
+	if err != nil {
+		return st, err
+	}
+	if _, err := tx.tx.ExecContext(ctx, fmt.Sprintf(`CREATE OR REPLACE TEMP TABLE _ploti_merge AS
+		SELECT CAST(%s AS VARCHAR) AS %s, %s FROM read_parquet(%s)`, Ident(ColChange), Ident(ColChange), sel, fileList(files))); err != nil {
+		return st, &DataError{File: name, Detail: "read: " + err.Error()}
+	}
+	defer tx.tx.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS temp._ploti_merge")
+	var n, nulls, dups, bad, addedHeld, missing int64
+	err = tx.tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*),
+			count(*) FILTER (WHERE c.%[1]s IS NULL),
+			count(c.%[1]s) - count(DISTINCT c.%[1]s),
+			count(*) FILTER (WHERE c.%[2]s IS NULL OR c.%[2]s NOT IN ('added', 'changed', 'removed')),
+			count(*) FILTER (WHERE c.%[2]s = 'added' AND t.%[1]s IS NOT NULL),
+			count(*) FILTER (WHERE c.%[2]s IN ('changed', 'removed') AND t.%[1]s IS NULL),
+			count(*) FILTER (WHERE c.%[2]s = 'added'),
+			count(*) FILTER (WHERE c.%[2]s = 'changed'),
+			count(*) FILTER (WHERE c.%[2]s = 'removed')
+		FROM temp._ploti_merge c LEFT JOIN (SELECT %[1]s FROM main.%[3]s) t ON t.%[1]s = c.%[1]s`,
+		Ident(ColRecordID), Ident(ColChange), Ident(table))).Scan(&n, &nulls, &dups, &bad, &addedHeld, &missing, &st.Added, &st.Changed, &st.Removed)
+	if err != nil {
+		return st, fmt.Errorf("check changes %s: %w", name, err)
+	}
+	switch {
+	case nulls > 0 || dups > 0:
+		return st, &DataError{File: name, Detail: fmt.Sprintf("changes file has %d null and %d duplicate _ploti_record_id values", nulls, dups)}
+	case bad > 0:
+		return st, &DataError{File: name, Detail: fmt.Sprintf("changes file has %d rows whose _ploti_change is not added, changed or removed", bad)}
+	case addedHeld > 0 || missing > 0:
+		return st, &DataError{File: name, Detail: fmt.Sprintf("changes file does not fit the held version: %d added ids already held, %d changed or removed ids not held", addedHeld, missing)}
+	}
+	if _, err := tx.tx.ExecContext(ctx, fmt.Sprintf(`DELETE FROM main.%[1]s WHERE %[2]s IN
+		(SELECT %[2]s FROM temp._ploti_merge WHERE %[3]s IN ('changed', 'removed'))`, Ident(table), Ident(ColRecordID), Ident(ColChange))); err != nil {
+		return st, fmt.Errorf("merge %s into %s: delete: %w", name, table, err)
+	}
+	cn := columnNames(cols)
+	if _, err := tx.tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO main.%s (%s) SELECT %s FROM temp._ploti_merge WHERE %s IN ('added', 'changed')`,
+		Ident(table), cn, cn, Ident(ColChange))); err != nil {
+		return st, fmt.Errorf("merge %s into %s: insert: %w", name, table, err)
+	}
+	if _, err := tx.tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO _ploti.changes (dataset_id, version, record_id, change)
+		SELECT ?, ?, %s, %s FROM temp._ploti_merge`, Ident(ColRecordID), Ident(ColChange)), datasetID, version); err != nil {
+		return st, fmt.Errorf("log changes of %s v%d: %w", datasetID, version, err)
+	}
+	if err := tx.tx.QueryRowContext(ctx, "SELECT count(*) FROM main."+Ident(table)).Scan(&st.Rows); err != nil {
+		return st, err
+	}
+	return st, nil
+}
+
+// AddColumns adds schema columns to a table (a MINOR schema change); rows
+// keep NULL in them until a changed row or a reload fills them.
+func (tx *Tx) AddColumns(ctx context.Context, table string, cols []ploti.Column) error {
+	for _, c := range cols {
+		t, err := DuckType(c.Type)
+		if err != nil {
+			return fmt.Errorf("add column %s to %s: %w", c.Name, table, err)
+		}
+		if _, err := tx.tx.ExecContext(ctx, fmt.Sprintf("ALTER TABLE main.%s ADD COLUMN IF NOT EXISTS %s %s", Ident(table), Ident(c.Name), t)); err != nil {
+			return fmt.Errorf("add column %s to %s: %w", c.Name, table, err)
+		}
+	}
+	return nil
+}
+
+// TableExists reports whether main.table exists.
+func (tx *Tx) TableExists(ctx context.Context, table string) (bool, error) {
+	var n int
+	err := tx.tx.QueryRowContext(ctx, "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = ?", table).Scan(&n)
+	return n > 0, err
+}
+
+// IDRef names a user table column that holds record ids of a dataset, to be
+// rewritten when the dataset's ids are replaced.
+type IDRef struct {
+	Table, Column, DatasetID string
+}
+
+// ApplyIDMap records a version's id map in _ploti.id_map and rewrites the ids
+// in the given user columns. A map with a repeated from_id or to_id (two ids
+// mapped to one) is refused.
+func (tx *Tx) ApplyIDMap(ctx context.Context, datasetID string, version int, file string, refs []IDRef) (int64, error) {
+	name := filepath.Base(file)
+	have, err := tx.fileColumns(ctx, []string{file})
+	if err != nil {
+		return 0, &DataError{File: name, Detail: "not a readable Parquet id map: " + err.Error()}
+	}
+	set := map[string]bool{}
+	for _, c := range have {
+		set[c] = true
+	}
+	if !set["from_id"] || !set["to_id"] {
+		return 0, &DataError{File: name, Detail: "id map lacks from_id or to_id"}
+	}
+	src := "read_parquet(" + fileList([]string{file}) + ")"
+	var n, nulls, dupFrom, dupTo int64
+	err = tx.tx.QueryRowContext(ctx, `SELECT count(*), count(*) FILTER (WHERE from_id IS NULL OR to_id IS NULL),
+		count(from_id) - count(DISTINCT from_id), count(to_id) - count(DISTINCT to_id) FROM `+src).Scan(&n, &nulls, &dupFrom, &dupTo)
+	if err != nil {
+		return 0, &DataError{File: name, Detail: "read: " + err.Error()}
+	}
+	if nulls > 0 || dupFrom > 0 || dupTo > 0 {
+		return 0, &DataError{File: name, Detail: fmt.Sprintf("id map has %d null ids, %d repeated from_id and %d repeated to_id (two ids mapped to one)", nulls, dupFrom, dupTo)}
+	}
+	if _, err := tx.tx.ExecContext(ctx, `INSERT INTO _ploti.id_map (dataset_id, version, from_id, to_id)
+		SELECT ?, ?, CAST(from_id AS VARCHAR), CAST(to_id AS VARCHAR) FROM `+src, datasetID, version); err != nil {
+		return 0, fmt.Errorf("record id map of %s v%d: %w", datasetID, version, err)
+	}
+	for _, r := range refs {
+		if r.DatasetID != datasetID {
+			continue
+		}
+		q := fmt.Sprintf(`UPDATE %[1]s SET %[2]s = m.to_id FROM _ploti.id_map m
+			WHERE m.dataset_id = ? AND m.version = ? AND %[1]s.%[2]s = m.from_id`, qualified(r.Table), Ident(r.Column))
+		if _, err := tx.tx.ExecContext(ctx, q, datasetID, version); err != nil {
+			return 0, fmt.Errorf("rewrite ids in %s.%s for %s v%d: %w", r.Table, r.Column, datasetID, version, err)
+		}
+	}
+	return n, nil
+}
+
+// qualified quotes a possibly schema-qualified table name.
+func qualified(name string) string {
+	parts := strings.SplitN(name, ".", 2)
+	for i := range parts {
+		parts[i] = Ident(parts[i])
+	}
+	return strings.Join(parts, ".")
+}

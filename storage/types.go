@@ -1,0 +1,127 @@
+package storage
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ploti-replica/ploti-replica/ploti"
+)
+
+// System columns every file carries.
+const (
+	ColRecordID = "_ploti_record_id"
+	ColPlaceID  = "_ploti_place_id"
+	ColChange   = "_ploti_change"
+)
+
+// DuckType maps a Ploti column type to a DuckDB type.
+func DuckType(t ploti.Type) (string, error) {
+	switch t.Type {
+	case ploti.TypeString:
+		return "VARCHAR", nil
+	case ploti.TypeInteger:
+		return "BIGINT", nil
+	case ploti.TypeNumber:
+		return "DOUBLE", nil
+	case ploti.TypeDecimal:
+		if t.Precision == nil {
+			return "DECIMAL(38,9)", nil
+		}
+		p, s := t.Precision.Precision, t.Precision.Scale
+		if p < 1 || p > 38 || s < 0 || s > p {
+			return "", fmt.Errorf("decimal precision %d scale %d out of range", p, s)
+		}
+		return fmt.Sprintf("DECIMAL(%d,%d)", p, s), nil
+	case ploti.TypeBoolean:
+		return "BOOLEAN", nil
+	case ploti.TypeDate:
+		return "DATE", nil
+	case ploti.TypeTimestamp:
+		return "TIMESTAMPTZ", nil
+	case ploti.TypeGeometry:
+		return "GEOMETRY", nil
+	case ploti.TypeJSON:
+		return "JSON", nil
+	case ploti.TypeList:
+		if t.Items == nil {
+			return "VARCHAR[]", nil
+		}
+		inner, err := DuckType(*t.Items)
+		if err != nil {
+			return "", err
+		}
+		return inner + "[]", nil
+	}
+	return "", fmt.Errorf("unknown column type %q", t.Type)
+}
+
+// Ident quotes an SQL identifier.
+func Ident(name string) string {
+	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
+}
+
+// Literal quotes an SQL string literal.
+func Literal(s string) string {
+	return `'` + strings.ReplaceAll(s, `'`, `''`) + `'`
+}
+
+// TableName derives a table name from a dataset id: lower case, [a-z0-9_],
+// not starting with a digit, never a name of DuckDB's own catalog schemas.
+func TableName(datasetID string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(datasetID) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '_':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	name := b.String()
+	if name == "" || name[0] >= '0' && name[0] <= '9' {
+		name = "t_" + name
+	}
+	if strings.HasPrefix(name, "_ploti") || name == "main" || name == "information_schema" || name == "pg_catalog" {
+		name = "t" + name
+	}
+	return name
+}
+
+// selectList builds the column list that reads a file into a dataset
+// table: system columns, then schema columns cast to their DuckDB types.
+func selectList(cols []ploti.Column) (string, error) {
+	parts := []string{
+		fmt.Sprintf("CAST(%s AS VARCHAR) AS %s", Ident(ColRecordID), Ident(ColRecordID)),
+		fmt.Sprintf("CAST(%s AS VARCHAR) AS %s", Ident(ColPlaceID), Ident(ColPlaceID)),
+	}
+	for _, c := range cols {
+		if c.Type.Type == "" { // no schema known: keep the file's type
+			parts = append(parts, Ident(c.Name))
+			continue
+		}
+		t, err := DuckType(c.Type)
+		if err != nil {
+			return "", fmt.Errorf("column %s: %w", c.Name, err)
+		}
+		parts = append(parts, fmt.Sprintf("CAST(%s AS %s) AS %s", Ident(c.Name), t, Ident(c.Name)))
+	}
+	return strings.Join(parts, ", "), nil
+}
+
+// columnNames lists a table's column names for an INSERT.
+func columnNames(cols []ploti.Column) string {
+	parts := []string{Ident(ColRecordID), Ident(ColPlaceID)}
+	for _, c := range cols {
+		parts = append(parts, Ident(c.Name))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// fileList is a DuckDB list literal of file paths.
+func fileList(files []string) string {
+	q := make([]string, len(files))
+	for i, f := range files {
+		q[i] = Literal(f)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
