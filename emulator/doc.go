@@ -1,0 +1,55 @@
+// Package emulator is a faithful, deterministic Ploti Data Feeds server for
+// tests, for `ploti-replica demo` and for users' CI.
+//
+// It is shaped like net/http/httptest: New builds an Emulator from Options,
+// Start listens on loopback (one listener for the API, a second one for the
+// signed file links, so files live on "another host"), URL gives the API base
+// URL and Close stops both listeners, waits for requests in flight and removes
+// the scratch directory.
+//
+//	em, err := emulator.New(emulator.Options{})
+//	if err != nil { ... }
+//	if err := em.Start(); err != nil { ... }
+//	defer em.Close()
+//	em.AddPlace(emulator.Place{ID: "fl-orange", Name: "Orange County, FL", Kind: "county", State: "fl"})
+//	em.AddDataset(emulator.DatasetSpec{ID: "ds_permits", PlaceID: "fl-orange", KeyColumns: []string{"permit"},
+//		Columns: []emulator.Column{{Name: "permit", Type: "string"}}})
+//	sub, _ := em.CreateSubscription(emulator.SubscriptionSpec{Places: []string{"fl-orange"}})
+//	rel, _ := em.Publish(ctx, "ds_permits", []emulator.Row{{"permit": "P-1"}})
+//	// a client now reads em.URL()+"/v1/feeds/subscriptions/"+sub+"/events" with em.APIKey()
+//
+// The wire format is the one of the project's CONTRACT.md and Ploti's own
+// documents; the emulator deliberately imports no other package of this
+// module, so that a misreading in the client is caught here and the other way
+// round.
+//
+// # Data
+//
+// Everything about rows stays in DuckDB SQL: Publish loads Go rows into a
+// staging table and takes the same path as PublishQuery, which runs a caller's
+// SELECT. A new version's rows are matched to the last released version's rows
+// by the dataset's key columns (all shared columns for an unkeyed dataset); a
+// matched record keeps its _ploti_record_id, the others get new ids
+// ("rec_d<n>_<counter>", never reused within a dataset). Snapshot, changes,
+// schema and id map files are written under Options.Dir and served by the file
+// listener through signed links that last one hour of emulator time.
+//
+// Truth gives, for any released version, the rows a subscriber that followed
+// the feed from the start must hold: a snapshot for a version delivered by
+// resync, the previous truth with the changes applied for one delivered as
+// updated (so a column added by a MINOR change stays null for unchanged rows).
+//
+// # Time
+//
+// The emulator has its own clock. By default it is a manual clock starting at
+// DefaultStart that only moves with Advance; link expiry, rate limits, event
+// retention, file retention and stale checks all read it.
+//
+// # Caller's duties
+//
+// Call Close. Publish, PublishQuery and the staff methods may be called while
+// the server runs; they are serialized with each other. Rate limits are on by
+// default (as at Ploti) and count on the emulator clock: a test that makes
+// many calls without advancing the clock should pass Options.NoRateLimit or
+// call SetRateLimit(false).
+package emulator

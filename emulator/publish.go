@@ -1,0 +1,464 @@
+package emulator
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Row is one record for Publish, keyed by schema column name. Values:
+// string; int, int64 and other integers; float64; a decimal as a string
+// ("123.45") or float64; bool; time.Time for date and timestamp; geometry as
+// WKT text or WKB []byte; a list as []any (or any slice); json as a string or
+// any value json.Marshal takes. A missing column is null. System columns are
+// not given: the emulator assigns them.
+type Row map[string]any
+
+// PublishOption changes how Publish builds a version.
+type PublishOption func(*publishConfig)
+
+type publishConfig struct {
+	parts      int
+	cols       []Column
+	key        []string
+	newSchema  bool
+	skipReview bool
+	hold       string
+}
+
+// Parts splits the version's snapshot into n Parquet files (default 1).
+func Parts(n int) PublishOption {
+	return func(c *publishConfig) { c.parts = max(1, n) }
+}
+
+// WithSchema gives the version a new schema: its columns and key columns.
+// Later versions keep it.
+func WithSchema(columns []Column, keyColumns []string) PublishOption {
+	return func(c *publishConfig) {
+		c.cols, c.key, c.newSchema = cloneColumns(columns), slices.Clone(keyColumns), true
+	}
+}
+
+// SkipReview releases the version even when a check would hold it (a
+// breaking schema change, too few rows, ids turning over). A key_violation
+// and an explicit Hold still hold it.
+func SkipReview() PublishOption {
+	return func(c *publishConfig) { c.skipReview = true }
+}
+
+// Hold holds the version for review with reason, one of "schema_change",
+// "key_violation", "row_drop", "identity_ambiguous", "identity_unresolved",
+// for the holds that have no natural trigger in the emulator.
+func Hold(reason string) PublishOption {
+	return func(c *publishConfig) { c.hold = reason }
+}
+
+// Release describes a version Publish built.
+type Release struct {
+	// DatasetID and Version name the version.
+	DatasetID string
+	Version   int
+	// PreviousVersion is the last released version it is measured from (nil
+	// for a first version).
+	PreviousVersion *int
+	// SchemaVersion is its schema version, SchemaBump "", "minor" or "major".
+	SchemaVersion string
+	SchemaBump    string
+	// Held tells that the version waits on staff, HoldReason why:
+	// schema_change, key_violation, row_drop, identity_ambiguous or
+	// identity_unresolved.
+	Held       bool
+	HoldReason string
+	// ResyncRequired and ResyncReason tell how subscribers receive it.
+	ResyncRequired bool
+	ResyncReason   string
+	// RowCount is its rows; Added, Changed and Removed count its changes
+	// (zero for a resync).
+	RowCount, Added, Changed, Removed int64
+	// EventIDs are the events the publish appended, in order, over all
+	// subscriptions.
+	EventIDs []string
+}
+
+// Publish builds a new version of a dataset from Go rows and, unless a hold
+// applies, releases it to every subscription that delivers the dataset.
+func (e *Emulator) Publish(ctx context.Context, datasetID string, rows []Row, opts ...PublishOption) (Release, error) {
+	return e.publish(ctx, datasetID, opts, func(p *buildPlan) (string, error) {
+		src, err := stageRows(ctx, e.db, p.table("raw"), p.cols, rows)
+		if err != nil {
+			return "", err
+		}
+		return src, nil
+	})
+}
+
+// PublishQuery builds a new version from a DuckDB SELECT that yields the
+// schema's columns by name (geometry as GEOMETRY or WKT text, lists as lists
+// or list text). Matching, ids, changes and files all stay in DuckDB SQL, so
+// it suits millions of rows.
+func (e *Emulator) PublishQuery(ctx context.Context, datasetID, selectSQL string, opts ...PublishOption) (Release, error) {
+	return e.publish(ctx, datasetID, opts, func(p *buildPlan) (string, error) {
+		sel := []string{"row_number() OVER () AS _ord"}
+		for _, c := range p.cols {
+			sel = append(sel, fmt.Sprintf("CAST(%s AS %s) AS %s", ident(c.Name), duckType(c), ident(c.Name)))
+		}
+		return fmt.Sprintf("SELECT %s FROM (%s)", strings.Join(sel, ", "), selectSQL), nil
+	})
+}
+
+// buildPlan is what a build needs, taken from the model under e.mu.
+type buildPlan struct {
+	d       *dataset
+	num     int
+	cols    []Column
+	key     []string
+	schema  *schemaDoc
+	base    *version
+	baseRel string
+	counter int64
+	parts   int
+	place   string
+	resync  string
+	cfg     publishConfig
+	dir     string // absolute directory of the version's files
+	rel     string // the same, relative to e.dir, slash-separated
+}
+
+func (p *buildPlan) table(kind string) string {
+	return fmt.Sprintf("%s_%s_v%d", kind, p.d.tag, p.num)
+}
+
+func (e *Emulator) publish(ctx context.Context, datasetID string, opts []PublishOption, stage func(*buildPlan) (string, error)) (Release, error) {
+	e.pubMu.Lock()
+	defer e.pubMu.Unlock()
+	p, err := e.plan(datasetID, opts)
+	if err != nil {
+		return Release{}, err
+	}
+	v, err := e.build(ctx, p, stage)
+	if err != nil {
+		e.dropTables(p.table("raw"), p.table("stg"), p.table("ids"), p.table("v"), p.table("ch"))
+		return Release{}, fmt.Errorf("publish %s v%d: %w", datasetID, p.num, err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.commitLocked(p, v), nil
+}
+
+func (e *Emulator) plan(datasetID string, opts []PublishOption) (*buildPlan, error) {
+	cfg := publishConfig{parts: 1}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, ErrClosed
+	}
+	d := e.datasets[datasetID]
+	if d == nil {
+		return nil, fmt.Errorf("publish %s: %w", datasetID, ErrNotFound)
+	}
+	if cfg.newSchema {
+		if err := validateSchema(cfg.cols, cfg.key); err != nil {
+			return nil, fmt.Errorf("publish %s: %w", datasetID, err)
+		}
+		d.spec.Columns, d.spec.KeyColumns = cfg.cols, cfg.key
+	}
+	d.lastNum++
+	p := &buildPlan{
+		d: d, num: d.lastNum, cols: d.spec.Columns, key: d.spec.KeyColumns, base: d.released,
+		counter: d.idCounter, parts: cfg.parts, place: d.spec.PlaceID, cfg: cfg,
+	}
+	p.schema = d.schemaFor(p.cols, p.key)
+	p.rel = fmt.Sprintf("files/%s/v%d", d.tag, p.num)
+	p.dir = filepath.Join(e.dir, filepath.FromSlash(p.rel))
+	if p.base != nil {
+		p.baseRel = e.versionRel(p.base)
+	}
+	p.resync = e.resyncReason(d, p)
+	return p, nil
+}
+
+// versionRel is a SQL relation holding a version's rows: its table while
+// kept, else its snapshot files.
+func (e *Emulator) versionRel(v *version) string {
+	if v.table != "" {
+		return v.table
+	}
+	paths := make([]string, len(v.snapshot))
+	for i, f := range v.snapshot {
+		paths[i] = e.abs(f.rel)
+	}
+	return parquetList(paths)
+}
+
+func (e *Emulator) abs(rel string) string { return filepath.Join(e.dir, filepath.FromSlash(rel)) }
+
+// resyncReason picks the version's resync reason in the docs' order of
+// precedence, or "" when it arrives as updated.
+func (e *Emulator) resyncReason(d *dataset, p *buildPlan) string {
+	ch := p.schema.Change
+	changed := p.base != nil && p.schema.Version != p.base.schema.Version
+	prevGone := p.base != nil && (d.forceResync || p.base.filesGone)
+	switch {
+	case p.base == nil:
+		return "first_version"
+	case prevGone && !changed:
+		return "previous_unavailable"
+	case changed && ch != nil && ch.KeyDiff:
+		return "key_columns_changed"
+	case changed && ch != nil && ch.Bump == "major", changed && prevGone:
+		return "schema_changed"
+	}
+	return ""
+}
+
+func (e *Emulator) dropTables(names ...string) {
+	for _, n := range names {
+		e.db.Exec("DROP TABLE IF EXISTS " + n)
+	}
+}
+
+// build runs the SQL: stage, match to the base version, assign ids, compute
+// changes, write the files. It touches no model state.
+func (e *Emulator) build(ctx context.Context, p *buildPlan, stage func(*buildPlan) (string, error)) (*version, error) {
+	src, err := stage(p)
+	if err != nil {
+		return nil, err
+	}
+	stg := p.table("stg")
+	if _, err := e.db.ExecContext(ctx, fmt.Sprintf("CREATE OR REPLACE TABLE %s AS %s", stg, src)); err != nil {
+		return nil, fmt.Errorf("stage: %w", err)
+	}
+	e.dropTables(p.table("raw"))
+	v := &version{num: p.num, schema: p.schema, resyncReason: p.resync, table: p.table("v")}
+	if p.base != nil {
+		n := p.base.num
+		v.prev = &n
+	}
+	if v.rowCount, err = queryInt(ctx, e.db, "SELECT count(*) FROM "+stg); err != nil {
+		return nil, fmt.Errorf("count rows: %w", err)
+	}
+	if err := e.checkKey(ctx, p, v); err != nil {
+		return nil, err
+	}
+	if err := e.assignIDs(ctx, p, v); err != nil {
+		return nil, err
+	}
+	e.dropTables(stg, p.table("ids"))
+	if err := os.MkdirAll(p.dir, 0o755); err != nil {
+		return nil, fmt.Errorf("make version dir: %w", err)
+	}
+	if p.base != nil && p.resync == "" {
+		if err := e.computeChanges(ctx, p, v); err != nil {
+			return nil, err
+		}
+	}
+	if err := e.writeFiles(ctx, p, v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// checkKey counts duplicate and null keys (a key_violation).
+func (e *Emulator) checkKey(ctx context.Context, p *buildPlan, v *version) error {
+	if len(p.key) == 0 {
+		return nil
+	}
+	keys := make([]string, len(p.key))
+	nulls := make([]string, len(p.key))
+	for i, k := range p.key {
+		c, _ := findColumn(p.cols, k)
+		keys[i] = cmpExpr(c, "s")
+		nulls[i] = "s." + ident(k) + " IS NULL"
+	}
+	q := fmt.Sprintf(`SELECT (SELECT count(*) FROM (SELECT 1 FROM %[1]s s GROUP BY %[2]s HAVING count(*) > 1)) +
+		(SELECT count(*) FROM %[1]s s WHERE %[3]s)`, p.table("stg"), strings.Join(keys, ", "), strings.Join(nulls, " OR "))
+	n, err := queryInt(ctx, e.db, q)
+	if err != nil {
+		return fmt.Errorf("check key: %w", err)
+	}
+	v.keyViolations = n
+	return nil
+}
+
+// matchExprs pairs the expressions that match a new row (alias n) to a base
+// row (alias o): the new key, else the old key, else (unkeyed) every shared
+// column of the same type.
+func matchExprs(p *buildPlan) (newE, oldE []string) {
+	if p.base == nil {
+		return nil, nil
+	}
+	bcols := p.base.schema.Columns
+	pair := func(names []string) bool {
+		var ns, ol []string
+		for _, k := range names {
+			nc, ok1 := findColumn(p.cols, k)
+			oc, ok2 := findColumn(bcols, k)
+			if !ok1 || !ok2 {
+				return false
+			}
+			if sameType(nc, oc) {
+				ns, ol = append(ns, cmpExpr(nc, "s")), append(ol, cmpExpr(oc, "b"))
+			} else {
+				ns, ol = append(ns, textExpr(nc, "s")), append(ol, textExpr(oc, "b"))
+			}
+		}
+		newE, oldE = ns, ol
+		return true
+	}
+	if len(p.key) > 0 {
+		if pair(p.key) || pair(p.base.schema.Key) {
+			return newE, oldE
+		}
+		return nil, nil
+	}
+	var shared []string
+	for _, c := range p.cols {
+		if oc, ok := findColumn(bcols, c.Name); ok && sameType(c, oc) {
+			shared = append(shared, c.Name)
+		}
+	}
+	if len(shared) == 0 || !pair(shared) {
+		return nil, nil
+	}
+	return newE, oldE
+}
+
+// assignIDs matches the staged rows to the base version and builds the
+// version's table: _ord, _ploti_record_id, _ploti_place_id, the columns.
+func (e *Emulator) assignIDs(ctx context.Context, p *buildPlan, v *version) error {
+	stg, ids := p.table("stg"), p.table("ids")
+	newE, oldE := matchExprs(p)
+	var q string
+	if len(newE) == 0 {
+		q = fmt.Sprintf("CREATE OR REPLACE TABLE %s AS SELECT _ord, NULL::VARCHAR AS _rid FROM %s", ids, stg)
+	} else {
+		var nm, om, on, part []string
+		for i := range newE {
+			m := fmt.Sprintf("_m%d", i)
+			nm = append(nm, newE[i]+" AS "+m)
+			om = append(om, oldE[i]+" AS "+m)
+			on = append(on, fmt.Sprintf("n.%s IS NOT DISTINCT FROM o.%s", m, m))
+			part = append(part, m)
+		}
+		q = fmt.Sprintf(`CREATE OR REPLACE TABLE %[1]s AS
+WITH n AS (SELECT *, row_number() OVER (PARTITION BY %[2]s ORDER BY _ord) AS _dup FROM (SELECT s._ord, %[3]s FROM %[4]s s)),
+o AS (SELECT *, row_number() OVER (PARTITION BY %[2]s ORDER BY _rid) AS _dup FROM (SELECT b._ploti_record_id AS _rid, %[5]s FROM %[6]s b))
+SELECT n._ord, o._rid FROM n LEFT JOIN o ON %[7]s AND n._dup = o._dup`,
+			ids, strings.Join(part, ", "), strings.Join(nm, ", "), stg, strings.Join(om, ", "), p.baseRel, strings.Join(on, " AND "))
+	}
+	if _, err := e.db.ExecContext(ctx, q); err != nil {
+		return fmt.Errorf("match records: %w", err)
+	}
+	fresh, err := queryInt(ctx, e.db, "SELECT count(*) FROM "+ids+" WHERE _rid IS NULL")
+	if err != nil {
+		return fmt.Errorf("count new records: %w", err)
+	}
+	v.matched = v.rowCount - fresh
+	v.newIDs = fresh
+	place := "NULL::VARCHAR"
+	if p.place != "" {
+		place = lit(p.place)
+	}
+	cols := make([]string, len(p.cols))
+	for i, c := range p.cols {
+		cols[i] = "s." + ident(c.Name)
+	}
+	q = fmt.Sprintf(`CREATE OR REPLACE TABLE %s AS
+SELECT s._ord, CASE WHEN i._rid IS NULL THEN %s || (%d + row_number() OVER (PARTITION BY i._rid IS NULL ORDER BY s._ord)) ELSE i._rid END AS _ploti_record_id,
+%s AS _ploti_place_id, %s FROM %s s JOIN %s i ON s._ord = i._ord ORDER BY s._ord`,
+		v.table, lit("rec_"+p.d.tag+"_"), p.counter, place, strings.Join(cols, ", "), stg, ids)
+	if _, err := e.db.ExecContext(ctx, q); err != nil {
+		return fmt.Errorf("assign record ids: %w", err)
+	}
+	return nil
+}
+
+// computeChanges compares the version with the base over the columns both
+// have (same name and type), into the version's changes table.
+func (e *Emulator) computeChanges(ctx context.Context, p *buildPlan, v *version) error {
+	ch := p.table("ch")
+	var diffs, nullCols, newCols []string
+	diffs = append(diffs, "n._ploti_place_id IS DISTINCT FROM b._ploti_place_id")
+	for _, c := range p.cols {
+		newCols = append(newCols, "n."+ident(c.Name))
+		nullCols = append(nullCols, fmt.Sprintf("CAST(NULL AS %s) AS %s", duckType(c), ident(c.Name)))
+		if oc, ok := findColumn(p.base.schema.Columns, c.Name); ok && sameType(c, oc) {
+			diffs = append(diffs, fmt.Sprintf("%s IS DISTINCT FROM %s", cmpExpr(c, "n"), cmpExpr(oc, "b")))
+		}
+	}
+	sel := "n._ploti_record_id, n._ploti_place_id, " + strings.Join(newCols, ", ")
+	q := fmt.Sprintf(`CREATE OR REPLACE TABLE %[1]s AS
+SELECT %[2]s, 'added' AS _ploti_change FROM %[3]s n WHERE NOT EXISTS (SELECT 1 FROM %[4]s b WHERE b._ploti_record_id = n._ploti_record_id)
+UNION ALL
+SELECT %[2]s, 'changed' AS _ploti_change FROM %[3]s n JOIN %[4]s b ON b._ploti_record_id = n._ploti_record_id WHERE %[5]s
+UNION ALL
+SELECT b._ploti_record_id, NULL::VARCHAR AS _ploti_place_id, %[6]s, 'removed' AS _ploti_change FROM %[4]s b WHERE NOT EXISTS (SELECT 1 FROM %[3]s n WHERE n._ploti_record_id = b._ploti_record_id)`,
+		ch, sel, v.table, p.baseRel, strings.Join(diffs, " OR "), strings.Join(nullCols, ", "))
+	if _, err := e.db.ExecContext(ctx, q); err != nil {
+		return fmt.Errorf("compute changes: %w", err)
+	}
+	rows, err := e.db.QueryContext(ctx, "SELECT _ploti_change, count(*) FROM "+ch+" GROUP BY 1")
+	if err != nil {
+		return fmt.Errorf("count changes: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var kind string
+		var n int64
+		if err := rows.Scan(&kind, &n); err != nil {
+			return fmt.Errorf("count changes: %w", err)
+		}
+		switch kind {
+		case "added":
+			v.added = n
+		case "changed":
+			v.changed = n
+		case "removed":
+			v.removed = n
+		}
+	}
+	v.hasChanges = true
+	return rows.Err()
+}
+
+// copyTo writes a query's rows to a Parquet file and describes it.
+func (e *Emulator) copyTo(ctx context.Context, query, rel string) (fileRef, error) {
+	path := e.abs(rel)
+	if _, err := e.db.ExecContext(ctx, fmt.Sprintf("COPY (%s) TO %s (FORMAT parquet)", query, lit(path))); err != nil {
+		return fileRef{}, fmt.Errorf("write %s: %w", filepath.Base(rel), err)
+	}
+	return describeFile(rel, path)
+}
+
+func (e *Emulator) writeFiles(ctx context.Context, p *buildPlan, v *version) error {
+	total := max(v.rowCount, 1)
+	for i := range p.parts {
+		q := fmt.Sprintf("SELECT * EXCLUDE (_ord) FROM %s WHERE (_ord - 1) * %d // %d = %d", v.table, p.parts, total, i)
+		f, err := e.copyTo(ctx, q, fmt.Sprintf("%s/snapshot-part-%d.parquet", p.rel, i))
+		if err != nil {
+			return err
+		}
+		v.snapshot = append(v.snapshot, f)
+	}
+	if v.hasChanges {
+		ch := p.table("ch")
+		f, err := e.copyTo(ctx, "SELECT * FROM "+ch, p.rel+"/changes.parquet")
+		e.dropTables(ch)
+		if err != nil {
+			return err
+		}
+		v.changes = &f
+	}
+	f, err := writeJSONFile(e.abs(p.rel+"/schema.json"), p.rel+"/schema.json", p.schema.json(p.d.spec.ID))
+	if err != nil {
+		return err
+	}
+	v.schemaFile = f
+	return nil
+}
