@@ -1,0 +1,25 @@
+// Package apply decides and carries out what one feed event does to one
+// dataset.
+//
+// Decide is pure: a dataset's State and an event in, an Action out, by the
+// rules of Ploti's feed-events.txt and schemas-and-holds.txt:
+//
+//	not a feed event (ping, dataset.changed …)      → skip
+//	added, version set                              → load that snapshot (replacing rows)
+//	added, version null                             → pending
+//	dataset removed                                 → skip until added again
+//	409/404 from links.version seen                 → skip until its removed
+//	updated/resync_required/schema_changed ≤ held   → skip (replay rule, checked first)
+//	locally held for review                         → skip (release reloads from current)
+//	updated, previousVersion = held                 → merge its changes
+//	updated, any other previousVersion              → reload from the current version
+//	resync_required                                 → load that snapshot (+ id map)
+//	schema_changed MINOR                            → add the columns, version not held
+//	schema_changed MAJOR                            → hold for review (or skip under "reload")
+//	removed / stale / delayed                       → record state only
+//
+// Executor carries an action out against storage: it asks its Source (the
+// replica's API client) for the version and the local paths of its verified
+// files, and commits the table change, the registry row, the holds and the
+// event id in one transaction. apply knows nothing of HTTP.
+package apply

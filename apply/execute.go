@@ -1,0 +1,470 @@
+package apply
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ploti-replica/ploti-replica/ploti"
+	"github.com/ploti-replica/ploti-replica/storage"
+)
+
+// Source is what the executor needs from the Ploti API: versions, the
+// current version, schemas, and verified local copies of files.
+type Source interface {
+	// Version returns a version with signed links; link is the event's
+	// links.version when it has one.
+	Version(ctx context.Context, datasetID string, version int, link string) (*ploti.Version, error)
+	// Current returns the dataset's current version number, or ErrNoCurrent.
+	Current(ctx context.Context, datasetID string) (int, error)
+	// Schema returns the version's schema.
+	Schema(ctx context.Context, v *ploti.Version) (*ploti.Schema, error)
+	// Download fetches a version's files of one kind ("snapshot",
+	// "changes", "idMap") and returns verified local paths, in order.
+	Download(ctx context.Context, v *ploti.Version, kind string) ([]string, error)
+	// Discard removes downloaded files once they are committed.
+	Discard(paths []string)
+}
+
+// Executor carries actions out.
+type Executor struct {
+	DB     *storage.DB
+	Source Source
+	// OnMajor is OnMajorHold (default) or OnMajorReload.
+	OnMajor string
+	// IDRefs are user columns rewritten when a dataset's ids are replaced.
+	IDRefs []storage.IDRef
+	Log    zerolog.Logger
+}
+
+// Result says what an applied event did.
+type Result struct {
+	Action  Action
+	Applied bool // false when skipped
+	Rows    int64
+	Stats   storage.MergeStats
+}
+
+// Batch holds the page's open transaction for state-only actions, so that
+// a page's bookkeeping commits together (and with the cursor).
+type Batch struct {
+	db *storage.DB
+	tx *storage.Tx
+}
+
+// NewBatch starts an empty batch.
+func NewBatch(db *storage.DB) *Batch { return &Batch{db: db} }
+
+// Tx returns the open transaction, beginning one if needed.
+func (b *Batch) Tx(ctx context.Context) (*storage.Tx, error) {
+	if b.tx == nil {
+		tx, err := b.db.Begin(ctx)
+		if err != nil {
+			return nil, err
+		}
+		b.tx = tx
+	}
+	return b.tx, nil
+}
+
+// Flush commits the open transaction, if any.
+func (b *Batch) Flush() error {
+	if b.tx == nil {
+		return nil
+	}
+	tx := b.tx
+	b.tx = nil
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit batch: %w", err)
+	}
+	return nil
+}
+
+// Abort rolls the open transaction back.
+func (b *Batch) Abort() {
+	if b.tx != nil {
+		b.tx.Rollback()
+		b.tx = nil
+	}
+}
+
+// State reads a dataset's state through the batch.
+func (x *Executor) State(ctx context.Context, b *Batch, datasetID string) (*storage.Dataset, State, error) {
+	tx, err := b.Tx(ctx)
+	if err != nil {
+		return nil, State{}, err
+	}
+	d, err := tx.Dataset(ctx, datasetID)
+	if errors.Is(err, storage.ErrNoDataset) {
+		return nil, State{}, nil
+	}
+	if err != nil {
+		return nil, State{}, err
+	}
+	holds, err := tx.Holds(ctx, datasetID)
+	if err != nil {
+		return nil, State{}, err
+	}
+	return d, StateOf(d, holds), nil
+}
+
+// Apply decides and carries out one event. A heavy action commits in a
+// transaction of its own (after flushing the batch); others join the
+// batch. The event id is recorded in the same transaction as its effect.
+// A dataset-level failure (bad input, a gone dataset) is recorded on the
+// dataset and returned as an *Error; the caller goes on with other events.
+func (x *Executor) Apply(ctx context.Context, b *Batch, ev ploti.Event) (Result, error) {
+	d, st, err := x.State(ctx, b, ev.Data.DatasetID)
+	if err != nil {
+		return Result{}, err
+	}
+	a := Decide(st, ev, x.onMajor())
+	res := Result{Action: a}
+	if a.Kind == Skip {
+		tx, err := b.Tx(ctx)
+		if err != nil {
+			return res, err
+		}
+		return res, tx.MarkApplied(ctx, ev.ID)
+	}
+	if d == nil {
+		d = &storage.Dataset{ID: ev.Data.DatasetID, Status: storage.StatusPending}
+	}
+	res.Applied = true
+	if !a.Kind.Heavy() {
+		tx, err := b.Tx(ctx)
+		if err != nil {
+			return res, err
+		}
+		if err := x.light(ctx, tx, d, a, ev); err != nil {
+			return res, err
+		}
+		return res, tx.MarkApplied(ctx, ev.ID)
+	}
+	link := ""
+	if ev.Data.Links != nil {
+		link = ev.Data.Links.Version
+	}
+	if err := b.Flush(); err != nil {
+		return res, err
+	}
+	res.Rows, res.Stats, err = x.heavy(ctx, d, a, link, ev.ID, ev.Data.Reason)
+	if err != nil {
+		return res, x.fail(ctx, b, d, a, ev.ID, err)
+	}
+	return res, nil
+}
+
+func (x *Executor) onMajor() string {
+	if x.OnMajor == "" {
+		return OnMajorHold
+	}
+	return x.OnMajor
+}
+
+// light carries out a state-only action in tx.
+func (x *Executor) light(ctx context.Context, tx *storage.Tx, d *storage.Dataset, a Action, ev ploti.Event) error {
+	switch a.Kind {
+	case Pending:
+		d.Status, d.StatusReason, d.SkipUntilRemoved = storage.StatusPending, "added with no released version yet", false
+		d.Version, d.PreviousVersion = 0, 0
+	case AlterSchema:
+		ch := ev.Data.SchemaChange
+		var add []ploti.Column
+		have := map[string]bool{}
+		for _, c := range d.Columns {
+			have[c.Name] = true
+		}
+		for _, c := range ch.Added {
+			if !have[c.Name] {
+				add = append(add, c)
+			}
+		}
+		if err := tx.AddColumns(ctx, d.Table, add); err != nil {
+			return &Error{Op: "alter", DatasetID: d.ID, Version: a.Version, EventID: ev.ID, Err: err}
+		}
+		d.Columns = append(d.Columns, add...)
+	case HoldForReview:
+		detail, _ := json.Marshal(map[string]any{"pendingVersion": a.Version, "schemaVersion": ev.Data.SchemaVersion, "schemaChange": ev.Data.SchemaChange})
+		since := ev.Timestamp
+		reason := fmt.Sprintf("MAJOR schema change to %s in version %d", ev.Data.SchemaVersion, a.Version)
+		if err := tx.PutHold(ctx, storage.Hold{DatasetID: d.ID, Version: d.Version, Kind: storage.HoldLocal,
+			Reason: "schema_review", Since: &since, Detail: detail}); err != nil {
+			return err
+		}
+		d.Status, d.StatusReason = storage.StatusHeld, "held for review: "+reason+"; run `ploti-replica holds release "+d.ID+"`"
+	case Removed:
+		d.Status, d.StatusReason, d.SkipUntilRemoved = storage.StatusRemoved, "removed: "+ev.Data.Reason, false
+		if err := tx.DeleteHolds(ctx, d.ID, ""); err != nil {
+			return err
+		}
+	case Stale:
+		d.StaleLastCheckedAt, d.StaleNextCheckBy = ev.Data.LastCheckedAt, ev.Data.NextCheckBy
+		if d.Status == storage.StatusCurrent || d.StatusReason == "" {
+			d.StatusReason = staleReason(ev)
+		}
+	case Delayed:
+		since := ev.Data.Since
+		if since == nil {
+			since = &ev.Timestamp
+		}
+		if err := tx.PutHold(ctx, storage.Hold{DatasetID: d.ID, Version: a.Version, Kind: storage.HoldServer,
+			Reason: ev.Data.Reason, Since: since}); err != nil {
+			return err
+		}
+		reason := fmt.Sprintf("delayed by Ploti (%s) since %s", ev.Data.Reason, since.UTC().Format(time.RFC3339))
+		if d.Version == 0 {
+			d.Status, d.StatusReason = storage.StatusPending, reason
+		} else if d.Status == storage.StatusCurrent {
+			d.Status, d.StatusReason = storage.StatusHeld, reason+"; version "+fmt.Sprint(d.Version)+" stays current"
+		}
+	}
+	return tx.PutDataset(ctx, d)
+}
+
+func staleReason(ev ploti.Event) string {
+	s := "stale: source check missed"
+	if ev.Data.NextCheckBy != nil {
+		s += " (next check was due " + ev.Data.NextCheckBy.UTC().Format(time.RFC3339) + ")"
+	}
+	return s
+}
+
+// fail records a dataset-level failure in a transaction of its own and
+// marks the event seen, so the walk goes on; the next sync repairs the
+// dataset by reloading its current version. Errors that are not about the
+// dataset (the network, a cancelled context) are returned as they are and
+// the event stays unrecorded.
+func (x *Executor) fail(ctx context.Context, b *Batch, d *storage.Dataset, a Action, eventID string, cause error) error {
+	gone := errors.Is(cause, ErrGone)
+	var de *storage.DataError
+	if !gone && !errors.Is(cause, ErrBadInput) && !errors.As(cause, &de) && !errors.Is(cause, ErrNoCurrent) {
+		return cause
+	}
+	err := &Error{Op: a.Kind.String(), DatasetID: d.ID, Version: a.Version, EventID: eventID, Err: cause}
+	tx, terr := b.Tx(ctx)
+	if terr != nil {
+		return terr
+	}
+	fresh, ferr := tx.Dataset(ctx, d.ID)
+	if ferr == nil {
+		d = fresh
+	}
+	now := tx.Now
+	switch {
+	case gone:
+		d.SkipUntilRemoved = true
+		d.StatusReason = "left the subscription (" + cause.Error() + "); skipping its events until feed.dataset.removed"
+	case errors.Is(cause, ErrNoCurrent):
+		d.Status, d.StatusReason = storage.StatusPending, "no released version to load yet"
+	default:
+		d.Status, d.StatusReason, d.LastError, d.FailedAt = storage.StatusFailed, err.Error(), err.Error(), &now
+	}
+	if perr := tx.PutDataset(ctx, d); perr != nil {
+		return perr
+	}
+	if eventID != "" {
+		if merr := tx.MarkApplied(ctx, eventID); merr != nil {
+			return merr
+		}
+	}
+	x.Log.Warn().Str("dataset", d.ID).Int("version", a.Version).Err(err).Msg("dataset not applied")
+	return err
+}
+
+// heavy loads or merges in a transaction of its own.
+func (x *Executor) heavy(ctx context.Context, d *storage.Dataset, a Action, link, eventID, reason string) (int64, storage.MergeStats, error) {
+	version := a.Version
+	if a.Kind == ReloadCurrent {
+		cur, err := x.Source.Current(ctx, d.ID)
+		if err != nil {
+			return 0, storage.MergeStats{}, err
+		}
+		version, link = cur, ""
+		if d.Version == cur && d.Status == storage.StatusCurrent {
+			return d.RowCount, storage.MergeStats{}, x.DB.Update(ctx, func(tx *storage.Tx) error { return tx.MarkApplied(ctx, eventID) })
+		}
+	}
+	v, err := x.Source.Version(ctx, d.ID, version, link)
+	if err != nil {
+		return 0, storage.MergeStats{}, err
+	}
+	schema, err := x.Source.Schema(ctx, v)
+	if err != nil {
+		return 0, storage.MergeStats{}, err
+	}
+	if a.CheckMajor && schema.ChangeFromPrevious.IsMajor() {
+		return 0, storage.MergeStats{}, x.holdFromSchema(ctx, d, v, schema, eventID)
+	}
+	if a.Kind == Merge && len(v.Files.Changes) > 0 && sameOrAdded(d.Columns, schema.Columns) {
+		st, err := x.merge(ctx, d, v, schema, eventID)
+		return st.Rows, st, err
+	}
+	n, err := x.load(ctx, d, v, schema, eventID, reason)
+	return n, storage.MergeStats{}, err
+}
+
+// sameOrAdded reports whether the new columns keep the old ones in order
+// and only add, so a changes file can be merged into the table.
+func sameOrAdded(old, cols []ploti.Column) bool {
+	if len(cols) < len(old) {
+		return false
+	}
+	for i, c := range old {
+		if cols[i].Name != c.Name {
+			return false
+		}
+		a, _ := storage.DuckType(c.Type)
+		b, _ := storage.DuckType(cols[i].Type)
+		if a != b {
+			return false
+		}
+	}
+	return true
+}
+
+func (x *Executor) load(ctx context.Context, d *storage.Dataset, v *ploti.Version, schema *ploti.Schema, eventID, reason string) (int64, error) {
+	paths, err := x.Source.Download(ctx, v, "snapshot")
+	if err != nil {
+		return 0, err
+	}
+	defer x.Source.Discard(paths)
+	var idMap []string
+	if v.Files.IDMap != nil && (reason == ploti.ReasonRecordIDsChanged || (v.ResyncReason != nil && *v.ResyncReason == ploti.ReasonRecordIDsChanged)) {
+		if idMap, err = x.Source.Download(ctx, v, "idMap"); err != nil {
+			return 0, err
+		}
+		defer x.Source.Discard(idMap)
+	}
+	var rows int64
+	err = x.DB.Update(ctx, func(tx *storage.Tx) error {
+		if d.Table == "" {
+			if err := tx.PutDataset(ctx, d); err != nil { // assigns the table name
+				return err
+			}
+			fresh, err := tx.Dataset(ctx, d.ID)
+			if err != nil {
+				return err
+			}
+			d.Table = fresh.Table
+		}
+		if rows, err = tx.LoadSnapshot(ctx, d.Table, schema.Columns, paths); err != nil {
+			return err
+		}
+		for _, p := range idMap {
+			if _, err := tx.ApplyIDMap(ctx, d.ID, v.Version, p, x.IDRefs); err != nil {
+				return err
+			}
+		}
+		return x.commitVersion(ctx, tx, d, v, schema, rows, eventID)
+	})
+	return rows, err
+}
+
+func (x *Executor) merge(ctx context.Context, d *storage.Dataset, v *ploti.Version, schema *ploti.Schema, eventID string) (storage.MergeStats, error) {
+	paths, err := x.Source.Download(ctx, v, "changes")
+	if err != nil {
+		return storage.MergeStats{}, err
+	}
+	defer x.Source.Discard(paths)
+	var total storage.MergeStats
+	err = x.DB.Update(ctx, func(tx *storage.Tx) error {
+		if len(schema.Columns) > len(d.Columns) {
+			if err := tx.AddColumns(ctx, d.Table, schema.Columns[len(d.Columns):]); err != nil {
+				return err
+			}
+		}
+		for _, p := range paths {
+			st, err := tx.MergeChanges(ctx, d.ID, v.Version, d.Table, schema.Columns, p)
+			if err != nil {
+				return err
+			}
+			total.Added += st.Added
+			total.Changed += st.Changed
+			total.Removed += st.Removed
+			total.Rows = st.Rows
+		}
+		return x.commitVersion(ctx, tx, d, v, schema, total.Rows, eventID)
+	})
+	return total, err
+}
+
+// commitVersion writes the registry row for a newly held version, ends
+// server holds, and records the event, inside the data's transaction.
+func (x *Executor) commitVersion(ctx context.Context, tx *storage.Tx, d *storage.Dataset, v *ploti.Version, schema *ploti.Schema, rows int64, eventID string) error {
+	d.Version = v.Version
+	d.PreviousVersion = 0
+	if v.PreviousVersion != nil {
+		d.PreviousVersion = *v.PreviousVersion
+	}
+	d.SchemaVersion = v.SchemaVersion
+	if d.SchemaVersion == "" {
+		d.SchemaVersion = schema.SchemaVersion
+	}
+	d.Columns = schema.Columns
+	if schema.KeyColumns != nil {
+		d.KeyColumns = schema.KeyColumns
+	}
+	d.RowCount = rows
+	d.Status, d.StatusReason, d.LastError, d.FailedAt, d.SkipUntilRemoved = storage.StatusCurrent, "", "", nil, false
+	d.StaleLastCheckedAt, d.StaleNextCheckBy = nil, nil
+	if err := tx.DeleteHolds(ctx, d.ID, ""); err != nil {
+		return err
+	}
+	if err := tx.PutDataset(ctx, d); err != nil {
+		return err
+	}
+	if eventID != "" {
+		return tx.MarkApplied(ctx, eventID)
+	}
+	return nil
+}
+
+// holdFromSchema holds a dataset whose resync turned out to bring a MAJOR
+// change (CONTRACT.md 8.2: decided by the version's schema).
+func (x *Executor) holdFromSchema(ctx context.Context, d *storage.Dataset, v *ploti.Version, schema *ploti.Schema, eventID string) error {
+	if d.Version == 0 {
+		// Nothing held to keep: the first table may as well be this one.
+		_, err := x.load(ctx, d, v, schema, eventID, "")
+		return err
+	}
+	return x.DB.Update(ctx, func(tx *storage.Tx) error {
+		since := tx.Now
+		detail, _ := json.Marshal(map[string]any{"pendingVersion": v.Version, "schemaVersion": schema.SchemaVersion, "schemaChange": schema.ChangeFromPrevious})
+		if err := tx.PutHold(ctx, storage.Hold{DatasetID: d.ID, Version: d.Version, Kind: storage.HoldLocal, Reason: "schema_review", Since: &since, Detail: detail}); err != nil {
+			return err
+		}
+		d.Status = storage.StatusHeld
+		d.StatusReason = fmt.Sprintf("held for review: MAJOR schema change to %s in version %d; run `ploti-replica holds release %s`", schema.SchemaVersion, v.Version, d.ID)
+		if err := tx.PutDataset(ctx, d); err != nil {
+			return err
+		}
+		return tx.MarkApplied(ctx, eventID)
+	})
+}
+
+// LoadVersion loads a version's snapshot outside the event walk (bootstrap,
+// repair, release), ending any holds. Errors come back unclassified: pass
+// them to Fail.
+func (x *Executor) LoadVersion(ctx context.Context, d *storage.Dataset, v *ploti.Version) (int64, error) {
+	schema, err := x.Source.Schema(ctx, v)
+	if err != nil {
+		return 0, err
+	}
+	return x.load(ctx, d, v, schema, "", "")
+}
+
+// Fail records a dataset-level failure outside the event walk; errors that
+// are not the dataset's are returned unchanged.
+func (x *Executor) Fail(ctx context.Context, d *storage.Dataset, version int, cause error) error {
+	b := NewBatch(x.DB)
+	err := x.fail(ctx, b, d, Action{Kind: Load, Version: version}, "", cause)
+	if ferr := b.Flush(); ferr != nil {
+		return ferr
+	}
+	return err
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"github.com/ploti-replica/ploti-replica/replica"
+)
+
+// connFlags are the flags every command that talks to Ploti shares; each
+// falls back to its environment variable.
+type connFlags struct {
+	DB           string
+	APIURL       string
+	APIKey       string
+	Subscription string
+	LogLevel     string
+	LogFormat    string
+	OnMajor      string
+	MemoryLimit  string
+	LockTimeout  time.Duration
+	IDRefs       []string
+}
+
+func (c *connFlags) register(cmd *cobra.Command, api bool) {
+	f := cmd.Flags()
+	f.StringVar(&c.DB, "db", "", "DuckDB file (env PLOTI_DB; default ploti.duckdb)")
+	f.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.StringVar(&c.LogFormat, "log-format", "auto", "log format: auto (human on a terminal, JSON otherwise), human, json")
+	f.DurationVar(&c.LockTimeout, "lock-timeout", 30*time.Second, "how long to wait while another process holds the file")
+	if !api {
+		return
+	}
+	f.StringVar(&c.APIURL, "api-url", "", "Ploti API base URL (env PLOTI_API_URL; default "+replica.DefaultAPIURL+")")
+	f.StringVar(&c.APIKey, "api-key", "", "Ploti API key (env PLOTI_API_KEY; prefer the variable: flags show in ps)")
+	f.StringVar(&c.Subscription, "subscription", "", "Data Feeds subscription id (env PLOTI_SUBSCRIPTION)")
+	f.StringVar(&c.OnMajor, "on-major", "hold", "on a MAJOR schema change: hold (for review) or reload")
+	f.StringVar(&c.MemoryLimit, "memory-limit", "", "DuckDB memory_limit, e.g. 1GB")
+	f.StringArrayVar(&c.IDRefs, "id-ref", nil, "TABLE.COLUMN=DATASET: a column of yours holding the dataset's record ids, rewritten when Ploti replaces ids (repeatable)")
+}
+
+// resolve fills unset flags from the environment and defaults.
+func (c *connFlags) resolve(env *Env) {
+	pick := func(v *string, key, def string) {
+		if *v == "" {
+			*v = env.Getenv(key)
+		}
+		if *v == "" {
+			*v = def
+		}
+	}
+	pick(&c.DB, "PLOTI_DB", "ploti.duckdb")
+	pick(&c.APIURL, "PLOTI_API_URL", replica.DefaultAPIURL)
+	pick(&c.APIKey, "PLOTI_API_KEY", "")
+	pick(&c.Subscription, "PLOTI_SUBSCRIPTION", "")
+}
+
+func (c *connFlags) options(env *Env, log zerolog.Logger) (replica.Options, error) {
+	c.resolve(env)
+	if c.APIKey == "" {
+		return replica.Options{}, &usageError{fmt.Errorf("no API key: set PLOTI_API_KEY (or --api-key)")}
+	}
+	if c.Subscription == "" {
+		return replica.Options{}, &usageError{fmt.Errorf("no subscription: set PLOTI_SUBSCRIPTION (or --subscription)")}
+	}
+	refs, err := parseIDRefs(c.IDRefs)
+	if err != nil {
+		return replica.Options{}, &usageError{err}
+	}
+	told := false
+	return replica.Options{
+		APIURL: c.APIURL, APIKey: c.APIKey, SubscriptionID: c.Subscription, Logger: log, OnMajor: c.OnMajor,
+		MemoryLimit: c.MemoryLimit, LockTimeout: c.LockTimeout, IDReferences: refs,
+		OnLocked: func(msg string) {
+			if !told {
+				log.Warn().Str("db", c.DB).Msg("waiting for the file: " + msg)
+				told = true
+			}
+		},
+	}, nil
+}
+
+func parseIDRefs(specs []string) ([]replica.IDRef, error) {
+	var out []replica.IDRef
+	for _, s := range specs {
+		var tc, ds string
+		for i := len(s) - 1; i >= 0; i-- {
+			if s[i] == '=' {
+				tc, ds = s[:i], s[i+1:]
+				break
+			}
+		}
+		dot := -1
+		for i := len(tc) - 1; i >= 0; i-- {
+			if tc[i] == '.' {
+				dot = i
+				break
+			}
+		}
+		if ds == "" || dot <= 0 || dot == len(tc)-1 {
+			return nil, fmt.Errorf("--id-ref %q: want TABLE.COLUMN=DATASET", s)
+		}
+		out = append(out, replica.IDRef{Table: tc[:dot], Column: tc[dot+1:], DatasetID: ds})
+	}
+	return out, nil
+}
+
+// logger builds the CLI's logger: human on a terminal, JSON otherwise.
+func (c *connFlags) logger(w io.Writer) (zerolog.Logger, error) {
+	level, err := zerolog.ParseLevel(c.LogLevel)
+	if err != nil {
+		return zerolog.Nop(), &usageError{fmt.Errorf("--log-level %q: %w", c.LogLevel, err)}
+	}
+	format := c.LogFormat
+	if format == "auto" {
+		format = "json"
+		if isTerminal(w) {
+			format = "human"
+		}
+	}
+	switch format {
+	case "json":
+		return zerolog.New(w).Level(level).With().Timestamp().Logger(), nil
+	case "human":
+		return zerolog.New(zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05", NoColor: !isTerminal(w)}).Level(level).With().Timestamp().Logger(), nil
+	}
+	return zerolog.Nop(), &usageError{fmt.Errorf("--log-format %q: want auto, human or json", c.LogFormat)}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && isatty.IsTerminal(f.Fd())
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ploti-replica/ploti-replica/replica"
+	"github.com/ploti-replica/ploti-replica/storage"
+)
+
+type holdsCmd struct {
+	env  *Env
+	conn connFlags
+	JSON bool
+}
+
+func newHoldsCmd(env *Env) *cobra.Command {
+	h := &holdsCmd{env: env}
+	cmd := &cobra.Command{
+		Use:   "holds",
+		Short: "List held datasets, or release one held for review",
+	}
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List server delays and local review holds",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return h.list(cmd.Context()) },
+	}
+	list.Flags().BoolVar(&h.JSON, "json", false, "print JSON")
+	release := &cobra.Command{
+		Use:   "release DATASET",
+		Short: "Release a dataset held for review: reload it from its current version",
+		Args:  cobra.ExactArgs(1),
+		RunE:  func(cmd *cobra.Command, args []string) error { return h.release(cmd.Context(), args[0]) },
+	}
+	h.conn.register(list, false)
+	h.conn.register(release, true)
+	cmd.AddCommand(list, release)
+	return cmd
+}
+
+func (h *holdsCmd) list(ctx context.Context) error {
+	h.conn.resolve(h.env)
+	db, err := storage.Open(ctx, h.conn.DB, storage.Options{ReadOnly: true, LockTimeout: h.conn.LockTimeout})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	hs, err := db.Holds(ctx, "")
+	if err != nil {
+		return err
+	}
+	if h.JSON {
+		out := make([]replica.Hold, len(hs))
+		for i, x := range hs {
+			out[i] = replica.Hold(x)
+		}
+		enc := json.NewEncoder(h.env.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	if len(hs) == 0 {
+		fmt.Fprintln(h.env.Stdout, "no holds")
+		return nil
+	}
+	for _, x := range hs {
+		fmt.Fprintln(h.env.Stdout, holdLine(replica.Hold(x)))
+	}
+	return nil
+}
+
+func (h *holdsCmd) release(ctx context.Context, datasetID string) error {
+	log, err := h.conn.logger(h.env.Stderr)
+	if err != nil {
+		return err
+	}
+	opts, err := h.conn.options(h.env, log)
+	if err != nil {
+		return err
+	}
+	r, err := replica.Open(ctx, h.conn.DB, opts)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if err := r.Release(ctx, datasetID); err != nil {
+		return err
+	}
+	st, err := r.Status(ctx)
+	if err != nil {
+		return err
+	}
+	for _, d := range st.Datasets {
+		if d.DatasetID == datasetID {
+			fmt.Fprintf(h.env.Stdout, "released %s: table %s now at version %d (schema %s, %d rows)\n", d.DatasetID, d.Table, d.Version, d.SchemaVersion, d.Rows)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ploti-replica/ploti-replica/replica"
+	"github.com/ploti-replica/ploti-replica/storage"
+)
+
+type statusCmd struct {
+	env    *Env
+	conn   connFlags
+	JSON   bool
+	Behind bool
+}
+
+func newStatusCmd(env *Env) *cobra.Command {
+	s := &statusCmd{env: env}
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show each dataset's table, version, rows, status and reason, the holds and the cursor",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return s.run(cmd.Context()) },
+	}
+	s.conn.register(cmd, true)
+	cmd.Flags().BoolVar(&s.JSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&s.Behind, "behind", false, "ask the API how many events wait after the cursor")
+	return cmd
+}
+
+func (s *statusCmd) run(ctx context.Context) error {
+	s.conn.resolve(s.env)
+	if _, err := os.Stat(s.conn.DB); err != nil {
+		return fmt.Errorf("status: %s: %w (run `ploti-replica sync` first)", s.conn.DB, err)
+	}
+	var st *replica.Status
+	if s.Behind {
+		log, err := s.conn.logger(s.env.Stderr)
+		if err != nil {
+			return err
+		}
+		opts, err := s.conn.options(s.env, log)
+		if err != nil {
+			return err
+		}
+		r, err := replica.Open(ctx, s.conn.DB, opts)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		if st, err = r.Status(ctx); err != nil {
+			return err
+		}
+		if st.Behind, err = r.Behind(ctx, 100000); err != nil {
+			return err
+		}
+	} else {
+		db, err := storage.Open(ctx, s.conn.DB, storage.Options{ReadOnly: true, LockTimeout: s.conn.LockTimeout})
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		if st, err = replica.ReadStatus(ctx, db); err != nil {
+			return err
+		}
+	}
+	if s.JSON {
+		enc := json.NewEncoder(s.env.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(st)
+	}
+	printStatus(s.env.Stdout, s.conn.DB, st)
+	return nil
+}
+
+func printStatus(w io.Writer, path string, st *replica.Status) {
+	fmt.Fprintf(w, "file:          %s\n", path)
+	fmt.Fprintf(w, "subscription:  %s at %s\n", orDash(st.SubscriptionID), orDash(st.APIURL))
+	fmt.Fprintf(w, "cursor:        %s\n", orDash(st.Cursor))
+	last := "never"
+	if st.LastSyncAt != nil {
+		last = st.LastSyncAt.UTC().Format(time.RFC3339) + " (" + time.Since(*st.LastSyncAt).Round(time.Second).String() + " ago)"
+	}
+	fmt.Fprintf(w, "last sync:     %s\n", last)
+	if st.LastRun != nil && st.LastRun.Result != "ok" {
+		fmt.Fprintf(w, "last run:      %s: %s\n", st.LastRun.Result, st.LastRun.Error)
+	}
+	if st.Behind >= 0 {
+		fmt.Fprintf(w, "behind:        %d event(s) after the cursor\n", st.Behind)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "DATASET\tTABLE\tVERSION\tSCHEMA\tROWS\tSTATUS\tREASON")
+	for _, d := range st.Datasets {
+		v := "-"
+		if d.Version > 0 {
+			v = fmt.Sprint(d.Version)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.DatasetID, d.Table, v, orDash(d.SchemaVersion), d.Rows, d.Status, orDash(d.Reason))
+	}
+	tw.Flush()
+	var holds []string
+	for _, d := range st.Datasets {
+		for _, h := range d.Holds {
+			holds = append(holds, holdLine(h))
+		}
+	}
+	if len(holds) > 0 {
+		fmt.Fprintf(w, "\nholds:\n  %s\n", strings.Join(holds, "\n  "))
+	}
+}
+
+func holdLine(h replica.Hold) string {
+	s := fmt.Sprintf("%s  %s  %s", h.DatasetID, h.Kind, h.Reason)
+	if h.Version > 0 {
+		s += fmt.Sprintf("  version %d held", h.Version)
+	}
+	if h.Since != nil {
+		s += "  since " + h.Since.UTC().Format(time.RFC3339)
+	}
+	if len(h.Detail) > 0 {
+		s += "  " + string(h.Detail)
+	}
+	return s
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ploti-replica/ploti-replica/replica"
+)
+
+type syncCmd struct {
+	env  *Env
+	conn connFlags
+	JSON bool
+}
+
+func newSyncCmd(env *Env) *cobra.Command {
+	s := &syncCmd{env: env}
+	cmd := &cobra.Command{
+		Use:   "sync",
+		Short: "Bootstrap or catch up the DuckDB file, then exit",
+		Long: `Bootstrap the file from the subscription's manifest (first run, or after the
+cursor expired), then apply the event log a page at a time. The file is open
+only while sync runs; other processes can read it before and after.
+
+Exit codes: 0 ok, 1 failure, 2 usage, 3 some datasets failed (their last good
+versions stay; the next sync retries them), 4 the file is locked.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return s.run(cmd.Context()) },
+	}
+	s.conn.register(cmd, true)
+	cmd.Flags().BoolVar(&s.JSON, "json", false, "print the result as JSON")
+	return cmd
+}
+
+func (s *syncCmd) run(ctx context.Context) error {
+	log, err := s.conn.logger(s.env.Stderr)
+	if err != nil {
+		return err
+	}
+	opts, err := s.conn.options(s.env, log)
+	if err != nil {
+		return err
+	}
+	res, err := syncOnce(ctx, s.conn.DB, opts)
+	if err != nil && !errors.Is(err, replica.ErrPartial) {
+		return err
+	}
+	if s.JSON {
+		enc := json.NewEncoder(s.env.Stdout)
+		enc.SetIndent("", "  ")
+		if jerr := enc.Encode(res); jerr != nil {
+			return jerr
+		}
+	} else {
+		printSync(s.env.Stdout, s.conn.DB, res)
+	}
+	return err
+}
+
+// syncOnce opens the file, syncs and closes it, so that other processes can
+// open the file between syncs.
+func syncOnce(ctx context.Context, path string, opts replica.Options) (replica.SyncResult, error) {
+	r, err := replica.Open(ctx, path, opts)
+	if err != nil {
+		return replica.SyncResult{}, err
+	}
+	res, err := r.Sync(ctx)
+	if cerr := r.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	return res, err
+}
+
+func printSync(w io.Writer, path string, res replica.SyncResult) {
+	how := "caught up"
+	if res.Bootstrapped {
+		how = "bootstrapped from the manifest"
+	}
+	fmt.Fprintf(w, "%s: %s in %s: %d snapshot(s) loaded, %d changes file(s) merged, %d event(s) read (%d applied, %d skipped)\n",
+		path, how, res.Duration.Round(1e6), res.SnapshotsLoaded, res.ChangesMerged, res.EventsSeen, res.EventsApplied, res.EventsSkipped)
+	for _, d := range res.Failed {
+		fmt.Fprintf(w, "  failed: %s (its last good version stays; see `ploti-replica status`)\n", d)
+	}
+}

@@ -1,0 +1,199 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/ploti-replica/ploti-replica/apply"
+	"github.com/ploti-replica/ploti-replica/ploti"
+	"github.com/ploti-replica/ploti-replica/storage"
+)
+
+const rebuildingReason = "files being rebuilt"
+
+// bootstrap loads every dataset the manifest lists, registers the
+// unavailable ones as pending, marks held datasets the manifest no longer
+// lists as removed, and stores the manifest's eventCursor.
+func (r *Replica) bootstrap(ctx context.Context, sub *storage.Subscription, res *SyncResult) error {
+	m, err := r.api.Manifest(ctx, sub.ID, "")
+	if err != nil {
+		return fmt.Errorf("get manifest of %s: %w", sub.ID, err)
+	}
+	if m.EventCursor == "" {
+		return fmt.Errorf("get manifest of %s: answer has no eventCursor", sub.ID)
+	}
+	res.Bootstrapped = true
+	listed := map[string]bool{}
+	for i, md := range m.Datasets {
+		listed[md.DatasetID] = true
+		r.progress(Progress{Phase: "bootstrap", DatasetID: md.DatasetID, Version: md.Version, Done: i, Total: len(m.Datasets)})
+		if err := r.loadListed(ctx, md, res); err != nil {
+			return err
+		}
+	}
+	err = r.db.Update(ctx, func(tx *storage.Tx) error {
+		for _, u := range m.Unavailable {
+			listed[u.DatasetID] = true
+			if err := markUnavailable(ctx, tx, u); err != nil {
+				return err
+			}
+		}
+		all, err := tx.Datasets(ctx)
+		if err != nil {
+			return err
+		}
+		for _, d := range all {
+			if listed[d.ID] || d.Status == storage.StatusRemoved {
+				continue
+			}
+			d.Status, d.StatusReason, d.SkipUntilRemoved = storage.StatusRemoved, "removed: no longer in the subscription's manifest", false
+			if err := tx.DeleteHolds(ctx, d.ID, ""); err != nil {
+				return err
+			}
+			if err := tx.PutDataset(ctx, d); err != nil {
+				return err
+			}
+		}
+		return tx.SetCursor(ctx, m.EventCursor)
+	})
+	if err != nil {
+		return err
+	}
+	sub.Cursor = m.EventCursor
+	return nil
+}
+
+// loadListed loads one manifest dataset unless that version is already held.
+func (r *Replica) loadListed(ctx context.Context, md ploti.ManifestDataset, res *SyncResult) error {
+	d, err := r.db.Dataset(ctx, md.DatasetID)
+	if errors.Is(err, storage.ErrNoDataset) {
+		d, err = &storage.Dataset{ID: md.DatasetID, Status: storage.StatusPending}, nil
+	}
+	if err != nil {
+		return err
+	}
+	if d.Version == md.Version && d.Status == storage.StatusCurrent {
+		return nil
+	}
+	r.describe(ctx, d)
+	v := &ploti.Version{DatasetID: md.DatasetID, Version: md.Version, SchemaVersion: md.SchemaVersion, RowCount: md.RowCount,
+		Files: md.Files, LinksExpireAt: md.LinksExpireAt}
+	if len(md.KeyColumns) > 0 {
+		d.KeyColumns = md.KeyColumns
+	}
+	r.progress(Progress{Phase: "load", DatasetID: md.DatasetID, Version: md.Version})
+	if _, err := r.exec.LoadVersion(ctx, d, v); err != nil {
+		if ferr := r.exec.Fail(ctx, d, md.Version, err); !isDatasetError(ferr) {
+			return ferr
+		}
+		res.Failed = appendOnce(res.Failed, d.ID)
+		return nil
+	}
+	res.SnapshotsLoaded++
+	return nil
+}
+
+func isDatasetError(err error) bool {
+	var ae *apply.Error
+	return errors.As(err, &ae)
+}
+
+// describe fills a new registry row's title, place and topic from the API
+// (best effort: a failure leaves them empty).
+func (r *Replica) describe(ctx context.Context, d *storage.Dataset) {
+	if d.Title != "" {
+		return
+	}
+	info, err := r.api.Dataset(ctx, d.ID)
+	if err != nil {
+		r.log.Debug().Str("dataset", d.ID).Err(err).Msg("describe dataset")
+		return
+	}
+	d.Title = info.Title
+	if info.Place != nil && info.Place.ID != nil {
+		d.PlaceID = *info.Place.ID
+	}
+	if info.Topic != nil {
+		d.Topic = *info.Topic
+	}
+	if len(d.KeyColumns) == 0 {
+		d.KeyColumns = info.KeyColumns
+	}
+}
+
+func markUnavailable(ctx context.Context, tx *storage.Tx, u ploti.Unavailable) error {
+	d, err := tx.Dataset(ctx, u.DatasetID)
+	if errors.Is(err, storage.ErrNoDataset) {
+		d, err = &storage.Dataset{ID: u.DatasetID}, nil
+	}
+	if err != nil {
+		return err
+	}
+	if d.Status == storage.StatusCurrent && d.Version > 0 && u.Reason != "rebuilding" {
+		return nil
+	}
+	reason := u.Reason
+	if u.Reason == "rebuilding" {
+		reason = rebuildingReason
+		if u.Version != nil {
+			reason += fmt.Sprintf(" (version %d)", *u.Version)
+		}
+		if d.Version > 0 {
+			// Rows of the held version stay; the next sync loads the new one.
+			reason += fmt.Sprintf("; version %d stays loaded", d.Version)
+		}
+	} else {
+		reason = "no released version yet (" + u.Reason + ")"
+	}
+	if d.Version == 0 || u.Reason == "rebuilding" {
+		d.Status = storage.StatusPending
+	}
+	d.StatusReason = reason
+	return tx.PutDataset(ctx, d)
+}
+
+// repair reloads failed datasets, and datasets whose files were being
+// rebuilt, from their current versions before the walk goes on.
+func (r *Replica) repair(ctx context.Context, res *SyncResult) error {
+	all, err := r.db.Datasets(ctx)
+	if err != nil {
+		return err
+	}
+	for _, d := range all {
+		if d.Status != storage.StatusFailed && !(d.Status == storage.StatusPending && strings.HasPrefix(d.StatusReason, rebuildingReason)) {
+			continue
+		}
+		if d.SkipUntilRemoved {
+			continue
+		}
+		if err := r.reloadCurrent(ctx, d); err != nil {
+			if !isDatasetError(err) {
+				return err
+			}
+			res.Failed = appendOnce(res.Failed, d.ID)
+			continue
+		}
+		res.SnapshotsLoaded++
+	}
+	return nil
+}
+
+// reloadCurrent loads the dataset's current version (dataset → current.version
+// → that version's snapshot), recording a dataset-level failure on it.
+func (r *Replica) reloadCurrent(ctx context.Context, d *storage.Dataset) error {
+	src := &source{api: r.api}
+	cur, err := src.Current(ctx, d.ID)
+	if err == nil {
+		var v *ploti.Version
+		if v, err = src.Version(ctx, d.ID, cur, ""); err == nil {
+			r.progress(Progress{Phase: "load", DatasetID: d.ID, Version: cur})
+			_, err = r.exec.LoadVersion(ctx, d, v)
+		}
+	}
+	if err != nil {
+		return r.exec.Fail(ctx, d, 0, err)
+	}
+	return nil
+}

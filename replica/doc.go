@@ -1,0 +1,38 @@
+// Package replica keeps a local DuckDB file current with a Ploti Data Feeds
+// subscription: one table per dataset, always at a released version, never
+// half-applied.
+//
+//	r, err := replica.Open(ctx, "feeds.duckdb", replica.Options{APIKey: key, SubscriptionID: "sub_1"})
+//	res, err := r.Sync(ctx)    // bootstrap or catch up
+//	rows, err := r.DB().QueryContext(ctx, "SELECT * FROM ds_fl_orange_permits")
+//	st, err := r.Status(ctx)   // versions, statuses, holds, cursor
+//	err = r.Release(ctx, "ds_x") // end a review hold: reload from current
+//	err = r.Close()
+//
+// The walk (Sync):
+//
+//	if no cursor:                           bootstrap
+//	else:                                   repair (reload failed datasets from current)
+//	loop:
+//	    page := events after cursor (limit 500)
+//	    410 expired:                        bootstrap, continue
+//	    400 invalid_input:                  ErrForeignCursor
+//	    no events:                          done
+//	    for each event not yet applied:     apply.Decide + Execute
+//	        loads and merges commit alone, with their event id and registry row;
+//	        state-only events share the page's transaction
+//	    commit nextCursor with the page's bookkeeping
+//
+//	bootstrap:
+//	    manifest := GET manifest
+//	    for each listed dataset not already at that version: load its snapshot
+//	    unavailable: pending (rebuilding ones are reloaded by the next repair)
+//	    held datasets no longer listed: removed
+//	    cursor := manifest.eventCursor
+//
+// A dataset that fails (bad file, bad rows) keeps its last good version, is
+// marked failed with the reason, and the walk goes on; Sync then returns
+// ErrPartial and the next Sync repairs it. Errors of the transport (the API
+// unreachable after retries, a cancelled context) stop the sync with the
+// cursor at the last committed page.
+package replica

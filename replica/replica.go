@@ -1,0 +1,149 @@
+package replica
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ploti-replica/ploti-replica/apply"
+	"github.com/ploti-replica/ploti-replica/fetch"
+	"github.com/ploti-replica/ploti-replica/storage"
+)
+
+// Defaults for Options.
+const (
+	DefaultAPIURL   = "https://api.ploti.ai"
+	DefaultPageSize = 500
+	// DefaultRebuildAttempts is how often a sync asks the manifest again for
+	// a dataset whose files are being rebuilt.
+	DefaultRebuildAttempts = 3
+)
+
+// IDRef names a user table column that holds a dataset's record ids; when
+// Ploti replaces the ids (resync_required record_ids_changed) the column is
+// rewritten through the id map in the same transaction as the reload.
+type IDRef = storage.IDRef
+
+// Options configure a Replica.
+type Options struct {
+	// APIURL is the Ploti API base; default DefaultAPIURL.
+	APIURL string
+	// APIKey is the Ploti API key (a secret: never logged).
+	APIKey string
+	// SubscriptionID is the Data Feeds subscription to replicate.
+	SubscriptionID string
+	// HTTPClient is used for API calls and downloads; default fetch's.
+	HTTPClient *http.Client
+	// API replaces the HTTP client altogether (a custom transport, a
+	// recording client); when set, APIURL/APIKey/HTTPClient are not used for calls.
+	API API
+	// Logger receives the replica's logs; default disabled.
+	Logger zerolog.Logger
+	// OnMajor is what a MAJOR schema change does: apply.OnMajorHold (the
+	// default) or apply.OnMajorReload.
+	OnMajor string
+	// IDReferences are user columns holding record ids, rewritten when a
+	// dataset's ids are replaced.
+	IDReferences []IDRef
+	// MemoryLimit is DuckDB's memory_limit (e.g. "1GB"); empty: DuckDB's default.
+	MemoryLimit string
+	// Threads is DuckDB's thread count; 0: DuckDB's default.
+	Threads int
+	// LockTimeout is how long Open waits while another process holds the
+	// file; 0: storage.DefaultLockTimeout.
+	LockTimeout time.Duration
+	// OnLocked is told once which process holds the file.
+	OnLocked func(msg string)
+	// PageSize is the event page size; default DefaultPageSize (at most 500).
+	PageSize int
+	// Now is the clock for _ploti timestamps; default time.Now.
+	Now func() time.Time
+	// Progress, when set, is told what the sync is doing (for progress bars).
+	Progress func(Progress)
+	// FetchOptions tweak the API client (retries, waits, rate limits).
+	FetchOptions func(*fetch.Options)
+}
+
+// Progress is one step of a sync.
+type Progress struct {
+	Phase     string // "bootstrap", "events", "load", "merge"
+	DatasetID string
+	Version   int
+	Done      int
+	Total     int
+}
+
+// Replica keeps one DuckDB file current with one subscription.
+type Replica struct {
+	opts  Options
+	db    *storage.DB
+	api   API
+	exec  *apply.Executor
+	spool string
+	log   zerolog.Logger
+}
+
+// Open opens (or creates) the DuckDB file at path for the subscription.
+func Open(ctx context.Context, path string, opts Options) (*Replica, error) {
+	if opts.APIURL == "" {
+		opts.APIURL = DefaultAPIURL
+	}
+	if opts.PageSize <= 0 || opts.PageSize > 500 {
+		opts.PageSize = DefaultPageSize
+	}
+	if opts.OnMajor == "" {
+		opts.OnMajor = apply.OnMajorHold
+	}
+	if opts.OnMajor != apply.OnMajorHold && opts.OnMajor != apply.OnMajorReload {
+		return nil, fmt.Errorf("open replica: OnMajor %q is neither %q nor %q", opts.OnMajor, apply.OnMajorHold, apply.OnMajorReload)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	r := &Replica{opts: opts, spool: path + ".spool", log: opts.Logger}
+	api := opts.API
+	if api == nil {
+		if opts.SubscriptionID == "" {
+			return nil, errors.New("open replica: no subscription id (set --subscription or PLOTI_SUBSCRIPTION)")
+		}
+		fo := fetch.Options{BaseURL: opts.APIURL, APIKey: opts.APIKey, HTTPClient: opts.HTTPClient, SpoolDir: r.spool, Logger: opts.Logger}
+		if opts.FetchOptions != nil {
+			opts.FetchOptions(&fo)
+		}
+		c, err := fetch.New(fo)
+		if err != nil {
+			return nil, fmt.Errorf("open replica: %w", err)
+		}
+		api = c
+	}
+	db, err := storage.Open(ctx, path, storage.Options{MemoryLimit: opts.MemoryLimit, Threads: opts.Threads,
+		LockTimeout: opts.LockTimeout, OnLocked: opts.OnLocked, Now: opts.Now})
+	if err != nil {
+		return nil, err
+	}
+	r.db, r.api = db, api
+	r.exec = &apply.Executor{DB: db, Source: &source{api: api}, OnMajor: opts.OnMajor, IDRefs: opts.IDReferences, Log: opts.Logger}
+	return r, nil
+}
+
+// DB is the database for queries; in-process readers see the last committed
+// state, whole versions only, while a sync runs.
+func (r *Replica) DB() *sql.DB { return r.db.SQL() }
+
+// Path is the DuckDB file's path.
+func (r *Replica) Path() string { return r.db.Path() }
+
+// Close closes the file and removes the spool folder.
+func (r *Replica) Close() error {
+	err := r.db.Close()
+	if rerr := os.RemoveAll(r.spool); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+		err = errors.Join(err, rerr)
+	}
+	return err
+}

@@ -1,0 +1,160 @@
+package replica
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/ploti-replica/ploti-replica/apply"
+	"github.com/ploti-replica/ploti-replica/fetch"
+	"github.com/ploti-replica/ploti-replica/ploti"
+)
+
+// API is what the replica needs from the Ploti API client (*fetch.Client).
+type API interface {
+	Manifest(ctx context.Context, subscriptionID, asOf string) (*ploti.Manifest, error)
+	Events(ctx context.Context, subscriptionID, cursor string, limit int, types []string) (*ploti.EventPage, error)
+	Dataset(ctx context.Context, datasetID string) (*ploti.Dataset, error)
+	Version(ctx context.Context, datasetID string, version int) (*ploti.Version, error)
+	VersionByLink(ctx context.Context, link string) (*ploti.Version, error)
+	Links(ctx context.Context, datasetID string, version int, files []string) (*ploti.Version, error)
+	Schema(ctx context.Context, datasetID string, version int) (*ploti.Schema, error)
+	Download(ctx context.Context, f ploti.File, name string, refresh func(ctx context.Context) (ploti.File, error)) (string, error)
+}
+
+// source adapts the API to apply.Source: it maps the API's errors to
+// apply's (gone, bad input) and names downloaded files.
+type source struct {
+	api API
+}
+
+func classify(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case fetch.IsDatasetGone(err):
+		return fmt.Errorf("%w: %w", apply.ErrGone, err)
+	case errors.Is(err, fetch.ErrChecksum), errors.Is(err, fetch.ErrSize), errors.Is(err, fetch.ErrNotParquet),
+		errors.Is(err, fetch.ErrMalformed):
+		return fmt.Errorf("%w: %w", apply.ErrBadInput, err)
+	}
+	return err
+}
+
+func (s *source) Version(ctx context.Context, datasetID string, version int, link string) (*ploti.Version, error) {
+	var v *ploti.Version
+	var err error
+	if link != "" {
+		v, err = s.api.VersionByLink(ctx, link)
+		if errors.Is(err, fetch.ErrForeignLink) {
+			v, err = s.api.Version(ctx, datasetID, version)
+		}
+	} else {
+		v, err = s.api.Version(ctx, datasetID, version)
+	}
+	if err != nil {
+		return nil, classify(err)
+	}
+	if v.DatasetID != "" && v.DatasetID != datasetID || v.Version != version {
+		return nil, fmt.Errorf("%w: version answer names %s v%d, asked for %s v%d", apply.ErrBadInput, v.DatasetID, v.Version, datasetID, version)
+	}
+	return v, nil
+}
+
+func (s *source) Current(ctx context.Context, datasetID string) (int, error) {
+	d, err := s.api.Dataset(ctx, datasetID)
+	if err != nil {
+		return 0, classify(err)
+	}
+	if d.Current == nil {
+		return 0, apply.ErrNoCurrent
+	}
+	return d.Current.Version, nil
+}
+
+func (s *source) Schema(ctx context.Context, v *ploti.Version) (*ploti.Schema, error) {
+	if v.Files.Schema != nil && v.Files.Schema.URL != "" {
+		path, err := s.api.Download(ctx, *v.Files.Schema, fileName(v.DatasetID, v.Version, "schema", 0, ".json"), s.refresh(v, "schema", 0))
+		if err != nil {
+			return nil, classify(err)
+		}
+		defer os.Remove(path)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		var sc ploti.Schema
+		if err := json.Unmarshal(b, &sc); err != nil {
+			return nil, fmt.Errorf("%w: schema file of %s v%d: %w", apply.ErrBadInput, v.DatasetID, v.Version, err)
+		}
+		return &sc, nil
+	}
+	sc, err := s.api.Schema(ctx, v.DatasetID, v.Version)
+	return sc, classify(err)
+}
+
+func (s *source) files(v *ploti.Version, kind string) []ploti.File {
+	switch kind {
+	case "snapshot":
+		return v.Files.Snapshot
+	case "changes":
+		return v.Files.Changes
+	case "idMap":
+		if v.Files.IDMap != nil {
+			return []ploti.File{*v.Files.IDMap}
+		}
+	case "schema":
+		if v.Files.Schema != nil {
+			return []ploti.File{*v.Files.Schema}
+		}
+	}
+	return nil
+}
+
+// refresh asks the API for a fresh link to the same file.
+func (s *source) refresh(v *ploti.Version, kind string, i int) func(ctx context.Context) (ploti.File, error) {
+	return func(ctx context.Context) (ploti.File, error) {
+		fresh, err := s.api.Links(ctx, v.DatasetID, v.Version, []string{kind})
+		if err != nil {
+			return ploti.File{}, classify(err)
+		}
+		fs := s.files(fresh, kind)
+		if i >= len(fs) {
+			return ploti.File{}, fmt.Errorf("%w: fresh links for %s v%d have no %s part %d", apply.ErrBadInput, v.DatasetID, v.Version, kind, i)
+		}
+		return fs[i], nil
+	}
+}
+
+func (s *source) Download(ctx context.Context, v *ploti.Version, kind string) ([]string, error) {
+	var paths []string
+	for i, f := range s.files(v, kind) {
+		p, err := s.api.Download(ctx, f, fileName(v.DatasetID, v.Version, kind, i, ".parquet"), s.refresh(v, kind, i))
+		if err != nil {
+			s.Discard(paths)
+			return nil, classify(err)
+		}
+		paths = append(paths, p)
+	}
+	return paths, nil
+}
+
+func (s *source) Discard(paths []string) {
+	for _, p := range paths {
+		os.Remove(p)
+	}
+}
+
+// fileName is a safe spool name for one file of a version.
+func fileName(datasetID string, version int, kind string, part int, ext string) string {
+	safe := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' {
+			return r
+		}
+		return '_'
+	}, datasetID)
+	return fmt.Sprintf("%s-v%d-%s-%d%s", safe, version, kind, part, ext)
+}

@@ -1,0 +1,154 @@
+package replica
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ploti-replica/ploti-replica/storage"
+)
+
+// DatasetStatus is one dataset's state in Status.
+type DatasetStatus struct {
+	DatasetID     string     `json:"datasetId"`
+	Table         string     `json:"table"`
+	Title         string     `json:"title,omitempty"`
+	PlaceID       string     `json:"placeId,omitempty"`
+	Topic         string     `json:"topic,omitempty"`
+	Version       int        `json:"version,omitempty"`
+	SchemaVersion string     `json:"schemaVersion,omitempty"`
+	KeyColumns    []string   `json:"keyColumns,omitempty"`
+	Rows          int64      `json:"rows"`
+	Status        string     `json:"status"`
+	Reason        string     `json:"reason,omitempty"`
+	Stale         bool       `json:"stale,omitempty"`
+	NextCheckBy   *time.Time `json:"nextCheckBy,omitempty"`
+	LastError     string     `json:"lastError,omitempty"`
+	UpdatedAt     time.Time  `json:"updatedAt"`
+	Holds         []Hold     `json:"holds,omitempty"`
+}
+
+// Hold is a held version: a server delay or a local review hold.
+type Hold struct {
+	DatasetID string          `json:"datasetId"`
+	Version   int             `json:"version,omitempty"`
+	Kind      string          `json:"kind"`
+	Reason    string          `json:"reason"`
+	Since     *time.Time      `json:"since,omitempty"`
+	Detail    json.RawMessage `json:"detail,omitempty"`
+}
+
+// Status is the state of the file.
+type Status struct {
+	SubscriptionID string          `json:"subscriptionId"`
+	APIURL         string          `json:"apiUrl"`
+	Cursor         string          `json:"cursor"`
+	LastSyncAt     *time.Time      `json:"lastSyncAt"`
+	LastRun        *storage.Run    `json:"lastRun,omitempty"`
+	Datasets       []DatasetStatus `json:"datasets"`
+	// Behind is the number of events after the cursor, when asked for with
+	// StatusOptions.CountBehind; -1 when not counted.
+	Behind int `json:"behind"`
+}
+
+// Status reads the file's state; it calls no API.
+func (r *Replica) Status(ctx context.Context) (*Status, error) { return ReadStatus(ctx, r.db) }
+
+// ReadStatus reads the state of an open storage file.
+func ReadStatus(ctx context.Context, db *storage.DB) (*Status, error) {
+	st := &Status{Behind: -1}
+	sub, err := db.Subscription(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if sub != nil {
+		st.SubscriptionID, st.APIURL, st.Cursor, st.LastSyncAt = sub.ID, sub.APIURL, sub.Cursor, sub.LastSyncAt
+	}
+	if st.LastRun, err = db.LastRun(ctx); err != nil {
+		return nil, err
+	}
+	ds, err := db.Datasets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	holds, err := db.Holds(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	byDS := map[string][]Hold{}
+	for _, h := range holds {
+		byDS[h.DatasetID] = append(byDS[h.DatasetID], Hold(h))
+	}
+	for _, d := range ds {
+		st.Datasets = append(st.Datasets, DatasetStatus{DatasetID: d.ID, Table: d.Table, Title: d.Title, PlaceID: d.PlaceID,
+			Topic: d.Topic, Version: d.Version, SchemaVersion: d.SchemaVersion, KeyColumns: d.KeyColumns, Rows: d.RowCount,
+			Status: d.Status, Reason: d.StatusReason, Stale: d.StaleNextCheckBy != nil || d.StaleLastCheckedAt != nil,
+			NextCheckBy: d.StaleNextCheckBy, LastError: d.LastError, UpdatedAt: d.UpdatedAt, Holds: byDS[d.ID]})
+	}
+	return st, nil
+}
+
+// Behind counts the events after the stored cursor (up to limit), reading
+// the log without applying anything.
+func (r *Replica) Behind(ctx context.Context, limit int) (int, error) {
+	sub, err := r.db.Subscription(ctx)
+	if err != nil || sub == nil || sub.Cursor == "" {
+		return -1, err
+	}
+	n, cursor := 0, sub.Cursor
+	for n < limit {
+		page, err := r.api.Events(ctx, sub.ID, cursor, 500, nil)
+		if err != nil {
+			return -1, fmt.Errorf("count events behind: %w", err)
+		}
+		if len(page.Events) == 0 {
+			break
+		}
+		n += len(page.Events)
+		cursor = page.NextCursor
+	}
+	return n, nil
+}
+
+// Holds lists the file's holds.
+func (r *Replica) Holds(ctx context.Context) ([]Hold, error) {
+	hs, err := r.db.Holds(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Hold, len(hs))
+	for i, h := range hs {
+		out[i] = Hold(h)
+	}
+	return out, nil
+}
+
+// Release ends a local review hold: the dataset is reloaded from its
+// current version's snapshot and its hold removed in the same transaction.
+func (r *Replica) Release(ctx context.Context, datasetID string) error {
+	d, err := r.db.Dataset(ctx, datasetID)
+	if err != nil {
+		return fmt.Errorf("release %s: %w", datasetID, err)
+	}
+	holds, err := r.db.Holds(ctx, datasetID)
+	if err != nil {
+		return err
+	}
+	local := false
+	for _, h := range holds {
+		local = local || h.Kind == storage.HoldLocal
+	}
+	if !local {
+		return fmt.Errorf("release %s: %w (status %s)", datasetID, ErrNotHeld, d.Status)
+	}
+	if err := r.reloadCurrent(ctx, d); err != nil {
+		var ae interface{ Unwrap() error }
+		if errors.As(err, &ae) {
+			return fmt.Errorf("release %s: %w", datasetID, err)
+		}
+		return err
+	}
+	return nil
+}

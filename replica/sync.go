@@ -1,0 +1,220 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ploti-replica/ploti-replica/apply"
+	"github.com/ploti-replica/ploti-replica/fetch"
+	"github.com/ploti-replica/ploti-replica/ploti"
+	"github.com/ploti-replica/ploti-replica/storage"
+)
+
+// SyncResult says what one Sync did.
+type SyncResult struct {
+	Bootstrapped    bool          // loaded from the manifest (first sync or a 410)
+	EventsSeen      int           // events read from the log
+	EventsApplied   int           // events that changed something
+	EventsSkipped   int           // events skipped by a rule or already applied
+	SnapshotsLoaded int           // snapshot loads (bootstrap, resync, reload)
+	ChangesMerged   int           // changes files merged
+	Failed          []string      // datasets that failed this sync (their last good version stays)
+	Cursor          string        // the stored cursor after the sync
+	Duration        time.Duration // wall time
+}
+
+// Sync brings the file up to date: bootstrap from the manifest when there
+// is no cursor (or the cursor expired), repair failed datasets, then walk
+// the log a page at a time, committing the cursor after each page's effects.
+// A dataset that fails does not stop the others; Sync then returns
+// ErrPartial with the result.
+func (r *Replica) Sync(ctx context.Context) (SyncResult, error) {
+	start := time.Now()
+	var res SyncResult
+	sub, err := r.subscription(ctx)
+	if err != nil {
+		return res, err
+	}
+	runID, err := r.db.StartRun(ctx, sub.Cursor)
+	if err != nil {
+		return res, err
+	}
+	err = r.sync(ctx, sub, &res)
+	res.Duration = time.Since(start)
+	if err == nil && len(res.Failed) > 0 {
+		err = fmt.Errorf("sync %s: %d dataset(s) failed (%v); their last good versions stay: %w", sub.ID, len(res.Failed), res.Failed, ErrPartial)
+	}
+	run := storage.Run{ID: runID, Result: "ok", CursorTo: res.Cursor, EventsSeen: int64(res.EventsSeen),
+		EventsApplied: int64(res.EventsApplied), EventsSkipped: int64(res.EventsSkipped),
+		SnapshotsLoaded: int64(res.SnapshotsLoaded), ChangesMerged: int64(res.ChangesMerged)}
+	if err != nil {
+		run.Result, run.Error = "failed", err.Error()
+		if errors.Is(err, ErrPartial) {
+			run.Result = "partial"
+		}
+	}
+	if ferr := r.db.FinishRun(context.WithoutCancel(ctx), run); ferr != nil && err == nil {
+		err = ferr
+	}
+	return res, err
+}
+
+// subscription reads the file's subscription row, creating it on first use
+// and refusing a file that replicates another subscription.
+func (r *Replica) subscription(ctx context.Context) (*storage.Subscription, error) {
+	sub, err := r.db.Subscription(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if sub != nil {
+		if r.opts.SubscriptionID != "" && sub.ID != r.opts.SubscriptionID {
+			return nil, fmt.Errorf("sync %s: %s already replicates %s; use another file: %w", r.opts.SubscriptionID, r.db.Path(), sub.ID, ErrWrongSubscription)
+		}
+		return sub, nil
+	}
+	sub = &storage.Subscription{ID: r.opts.SubscriptionID, APIURL: r.opts.APIURL}
+	if err := r.db.Update(ctx, func(tx *storage.Tx) error { return tx.PutSubscription(ctx, sub) }); err != nil {
+		return nil, err
+	}
+	return sub, nil
+}
+
+func (r *Replica) sync(ctx context.Context, sub *storage.Subscription, res *SyncResult) error {
+	if sub.Cursor == "" {
+		if err := r.bootstrap(ctx, sub, res); err != nil {
+			return err
+		}
+	} else if err := r.repair(ctx, res); err != nil {
+		return err
+	}
+	for {
+		page, err := r.api.Events(ctx, sub.ID, sub.Cursor, r.opts.PageSize, nil)
+		switch {
+		case errors.Is(err, fetch.ErrExpired):
+			// feed-events.txt: "A cursor older than retention … returns 410
+			// expired … Reload from the subscription's manifest".
+			r.log.Info().Str("subscription", sub.ID).Msg("cursor expired: reloading from the manifest")
+			if err := r.bootstrap(ctx, sub, res); err != nil {
+				return err
+			}
+			continue
+		case errors.Is(err, fetch.ErrInvalidInput) && sub.Cursor != "":
+			return fmt.Errorf("read events of %s after cursor %q: %w (the API never gave it to this subscription; "+
+				"rebuild with a new --db file, or delete the cursor: UPDATE _ploti.subscription SET cursor = NULL): %w",
+				sub.ID, sub.Cursor, ErrForeignCursor, err)
+		case err != nil:
+			return fmt.Errorf("read events of %s: %w", sub.ID, err)
+		}
+		if len(page.Events) == 0 {
+			res.Cursor = sub.Cursor
+			if page.NextCursor != "" && page.NextCursor != sub.Cursor {
+				if err := r.storeCursor(ctx, sub, page.NextCursor); err != nil {
+					return err
+				}
+				res.Cursor = sub.Cursor
+			}
+			return r.finish(ctx)
+		}
+		if err := r.applyPage(ctx, sub, page, res); err != nil {
+			return err
+		}
+		res.Cursor = sub.Cursor
+	}
+}
+
+func (r *Replica) storeCursor(ctx context.Context, sub *storage.Subscription, cursor string) error {
+	if err := r.db.Update(ctx, func(tx *storage.Tx) error { return tx.SetCursor(ctx, cursor) }); err != nil {
+		return err
+	}
+	sub.Cursor = cursor
+	return nil
+}
+
+func (r *Replica) finish(ctx context.Context) error {
+	return r.db.Update(ctx, func(tx *storage.Tx) error { return tx.SetLastSync(ctx, tx.Now) })
+}
+
+// applyPage applies one page of events; state-only events share one
+// transaction with the page's cursor, loads and merges commit on their own.
+func (r *Replica) applyPage(ctx context.Context, sub *storage.Subscription, page *ploti.EventPage, res *SyncResult) error {
+	b := apply.NewBatch(r.db)
+	defer b.Abort()
+	tx, err := b.Tx(ctx)
+	if err != nil {
+		return err
+	}
+	ids := make([]string, len(page.Events))
+	for i, ev := range page.Events {
+		ids[i] = ev.ID
+	}
+	seen, err := tx.AppliedEvents(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for i, ev := range page.Events {
+		res.EventsSeen++
+		if seen[ev.ID] || !ev.IsFeed() {
+			res.EventsSkipped++
+			continue
+		}
+		if err := ev.Validate(); err != nil {
+			return fmt.Errorf("read events of %s: %w", sub.ID, err)
+		}
+		seen[ev.ID] = true
+		r.progress(Progress{Phase: "events", DatasetID: ev.Data.DatasetID, Done: i + 1, Total: len(page.Events)})
+		out, err := r.exec.Apply(ctx, b, ev)
+		var ae *apply.Error
+		switch {
+		case errors.As(err, &ae):
+			res.Failed = appendOnce(res.Failed, ae.DatasetID)
+		case err != nil:
+			return fmt.Errorf("apply %s (%s, %s): %w", ev.ID, ev.Type, ev.Data.DatasetID, err)
+		}
+		r.count(out, res)
+		r.log.Debug().Str("event", ev.ID).Str("type", ev.Type).Str("dataset", ev.Data.DatasetID).
+			Str("action", out.Action.Kind.String()).Str("why", out.Action.Why).Msg("event")
+	}
+	tx, err = b.Tx(ctx)
+	if err != nil {
+		return err
+	}
+	if err := tx.SetCursor(ctx, page.NextCursor); err != nil {
+		return err
+	}
+	if err := b.Flush(); err != nil {
+		return err
+	}
+	sub.Cursor = page.NextCursor
+	return nil
+}
+
+func (r *Replica) count(out apply.Result, res *SyncResult) {
+	if !out.Applied {
+		res.EventsSkipped++
+		return
+	}
+	res.EventsApplied++
+	switch out.Action.Kind {
+	case apply.Load, apply.ReloadCurrent:
+		res.SnapshotsLoaded++
+	case apply.Merge:
+		res.ChangesMerged++
+	}
+}
+
+func appendOnce(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+func (r *Replica) progress(p Progress) {
+	if r.opts.Progress != nil {
+		r.opts.Progress(p)
+	}
+}
