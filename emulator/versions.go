@@ -20,7 +20,9 @@ func (e *Emulator) versionJSON(d *dataset, v *version, l linker, only map[string
 		files["snapshot"] = l.list(v.snapshot)
 	}
 	if want("changes") {
-		files["changes"] = l.objPtr(v.changes)
+		if v.changes != nil { // CONTRACT.md section 2: "changes": [{"url", "bytes", "sha256"}], a list like snapshot
+			files["changes"] = []any{l.objPtr(v.changes)}
+		}
 	}
 	if want("idMap") {
 		files["idMap"] = l.objPtr(v.idMap)
