@@ -103,25 +103,25 @@ type SubscriptionSpec struct {
 }
 
 type dataset struct {
-	spec        DatasetSpec
-	tag         string // short tag for table, file and record id names ("d1")
-	idCounter   int64
-	lastNum     int
-	versions    []*version // every built version, in order
-	released    *version   // the last released version
-	held        *version   // the version waiting on staff, if any
-	schemaNums  map[string]string
-	schemas     []*schemaDoc // schemas of released versions, oldest first, distinct
-	forceResync bool         // after ReRelease: the next version sent is a resync
-	reReleased  int          // version released again, whose next is a resync
-	status      string       // explicit status while no version is released
-	deliverable bool
-	planClosed  bool
-	checkedAt   time.Time
-	nextCheckBy time.Time
-	staleSent   time.Time // nextCheckBy for which stale was sent
-	rebuilding  bool
-	attachments []fileRef
+	spec         DatasetSpec
+	tag          string // short tag for table, file and record id names ("d1")
+	idCounter    int64
+	lastNum      int
+	versions     []*version // every built version, in order
+	released     *version   // the last released version
+	held         *version   // the version waiting on staff, if any
+	schemaNums   map[string]string
+	schemas      []*schemaDoc // schemas of released versions, oldest first, distinct
+	forceResync  bool         // after ReRelease: the next version sent is a resync
+	matchVersion *version     // after ReRelease: the version new rows are matched to
+	status       string       // explicit status while no version is released
+	deliverable  bool
+	planClosed   bool
+	checkedAt    time.Time
+	nextCheckBy  time.Time
+	staleSent    time.Time // nextCheckBy for which stale was sent
+	rebuilding   bool
+	attachments  []fileRef
 }
 
 type subscription struct {
@@ -360,7 +360,7 @@ func (e *Emulator) recomputeLocked(s *subscription) {
 				e.sendDelayed(s, d)
 			}
 		case reason != "" && have:
-			if reason == "plan_changed" && e.planDown {
+			if (reason == "plan_changed" || reason == "left_coverage") && e.planDown {
 				continue // docs: "When Ploti cannot read your workspace's plan at that moment, it removes nothing"
 			}
 			delete(s.members, id)

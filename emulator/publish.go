@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Row is one record for Publish, keyed by schema column name. Values:
@@ -27,6 +28,7 @@ type publishConfig struct {
 	newSchema  bool
 	skipReview bool
 	hold       string
+	replace    float64
 }
 
 // Parts splits the version's snapshot into n Parquet files (default 1).
@@ -54,6 +56,14 @@ func SkipReview() PublishOption {
 // for the holds that have no natural trigger in the emulator.
 func Hold(reason string) PublishOption {
 	return func(c *publishConfig) { c.hold = reason }
+}
+
+// WithReplacedIDs gives a fraction (0 < fraction <= 1) of the matched
+// records new ids, as Ploti's staff replacing ids does: the version is a
+// resync_required with reason record_ids_changed and an id map. The records
+// replaced are the first ones in input order.
+func WithReplacedIDs(fraction float64) PublishOption {
+	return func(c *publishConfig) { c.replace, c.skipReview = fraction, true }
 }
 
 // Release describes a version Publish built.
@@ -118,6 +128,8 @@ type buildPlan struct {
 	schema  *schemaDoc
 	base    *version
 	baseRel string
+	match   *version // the version whose rows new rows are matched to
+	mRel    string   // its relation
 	counter int64
 	parts   int
 	place   string
@@ -178,8 +190,12 @@ func (e *Emulator) plan(datasetID string, opts []PublishOption) (*buildPlan, err
 	p.dir = filepath.Join(e.dir, filepath.FromSlash(p.rel))
 	if p.base != nil {
 		p.baseRel = e.versionRel(p.base)
+		p.match, p.mRel = p.base, p.baseRel
+		if x := d.matchVersion; x != nil {
+			p.match, p.mRel = x, e.versionRel(x)
+		}
 	}
-	p.resync = e.resyncReason(d, p)
+	p.resync = e.resyncReason(d, p, e.nowLocked())
 	return p, nil
 }
 
@@ -200,11 +216,13 @@ func (e *Emulator) abs(rel string) string { return filepath.Join(e.dir, filepath
 
 // resyncReason picks the version's resync reason in the docs' order of
 // precedence, or "" when it arrives as updated.
-func (e *Emulator) resyncReason(d *dataset, p *buildPlan) string {
+func (e *Emulator) resyncReason(d *dataset, p *buildPlan, now time.Time) string {
 	ch := p.schema.Change
 	changed := p.base != nil && p.schema.Version != p.base.schema.Version
-	prevGone := p.base != nil && (d.forceResync || p.base.filesGone)
+	prevGone := p.base != nil && (d.forceResync || p.base.filesGone || p.base.builtAt.Before(now.Add(-Retention)))
 	switch {
+	case p.base != nil && p.cfg.replace > 0:
+		return "record_ids_changed"
 	case p.base == nil:
 		return "first_version"
 	case prevGone && !changed:
@@ -246,13 +264,13 @@ func (e *Emulator) build(ctx context.Context, p *buildPlan, stage func(*buildPla
 	if err := e.checkKey(ctx, p, v); err != nil {
 		return nil, err
 	}
+	if err := os.MkdirAll(p.dir, 0o755); err != nil {
+		return nil, fmt.Errorf("make version dir: %w", err)
+	}
 	if err := e.assignIDs(ctx, p, v); err != nil {
 		return nil, err
 	}
 	e.dropTables(stg, p.table("ids"))
-	if err := os.MkdirAll(p.dir, 0o755); err != nil {
-		return nil, fmt.Errorf("make version dir: %w", err)
-	}
 	if p.base != nil && p.resync == "" {
 		if err := e.computeChanges(ctx, p, v); err != nil {
 			return nil, err
@@ -290,10 +308,10 @@ func (e *Emulator) checkKey(ctx context.Context, p *buildPlan, v *version) error
 // row (alias o): the new key, else the old key, else (unkeyed) every shared
 // column of the same type.
 func matchExprs(p *buildPlan) (newE, oldE []string) {
-	if p.base == nil {
+	if p.match == nil {
 		return nil, nil
 	}
-	bcols := p.base.schema.Columns
+	bcols := p.match.schema.Columns
 	pair := func(names []string) bool {
 		var ns, ol []string
 		for _, k := range names {
@@ -312,7 +330,7 @@ func matchExprs(p *buildPlan) (newE, oldE []string) {
 		return true
 	}
 	if len(p.key) > 0 {
-		if pair(p.key) || pair(p.base.schema.Key) {
+		if pair(p.key) || pair(p.match.schema.Key) {
 			return newE, oldE
 		}
 		return nil, nil
@@ -336,7 +354,7 @@ func (e *Emulator) assignIDs(ctx context.Context, p *buildPlan, v *version) erro
 	newE, oldE := matchExprs(p)
 	var q string
 	if len(newE) == 0 {
-		q = fmt.Sprintf("CREATE OR REPLACE TABLE %s AS SELECT _ord, NULL::VARCHAR AS _rid FROM %s", ids, stg)
+		q = fmt.Sprintf("CREATE OR REPLACE TABLE %s AS SELECT _ord, NULL::VARCHAR AS _rid, NULL::VARCHAR AS _from FROM %s", ids, stg)
 	} else {
 		var nm, om, on, part []string
 		for i := range newE {
@@ -349,8 +367,8 @@ func (e *Emulator) assignIDs(ctx context.Context, p *buildPlan, v *version) erro
 		q = fmt.Sprintf(`CREATE OR REPLACE TABLE %[1]s AS
 WITH n AS (SELECT *, row_number() OVER (PARTITION BY %[2]s ORDER BY _ord) AS _dup FROM (SELECT s._ord, %[3]s FROM %[4]s s)),
 o AS (SELECT *, row_number() OVER (PARTITION BY %[2]s ORDER BY _rid) AS _dup FROM (SELECT b._ploti_record_id AS _rid, %[5]s FROM %[6]s b))
-SELECT n._ord, o._rid FROM n LEFT JOIN o ON %[7]s AND n._dup = o._dup`,
-			ids, strings.Join(part, ", "), strings.Join(nm, ", "), stg, strings.Join(om, ", "), p.baseRel, strings.Join(on, " AND "))
+SELECT n._ord, %[8]s AS _rid, o._rid AS _from FROM n LEFT JOIN o ON %[7]s AND n._dup = o._dup`,
+			ids, strings.Join(part, ", "), strings.Join(nm, ", "), stg, strings.Join(om, ", "), p.mRel, strings.Join(on, " AND "), replaceExpr(p))
 	}
 	if _, err := e.db.ExecContext(ctx, q); err != nil {
 		return fmt.Errorf("match records: %w", err)
@@ -376,7 +394,24 @@ SELECT s._ord, CASE WHEN i._rid IS NULL THEN %s || (%d + row_number() OVER (PART
 	if _, err := e.db.ExecContext(ctx, q); err != nil {
 		return fmt.Errorf("assign record ids: %w", err)
 	}
+	if p.cfg.replace > 0 && p.base != nil {
+		f, err := e.copyTo(ctx, fmt.Sprintf(`SELECT i._from AS from_id, v._ploti_record_id AS to_id FROM %s i JOIN %s v ON i._ord = v._ord
+WHERE i._from IS NOT NULL ORDER BY from_id`, ids, v.table), p.rel+"/id-map.parquet")
+		if err != nil {
+			return err
+		}
+		v.idMap = &f
+	}
 	return nil
+}
+
+// replaceExpr keeps a matched id, or drops it (so the record gets a new one)
+// for the records WithReplacedIDs replaces.
+func replaceExpr(p *buildPlan) string {
+	if p.cfg.replace <= 0 {
+		return "o._rid"
+	}
+	return fmt.Sprintf("CASE WHEN o._rid IS NOT NULL AND n._ord <= ceil(%g * (SELECT count(*) FROM n)) THEN NULL ELSE o._rid END", p.cfg.replace)
 }
 
 // computeChanges compares the version with the base over the columns both

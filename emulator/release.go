@@ -142,7 +142,7 @@ func (e *Emulator) releaseLocked(d *dataset, v *version) {
 		e.dropVersionTable(d.released)
 	}
 	d.released = v
-	d.forceResync = false
+	d.forceResync, d.matchVersion = false, nil
 	if len(d.schemas) == 0 || d.schemas[len(d.schemas)-1].Version != v.schema.Version {
 		d.schemas = append(d.schemas, v.schema)
 	}
