@@ -63,6 +63,12 @@ type Refresh struct {
 	NextCheckBy   *time.Time `json:"nextCheckBy"`
 }
 
+// Source is where a dataset's records come from; either field may be null.
+type Source struct {
+	Publisher *string `json:"publisher"`
+	URL       *string `json:"url"`
+}
+
 // Dataset is GET /v1/feeds/datasets/{dataset}.
 type Dataset struct {
 	ID          string   `json:"id"`
@@ -71,6 +77,7 @@ type Dataset struct {
 	DataAtlasID string   `json:"dataAtlasId,omitempty"`
 	Place       *Place   `json:"place"`
 	Topic       *string  `json:"topic"`
+	Source      *Source  `json:"source"`
 	Keyed       bool     `json:"keyed"`
 	KeyColumns  []string `json:"keyColumns"`
 	Current     *Current `json:"current"`

@@ -1,0 +1,50 @@
+// Package fetch is the Ploti Data Feeds API client: typed calls with the
+// API key, retries with backoff and Retry-After, a client-side rate limiter,
+// and downloads of signed file links with size, sha256 and Parquet checks.
+// It knows nothing of DuckDB; replica calls it and decides what to do.
+//
+// # Layers
+//
+//	Client.Manifest, Events, Version, ...   one method per endpoint (api.go)
+//	  call     marshal the body, retry, read a 2xx body up to MaxBodyBytes,
+//	           decode it (ErrMalformed when it is not the JSON expected)
+//	  retry    tries again after transient failures: connection errors,
+//	           timeouts, 5xx, 429; waits Retry-After (seconds or date), or
+//	           PlanUnavailableWait for a 503 plan_unavailable without one,
+//	           or a jittered exponential backoff; never on 400, 401, 403,
+//	           404, 409, 410, 412; at most MaxAttempts tries (retry.go)
+//	  newRequest / do   one HTTP exchange; a non-2xx answer becomes an
+//	           *APIError whose Err is a sentinel, its body read through
+//	           MaxErrorBodyBytes (client.go, errors.go)
+//	  limitTransport    an http.RoundTripper with two token buckets: 120
+//	           calls a minute, 20 for manifest and subscription
+//	           create/change/preview; it waits, never fails (limiter.go)
+//
+// Download (download.go) streams a signed link into SpoolDir/name.part,
+// verifies it and renames it to SpoolDir/name. It asks its caller for a
+// fresh link when a link has expired and resumes a dropped transfer with a
+// Range request.
+//
+// # Secrets
+//
+// The API key goes only to requests on the base URL's scheme, host and port
+// (newRequest refuses any other URL, VersionByLink checks event links
+// first) and never with a file link. Signed links carry their signature in
+// the query string: errors and log lines show a link as scheme://host/path
+// at most (APIError.Path is the path alone), and transport errors have
+// their URL redacted the same way. Texts a server returns are scrubbed of
+// the key and the query before they reach an error.
+//
+// # Errors
+//
+// Every answer error is an *APIError; check it with errors.Is against the
+// sentinels in errors.go (ErrExpired, ErrNotSubscribed, ...). IsDatasetGone
+// is true for the three 409 "no longer delivered" codes and 404;
+// IsTransient tells whether a later try may succeed.
+//
+// # Spool
+//
+// Download leaves complete files in SpoolDir for the caller to load; the
+// caller removes them with Remove(name) once loaded, or the whole directory
+// with RemoveSpool. A failed download leaves nothing behind.
+package fetch

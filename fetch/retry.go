@@ -1,0 +1,93 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+)
+
+// retry runs fn until it succeeds, fails permanently (IsTransient false),
+// the context ends or c.maxAttempts tries are spent; it returns the last
+// error. Between tries it waits the answer's Retry-After, the plan wait
+// for a 503 plan_unavailable without one, or a jittered exponential
+// backoff capped at c.maxWait, through c.sleep.
+func (c *Client) retry(ctx context.Context, op string, fn func(context.Context) error) error {
+	b := c.newBackoff()
+	for attempt := 1; ; attempt++ {
+		err := fn(ctx)
+		if err == nil || ctx.Err() != nil || !IsTransient(err) {
+			return err
+		}
+		if attempt >= c.maxAttempts {
+			return fmt.Errorf("%w (gave up after %d attempts)", err, attempt)
+		}
+		wait := c.waitFor(err, b)
+		c.log.Warn().Err(err).Str(logOp, op).Int(logAttempt, attempt).Dur(logWait, wait).Msg("retry after a transient failure")
+		if serr := c.sleep(ctx, wait); serr != nil {
+			return fmt.Errorf("%w (waiting to retry: %w)", err, serr)
+		}
+	}
+}
+
+// waitFor is how long to wait after err before the next try.
+func (c *Client) waitFor(err error, b backoff.BackOff) time.Duration {
+	var ae *APIError
+	if errors.As(err, &ae) {
+		if ae.RetryAfter > 0 {
+			return ae.RetryAfter
+		}
+		if ae.Err == ErrPlanUnavailable {
+			return c.planWait
+		}
+	}
+	return min(b.NextBackOff(), c.maxWait)
+}
+
+// newBackoff is exponential from c.minWait, doubling, ±50% jitter, capped
+// at c.maxWait and never giving up on its own (attempts bound the loop).
+func (c *Client) newBackoff() backoff.BackOff {
+	b := &backoff.ExponentialBackOff{
+		InitialInterval:     c.minWait,
+		RandomizationFactor: 0.5,
+		Multiplier:          2,
+		MaxInterval:         c.maxWait,
+		MaxElapsedTime:      0,
+		Stop:                backoff.Stop,
+		Clock:               clockFunc(c.now),
+	}
+	b.Reset()
+	return b
+}
+
+type clockFunc func() time.Time
+
+func (f clockFunc) Now() time.Time { return f() }
+
+// parseRetryAfter reads Retry-After as seconds or an HTTP date, relative
+// to now. Absent, unparsable or past values give 0; it caps at
+// maxRetryAfter.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n <= 0 {
+			return 0
+		}
+		if n >= int64(maxRetryAfter/time.Second) {
+			return maxRetryAfter
+		}
+		d = time.Duration(n) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	}
+	return max(0, min(d, maxRetryAfter))
+}
