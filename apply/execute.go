@@ -154,6 +154,7 @@ func (x *Executor) Apply(ctx context.Context, b *Batch, ev ploti.Event) (Result,
 	}
 	res.Rows, res.Stats, err = x.heavy(ctx, d, a, link, ev.ID, ev.Data.Reason)
 	if err != nil {
+		res.Applied = false
 		return res, x.fail(ctx, b, d, a, ev.ID, err)
 	}
 	return res, nil
@@ -173,6 +174,10 @@ func (x *Executor) light(ctx context.Context, tx *storage.Tx, d *storage.Dataset
 		d.Status, d.StatusReason, d.SkipUntilRemoved = storage.StatusPending, "added with no released version yet", false
 		d.Version, d.PreviousVersion = 0, 0
 	case AlterSchema:
+		// Ploti released a version past the held one: its delay is over.
+		if err := tx.DeleteHolds(ctx, d.ID, storage.HoldServer); err != nil {
+			return err
+		}
 		ch := ev.Data.SchemaChange
 		var add []ploti.Column
 		have := map[string]bool{}
@@ -189,6 +194,9 @@ func (x *Executor) light(ctx context.Context, tx *storage.Tx, d *storage.Dataset
 		}
 		d.Columns = append(d.Columns, add...)
 	case HoldForReview:
+		if err := tx.DeleteHolds(ctx, d.ID, storage.HoldServer); err != nil {
+			return err
+		}
 		detail, _ := json.Marshal(map[string]any{"pendingVersion": a.Version, "schemaVersion": ev.Data.SchemaVersion, "schemaChange": ev.Data.SchemaChange})
 		since := ev.Timestamp
 		reason := fmt.Sprintf("MAJOR schema change to %s in version %d", ev.Data.SchemaVersion, a.Version)
@@ -272,7 +280,12 @@ func (x *Executor) fail(ctx context.Context, b *Batch, d *storage.Dataset, a Act
 			return merr
 		}
 	}
-	x.Log.Warn().Str("dataset", d.ID).Int("version", a.Version).Err(err).Msg("dataset not applied")
+	if gone || errors.Is(cause, ErrNoCurrent) {
+		// Not a failure: the docs' own path (skip until removed; pending).
+		x.Log.Info().Str("dataset", d.ID).Int("version", a.Version).Str("why", d.StatusReason).Msg("dataset not applied")
+		return nil
+	}
+	x.Log.Warn().Str("dataset", d.ID).Int("version", a.Version).Err(err).Msg("dataset failed; its last good version stays")
 	return err
 }
 
@@ -433,6 +446,9 @@ func (x *Executor) holdFromSchema(ctx context.Context, d *storage.Dataset, v *pl
 		return err
 	}
 	return x.DB.Update(ctx, func(tx *storage.Tx) error {
+		if err := tx.DeleteHolds(ctx, d.ID, storage.HoldServer); err != nil {
+			return err
+		}
 		since := tx.Now
 		detail, _ := json.Marshal(map[string]any{"pendingVersion": v.Version, "schemaVersion": schema.SchemaVersion, "schemaChange": schema.ChangeFromPrevious})
 		if err := tx.PutHold(ctx, storage.Hold{DatasetID: d.ID, Version: d.Version, Kind: storage.HoldLocal, Reason: "schema_review", Since: &since, Detail: detail}); err != nil {

@@ -1,0 +1,346 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ploti-replica/ploti-replica/apply"
+	"github.com/ploti-replica/ploti-replica/emulator"
+	"github.com/ploti-replica/ploti-replica/storage"
+)
+
+var permitCols = []emulator.Column{
+	{Name: "permit", Type: "string"}, {Name: "valuation", Type: "decimal", Precision: &emulator.Precision{Precision: 14, Scale: 2}},
+	{Name: "issued", Type: "date"}, {Name: "updated_at", Type: "timestamp"}, {Name: "final", Type: "boolean"},
+	{Name: "geometry", Type: "geometry"},
+}
+
+func datasetRow(tb testing.TB, r *Replica, id string) *storage.Dataset {
+	tb.Helper()
+	d, err := r.db.Dataset(context.Background(), id)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return d
+}
+
+func holdsOf(tb testing.TB, r *Replica, id string) []storage.Hold {
+	tb.Helper()
+	hs, err := r.db.Holds(context.Background(), id)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return hs
+}
+
+func withUnits(rows []emulator.Row, every int) []emulator.Row {
+	for i, row := range rows {
+		if i%every == 0 {
+			row["units"] = int64(i)
+		}
+	}
+	return rows
+}
+
+// schemas-and-holds.txt: "On a MINOR change, add the column and apply the
+// changes" and "Records that did not change keep the value your table gives
+// a new column, usually null, until you reload."
+func TestScenario_MinorSchemaChange(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, permits, _ := seedTwo(t, em)
+	r := mustOpen(t, em, sub, "")
+	mustSync(t, r)
+	cols := append(append([]emulator.Column{}, permitCols...), emulator.Column{Name: "units", Type: "integer"})
+	rel, err := em.Publish(ctx, "ds_permits", withUnits(permits(1), 4), emulator.WithSchema(cols, []string{"permit"}))
+	must(t, err)
+	if rel.SchemaBump != "minor" || rel.Held {
+		t.Fatalf("emulator: want a released MINOR change, got %+v", rel)
+	}
+	res := mustSync(t, r)
+	if res.ChangesMerged != 1 || res.SnapshotsLoaded != 0 {
+		t.Fatalf("a MINOR change arrives with changes to apply, not a reload: %+v", res)
+	}
+	assertMatchesTruth(t, r, em, "ds_permits", 2)
+	d := datasetRow(t, r, "ds_permits")
+	if d.SchemaVersion != rel.SchemaVersion || d.Columns[len(d.Columns)-1].Name != "units" {
+		t.Fatalf("registry: schema %s columns %v, want %s with units last", d.SchemaVersion, d.Columns, rel.SchemaVersion)
+	}
+	var nulls int
+	must(t, r.DB().QueryRow("SELECT count(*) FROM ds_permits WHERE units IS NULL").Scan(&nulls))
+	if nulls == 0 {
+		t.Fatal("unchanged rows should keep NULL in the new column until a reload")
+	}
+}
+
+// schemas-and-holds.txt: "On a MAJOR change, hold the dataset at its current
+// version until someone on your side has reviewed it." Ploti first holds the
+// version itself (feed.dataset.delayed), then releases it.
+func TestScenario_MajorSchemaChangeHoldThenRelease(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, permits, _ := seedTwo(t, em)
+	r := mustOpen(t, em, sub, "")
+	mustSync(t, r)
+	cols := append(append([]emulator.Column{}, permitCols[:4]...), permitCols[5]) // drop final: MAJOR
+	rows := permits(1)
+	for _, row := range rows {
+		delete(row, "final")
+	}
+	rel, err := em.Publish(ctx, "ds_permits", rows, emulator.WithSchema(cols, []string{"permit"}))
+	must(t, err)
+	if !rel.Held {
+		t.Fatalf("a breaking schema change is held for review by Ploti: %+v", rel)
+	}
+	mustSync(t, r)
+	d := datasetRow(t, r, "ds_permits")
+	hs := holdsOf(t, r, "ds_permits")
+	if d.Status != storage.StatusHeld || len(hs) != 1 || hs[0].Kind != storage.HoldServer || hs[0].Version != 1 {
+		t.Fatalf("after delayed: status %s (%s), holds %+v; want held with a server hold at version 1", d.Status, d.StatusReason, hs)
+	}
+	assertMatchesTruth(t, r, em, "ds_permits", 1) // "version is the version you hold, which stays current meanwhile"
+
+	released, err := em.ReleaseHeld("ds_permits")
+	must(t, err)
+	mustSync(t, r)
+	d = datasetRow(t, r, "ds_permits")
+	hs = holdsOf(t, r, "ds_permits")
+	if d.Status != storage.StatusHeld || d.Version != 1 || len(hs) != 1 || hs[0].Kind != storage.HoldLocal {
+		t.Fatalf("after the MAJOR change: status %s v%d holds %+v; want held locally at version 1", d.Status, d.Version, hs)
+	}
+	assertMatchesTruth(t, r, em, "ds_permits", 1)
+	if !strings.Contains(string(hs[0].Detail), `"pendingVersion":`+itoa(released.Version)) {
+		t.Fatalf("the local hold should name the pending version %d: %s", released.Version, hs[0].Detail)
+	}
+	// Later versions are deferred while held.
+	_, err = em.Publish(ctx, "ds_permits", rows[3:], emulator.SkipReview())
+	must(t, err)
+	mustSync(t, r)
+	if d := datasetRow(t, r, "ds_permits"); d.Version != 1 {
+		t.Fatalf("held dataset moved to version %d", d.Version)
+	}
+	if err := r.Release(ctx, "ds_parcels"); !errors.Is(err, ErrNotHeld) {
+		t.Fatalf("release of a dataset not held: %v, want ErrNotHeld", err)
+	}
+	must(t, r.Release(ctx, "ds_permits"))
+	d = datasetRow(t, r, "ds_permits")
+	if d.Status != storage.StatusCurrent || len(holdsOf(t, r, "ds_permits")) != 0 {
+		t.Fatalf("after release: %s (%s) holds %v", d.Status, d.StatusReason, holdsOf(t, r, "ds_permits"))
+	}
+	assertMatchesTruth(t, r, em, "ds_permits", released.Version+1)
+	// And the log after the release is skipped as replay: nothing changes.
+	res := mustSync(t, r)
+	if res.SnapshotsLoaded != 0 || res.ChangesMerged != 0 {
+		t.Fatalf("events at or below the reloaded version must be skipped: %+v", res)
+	}
+	assertMatchesTruth(t, r, em, "ds_permits", released.Version+1)
+}
+
+func TestScenario_MajorSchemaChangeReloadPolicy(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, permits, _ := seedTwo(t, em)
+	r := mustOpen(t, em, sub, "", func(o *Options) { o.OnMajor = apply.OnMajorReload })
+	mustSync(t, r)
+	cols := []emulator.Column{permitCols[0], {Name: "valuation", Type: "number"}, permitCols[2], permitCols[3], permitCols[4], permitCols[5]}
+	_, err := em.Publish(ctx, "ds_permits", permits(1), emulator.WithSchema(cols, []string{"permit"}), emulator.SkipReview())
+	must(t, err)
+	res := mustSync(t, r)
+	if res.SnapshotsLoaded != 1 {
+		t.Fatalf("reload policy: want the resync loaded at once: %+v", res)
+	}
+	assertMatchesTruth(t, r, em, "ds_permits", 2)
+	var typ string
+	must(t, r.DB().QueryRow("SELECT data_type FROM duckdb_columns() WHERE table_name = 'ds_permits' AND column_name = 'valuation'").Scan(&typ))
+	if typ != "DOUBLE" {
+		t.Fatalf("valuation retyped to number should be DOUBLE, is %s", typ)
+	}
+}
+
+// feed-events.txt: "Rows you already loaded from a removed dataset stay
+// yours, and stop updating."
+func TestScenario_RemovedKeepsRows(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, permits, parcels := seedTwo(t, em)
+	r := mustOpen(t, em, sub, "")
+	mustSync(t, r)
+	must(t, em.PatchSubscription(sub, emulator.SubscriptionSpec{Places: []string{"fl-orange"}}))
+	_, err := em.Publish(ctx, "ds_parcels", parcels(1))
+	must(t, err)
+	_, err = em.Publish(ctx, "ds_permits", permits(1))
+	must(t, err)
+	mustSync(t, r)
+	d := datasetRow(t, r, "ds_parcels")
+	if d.Status != storage.StatusRemoved || !strings.Contains(d.StatusReason, "subscription_changed") {
+		t.Fatalf("parcels: %s (%s), want removed: subscription_changed", d.Status, d.StatusReason)
+	}
+	assertMatchesTruth(t, r, em, "ds_parcels", 1)
+	assertMatchesTruth(t, r, em, "ds_permits", 2)
+	// Added back: loaded again at its current version.
+	must(t, em.PatchSubscription(sub, emulator.SubscriptionSpec{Places: []string{"fl-orange", "fl-seminole"}}))
+	mustSync(t, r)
+	assertMatchesTruth(t, r, em, "ds_parcels", 2)
+	if d := datasetRow(t, r, "ds_parcels"); d.Status != storage.StatusCurrent {
+		t.Fatalf("parcels after being added again: %s", d.Status)
+	}
+}
+
+// feed-events.txt: "A 409 ... or a 404 from links.version while you apply
+// older events means the dataset has since left your subscriptions. Skip
+// that dataset's events up to its feed.dataset.removed."
+func TestScenario_GoneWhileApplyingOlderEvents(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, _, parcels := seedTwo(t, em)
+	r := mustOpen(t, em, sub, "")
+	mustSync(t, r)
+	_, err := em.Publish(ctx, "ds_parcels", parcels(1))
+	must(t, err)
+	must(t, em.PatchSubscription(sub, emulator.SubscriptionSpec{Places: []string{"fl-orange"}}))
+	res, err := r.Sync(ctx)
+	if err != nil {
+		t.Fatalf("a dataset that left is not a failure: %v", err)
+	}
+	d := datasetRow(t, r, "ds_parcels")
+	if d.Status != storage.StatusRemoved || d.SkipUntilRemoved || d.Version != 1 {
+		t.Fatalf("parcels: %s v%d skip=%v (%s); want removed at version 1", d.Status, d.Version, d.SkipUntilRemoved, d.StatusReason)
+	}
+	if res.ChangesMerged != 0 {
+		t.Fatalf("nothing of a gone dataset should merge: %+v", res)
+	}
+	assertMatchesTruth(t, r, em, "ds_parcels", 1)
+}
+
+// feed-events.txt: "its first version arrives as feed.dataset.resync_required
+// with reason first_version."
+func TestScenario_AddedWithoutVersionThenFirstVersion(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, _, _ := seedTwo(t, em)
+	r := mustOpen(t, em, sub, "")
+	mustSync(t, r)
+	must(t, em.AddDataset(emulator.DatasetSpec{ID: "ds_new", Title: "New", PlaceID: "fl-orange", KeyColumns: []string{"permit"}, Columns: permitCols}))
+	mustSync(t, r)
+	if d := datasetRow(t, r, "ds_new"); d.Status != storage.StatusPending || d.Version != 0 {
+		t.Fatalf("ds_new after added null: %s v%d", d.Status, d.Version)
+	}
+	_, err := em.Publish(ctx, "ds_new", []emulator.Row{{"permit": "N-1", "valuation": "1.00", "geometry": "POINT (1 2)"}})
+	must(t, err)
+	mustSync(t, r)
+	assertMatchesTruth(t, r, em, "ds_new", 1)
+}
+
+// feed-events.txt: "feed.dataset.stale is sent once per missed check", and
+// delayed: "Nothing needs doing on your side"; the server hold ends when a
+// later version is applied.
+func TestScenario_StaleAndDelayed(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, permits, _ := seedTwo(t, em)
+	r := mustOpen(t, em, sub, "")
+	mustSync(t, r)
+	em.Advance(49 * time.Hour)
+	mustSync(t, r)
+	d := datasetRow(t, r, "ds_permits")
+	if d.StaleNextCheckBy == nil || !strings.HasPrefix(d.StatusReason, "stale") || d.Status != storage.StatusCurrent {
+		t.Fatalf("after a missed check: %s (%s), nextCheckBy %v", d.Status, d.StatusReason, d.StaleNextCheckBy)
+	}
+	rel, err := em.Publish(ctx, "ds_permits", permits(1), emulator.Hold("data_check"))
+	must(t, err)
+	if !rel.Held {
+		t.Fatalf("emulator did not hold: %+v", rel)
+	}
+	mustSync(t, r)
+	hs := holdsOf(t, r, "ds_permits")
+	if len(hs) != 1 || hs[0].Kind != storage.HoldServer || hs[0].Reason != "data_check" || hs[0].Since == nil {
+		t.Fatalf("holds after delayed: %+v", hs)
+	}
+	// Ploti discards it; the next version follows from the one held.
+	must(t, em.DiscardHeld("ds_permits"))
+	_, err = em.Publish(ctx, "ds_permits", permits(2))
+	must(t, err)
+	mustSync(t, r)
+	if hs := holdsOf(t, r, "ds_permits"); len(hs) != 0 {
+		t.Fatalf("server hold should end when a later version is applied: %+v", hs)
+	}
+	d = datasetRow(t, r, "ds_permits")
+	if d.Status != storage.StatusCurrent || d.StaleNextCheckBy != nil {
+		t.Fatalf("after the next version: %s (%s) stale %v", d.Status, d.StatusReason, d.StaleNextCheckBy)
+	}
+	assertMatchesTruth(t, r, em, "ds_permits", d.Version)
+}
+
+// feed-events.txt: "A cursor older than retention ... returns 410 expired
+// ... Reload from the subscription's manifest, which gives a fresh cursor."
+func TestScenario_ExpiredCursorReloadsFromManifest(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, permits, _ := seedTwo(t, em)
+	r := mustOpen(t, em, sub, "")
+	mustSync(t, r)
+	_, err := em.Publish(ctx, "ds_permits", permits(1))
+	must(t, err)
+	em.Advance(91 * 24 * time.Hour)
+	_, err = em.Publish(ctx, "ds_permits", permits(2))
+	must(t, err)
+	res := mustSync(t, r)
+	if !res.Bootstrapped {
+		t.Fatalf("want a reload from the manifest after 410: %+v", res)
+	}
+	assertMatchesTruth(t, r, em, "ds_permits", 3)
+	assertMatchesTruth(t, r, em, "ds_parcels", 1)
+}
+
+// feed-events.txt: "A cursor past the subscription's newest event is not one
+// it gave, and returns 400 invalid_input."
+func TestScenario_ForeignCursor(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, _, _ := seedTwo(t, em)
+	r := mustOpen(t, em, sub, "")
+	mustSync(t, r)
+	must(t, r.db.Update(ctx, func(tx *storage.Tx) error { return tx.SetCursor(ctx, emulator.Cursor(sub, 99999)) }))
+	_, err := r.Sync(ctx)
+	if !errors.Is(err, ErrForeignCursor) || !strings.Contains(err.Error(), "rebuild") {
+		t.Fatalf("err = %v; want ErrForeignCursor saying how to rebuild", err)
+	}
+}
+
+// feed-events.txt, record_ids_changed: "The version's files include an id
+// map from each id you hold to the one it carries now." Users' own columns
+// registered as references are rewritten in the same transaction.
+func TestScenario_RecordIDsChanged(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, permits, _ := seedTwo(t, em)
+	refs := []IDRef{{Table: "my_notes", Column: "permit_record", DatasetID: "ds_permits"}}
+	r := mustOpen(t, em, sub, "", func(o *Options) { o.IDReferences = refs })
+	mustSync(t, r)
+	_, err := r.DB().Exec(`CREATE TABLE my_notes AS SELECT _ploti_record_id AS permit_record, permit, 'note on ' || permit AS note FROM ds_permits`)
+	must(t, err)
+	rel, err := em.Publish(ctx, "ds_permits", permits(0), emulator.WithReplacedIDs(1))
+	must(t, err)
+	if rel.ResyncReason != "record_ids_changed" {
+		t.Fatalf("emulator: %+v", rel)
+	}
+	mustSync(t, r)
+	assertMatchesTruth(t, r, em, "ds_permits", 2)
+	var dangling, mapped int
+	must(t, r.DB().QueryRow(`SELECT count(*) FILTER (WHERE p._ploti_record_id IS NULL OR p.permit <> n.permit), count(*)
+		FROM my_notes n LEFT JOIN ds_permits p ON p._ploti_record_id = n.permit_record`).Scan(&dangling, &mapped))
+	if dangling != 0 || mapped != 40 {
+		t.Fatalf("user references after id replacement: %d of %d dangling or pointing at another permit", dangling, mapped)
+	}
+	var n int
+	must(t, r.DB().QueryRow("SELECT count(*) FROM _ploti.id_map WHERE dataset_id = 'ds_permits' AND version = 2").Scan(&n))
+	if n == 0 {
+		t.Fatal("_ploti.id_map is empty")
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
