@@ -47,7 +47,11 @@ func mustSync(tb testing.TB, r *Replica) SyncResult {
 	tb.Helper()
 	res, err := r.Sync(context.Background())
 	if err != nil {
-		st, _ := r.Status(context.Background()); for _, d := range st.Datasets { tb.Logf("%s %s: %s", d.DatasetID, d.Status, d.Reason) }; tb.Fatalf("sync: %v", err)
+		st, _ := r.Status(context.Background())
+		for _, d := range st.Datasets {
+			tb.Logf("%s %s: %s", d.DatasetID, d.Status, d.Reason)
+		}
+		tb.Fatalf("sync: %v", err)
 	}
 	return res
 }

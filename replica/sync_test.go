@@ -36,7 +36,7 @@ func seedTwo(tb testing.TB, em *emulator.Emulator) (sub string, permits, parcels
 		for i := round * 5; i < 40+round*5; i++ { // 5 removed and 5 added each round
 			rows = append(rows, emulator.Row{"permit": fmt.Sprintf("P-%03d", i), "valuation": fmt.Sprintf("%d.%02d", 1000+i, i%100),
 				"issued": emulator.DefaultStart.AddDate(0, 0, -i), "updated_at": emulator.DefaultStart.Add(-3600e9 * 1),
-				"final": (i+round)%3 == 0, // changes with the round
+				"final":    (i+round)%3 == 0, // changes with the round
 				"geometry": fmt.Sprintf("POINT (%d.5 %d.25)", -81-i%3, 28+i%2)})
 		}
 		return rows
