@@ -98,13 +98,13 @@ func (c *Client) Version(ctx context.Context, datasetID string, version int) (*p
 // must be on the base URL's scheme, host and port (else ErrForeignLink,
 // and nothing is sent): the key never goes anywhere else.
 func (c *Client) VersionByLink(ctx context.Context, link string) (*ploti.Version, error) {
+	const op = "get version by link"
 	u, err := url.Parse(link)
 	if err != nil {
-		return nil, fmt.Errorf("get version by link: parse link: %w", ErrForeignLink)
+		return nil, fmt.Errorf("%s: %w: unparsable link", op, ErrForeignLink)
 	}
-	op := "get version " + redactURL(u)
 	if !sameOrigin(u, c.base) || u.User != nil {
-		return nil, fmt.Errorf("%s: %w (api is %s)", op, ErrForeignLink, c.base.Host)
+		return nil, fmt.Errorf("%s %s: %w (api is %s)", op, redactURL(u), ErrForeignLink, c.base.Host)
 	}
 	return c.getVersion(ctx, op, link)
 }

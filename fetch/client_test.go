@@ -61,15 +61,14 @@ func TestClient_Endpoints(t *testing.T) {
 	}
 	schema := map[string]any{"datasetId": "ds_a", "schemaVersion": "2.1", "columns": []any{map[string]any{"name": "id", "type": "string"}}}
 	tests := []struct {
-		name      string
-		call      func(context.Context, *Client) (any, error)
-		method    string
-		path      string
-		query     string
-		body      string
-		answer    any
-		check     func(t *testing.T, got any)
-		wantHeavy bool
+		name   string
+		call   func(context.Context, *Client) (any, error)
+		method string
+		path   string
+		query  string
+		body   string
+		answer any
+		check  func(t *testing.T, got any)
 	}{
 		{
 			name:   "manifest",
@@ -84,7 +83,6 @@ func TestClient_Endpoints(t *testing.T) {
 					t.Fatalf("manifest = %+v", m)
 				}
 			},
-			wantHeavy: true,
 		},
 		{
 			name:   "manifest as of",
@@ -224,7 +222,7 @@ func TestClient_Endpoints(t *testing.T) {
 				t.Fatalf("body = %q, want %q", got, want)
 			}
 			req, _ := http.NewRequest(r.Method, srv.URL+r.Path, nil)
-			if got, want := isHeavy(req), tt.wantHeavy || strings.HasSuffix(tt.path, "/manifest"); got != want {
+			if got, want := isHeavy(req), strings.HasSuffix(tt.path, "/manifest"); got != want {
 				t.Fatalf("isHeavy = %v, want %v", got, want)
 			}
 			if tt.check != nil {

@@ -39,7 +39,7 @@
 //
 // Every answer error is an *APIError; check it with errors.Is against the
 // sentinels in errors.go (ErrExpired, ErrNotSubscribed, ...). IsDatasetGone
-// is true for the three 409 "no longer delivered" codes and 404;
+// is true for the three 409 "no longer delivered" codes and an API 404;
 // IsTransient tells whether a later try may succeed.
 //
 // # Spool

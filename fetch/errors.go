@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -22,8 +23,13 @@ var (
 	// ErrUnauthorized is 401, or 403 from the API (not from a file link):
 	// the key is wrong, revoked or lacks a permission.
 	ErrUnauthorized = errors.New("unauthorized")
-	// ErrNotFound is 404 from the API or a file host.
+	// ErrNotFound is 404 from the API (or, through ErrFileNotFound, from a
+	// file host).
 	ErrNotFound = errors.New("not found")
+	// ErrFileNotFound is 404 from a file host. It matches ErrNotFound but
+	// not ErrNoLongerDelivered: a missing file says nothing about the
+	// subscription.
+	ErrFileNotFound = fmt.Errorf("file %w", ErrNotFound)
 	// ErrNotSubscribed is 409 not_subscribed.
 	ErrNotSubscribed = errors.New("not subscribed")
 	// ErrOutsideCoverage is 409 outside_coverage.
@@ -59,7 +65,7 @@ var (
 	ErrLinkExpired = errors.New("link expired")
 	// ErrLinkInvalid is 403 link_invalid from a signed file link.
 	ErrLinkInvalid = errors.New("link invalid")
-	// ErrForeignLink is a links.version URL (or a redirect) that is not on
+	// ErrForeignLink is a links.version URL (or any API URL) that is not on
 	// the API base URL's scheme, host and port: the key is never sent there.
 	ErrForeignLink = errors.New("link not on the api host")
 	// ErrRedirect is a redirect to another host or from https to http.
@@ -195,6 +201,8 @@ func sentinelFor(status int, code string, file bool) error {
 		return ErrLinkExpired
 	case status == http.StatusForbidden:
 		return ErrUnauthorized
+	case status == http.StatusNotFound && file:
+		return ErrFileNotFound
 	case status == http.StatusNotFound:
 		return ErrNotFound
 	case status == http.StatusConflict:

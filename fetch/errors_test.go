@@ -43,7 +43,8 @@ func TestClient_ErrorSentinels(t *testing.T) {
 		{name: "file 403 link_expired", status: 403, code: "link_expired", file: true, want: ErrLinkExpired},
 		{name: "file 403 link_invalid", status: 403, code: "link_invalid", file: true, want: ErrLinkInvalid},
 		{name: "file 403 no code", status: 403, file: true, want: ErrLinkExpired},
-		{name: "file 404", status: 404, file: true, want: ErrNotFound, wantGone: true},
+		{name: "file 404", status: 404, file: true, want: ErrFileNotFound},
+		{name: "file 404 is a not found", status: 404, file: true, want: ErrNotFound},
 		{name: "file 500", status: 500, file: true, want: ErrServer, transient: true},
 	}
 	for _, tt := range tests {
