@@ -1,0 +1,168 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ploti-replica/ploti-replica/emulator"
+	"github.com/ploti-replica/ploti-replica/replica"
+)
+
+// cli runs the command line with the emulator's variables in the environment.
+func cli(t *testing.T, vars map[string]string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	env := &Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return vars[k] }}
+	code = run(context.Background(), env, args)
+	return code, out.String(), errb.String()
+}
+
+func demoWorld(t *testing.T) (*emulator.Emulator, *emulator.Demo, map[string]string) {
+	t.Helper()
+	em, err := emulator.New(emulator.Options{NoRateLimit: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { em.Close() })
+	if err := em.Start(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := emulator.SeedDemo(context.Background(), em)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{"PLOTI_API_URL": em.URL(), "PLOTI_API_KEY": em.APIKey(), "PLOTI_SUBSCRIPTION": d.SubscriptionID,
+		"PLOTI_DB": filepath.Join(t.TempDir(), "feeds.duckdb")}
+	return em, d, vars
+}
+
+func TestSyncAndStatus(t *testing.T) {
+	_, d, vars := demoWorld(t)
+	code, out, errs := cli(t, vars, "sync", "--log-format", "json")
+	if code != exitOK || !strings.Contains(out, "bootstrapped from the manifest") || !strings.Contains(out, "3 snapshot(s) loaded") {
+		t.Fatalf("sync: exit %d\n%s\n%s", code, out, errs)
+	}
+	if err := d.Next(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = cli(t, vars, "sync", "--json")
+	var res replica.SyncResult
+	if code != exitOK || json.Unmarshal([]byte(out), &res) != nil || res.ChangesMerged != 3 {
+		t.Fatalf("sync --json: exit %d: %s", code, out)
+	}
+	code, out, _ = cli(t, vars, "status")
+	for _, want := range []string{emulator.DemoPermits, emulator.DemoParcels, emulator.DemoInspections, "current", "cursor:", d.SubscriptionID} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("status lacks %q (exit %d):\n%s", want, code, out)
+		}
+	}
+	code, out, _ = cli(t, vars, "status", "--json", "--behind")
+	var st replica.Status
+	if code != exitOK || json.Unmarshal([]byte(out), &st) != nil || len(st.Datasets) != 3 || st.Behind != 0 {
+		t.Fatalf("status --json --behind: exit %d: %s", code, out)
+	}
+	for _, ds := range st.Datasets {
+		if ds.Version != 2 || ds.Status != "current" || ds.Rows == 0 || ds.Table == "" {
+			t.Fatalf("dataset status: %+v", ds)
+		}
+	}
+	if err := d.Next(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_, out, _ = cli(t, vars, "status", "--behind")
+	if !strings.Contains(out, "behind:        3 event(s)") {
+		t.Fatalf("status --behind should count the 3 waiting events:\n%s", out)
+	}
+}
+
+func TestSync_usageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		vars map[string]string
+		args []string
+		want string
+	}{
+		{"no key", map[string]string{"PLOTI_SUBSCRIPTION": "sub_1"}, []string{"sync"}, "PLOTI_API_KEY"},
+		{"no subscription", map[string]string{"PLOTI_API_KEY": "k"}, []string{"sync"}, "PLOTI_SUBSCRIPTION"},
+		{"bad flag", nil, []string{"sync", "--nope"}, "unknown flag"},
+		{"bad id-ref", map[string]string{"PLOTI_API_KEY": "k", "PLOTI_SUBSCRIPTION": "s"}, []string{"sync", "--id-ref", "notes"}, "TABLE.COLUMN=DATASET"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errs := cli(t, tc.vars, tc.args...)
+			if code != exitUsage || !strings.Contains(errs, tc.want) {
+				t.Fatalf("exit %d, stderr %q; want %d mentioning %q", code, errs, exitUsage, tc.want)
+			}
+		})
+	}
+}
+
+func TestSync_failureIsOneLineAndSecretFree(t *testing.T) {
+	vars := map[string]string{"PLOTI_API_URL": "http://127.0.0.1:1", "PLOTI_API_KEY": "sekrit_key_123", "PLOTI_SUBSCRIPTION": "sub_1",
+		"PLOTI_DB": filepath.Join(t.TempDir(), "f.duckdb")}
+	code, _, errs := cli(t, vars, "sync", "--log-level", "debug", "--log-format", "json")
+	if code != exitFailure {
+		t.Fatalf("exit %d, want %d: %s", code, exitFailure, errs)
+	}
+	if strings.Contains(errs, "sekrit_key_123") {
+		t.Fatalf("the API key leaked into stderr:\n%s", errs)
+	}
+	last := strings.Split(strings.TrimSpace(errs), "\n")
+	if !strings.HasPrefix(last[len(last)-1], "ploti-replica: ") {
+		t.Fatalf("the cause should end stderr on one line:\n%s", errs)
+	}
+}
+
+func TestHolds_listAndRelease(t *testing.T) {
+	em, _, vars := demoWorld(t)
+	ctx := context.Background()
+	if code, out, errs := cli(t, vars, "sync"); code != exitOK {
+		t.Fatalf("sync: %d %s %s", code, out, errs)
+	}
+	if _, out, _ := cli(t, vars, "holds", "list"); !strings.Contains(out, "no holds") {
+		t.Fatalf("holds list on a fresh file: %s", out)
+	}
+	// A MAJOR change: drop the inspections' violations column.
+	cols := []emulator.Column{{Name: "inspection_id", Type: "string"}, {Name: "establishment", Type: "string"},
+		{Name: "inspected_on", Type: "date"}, {Name: "recorded_at", Type: "timestamp"},
+		{Name: "score", Type: "decimal", Precision: &emulator.Precision{Precision: 5, Scale: 1}}, {Name: "passed", Type: "boolean"}}
+	rows := []emulator.Row{{"inspection_id": "INS-1", "establishment": "Cafe", "score": "90.5", "passed": true}}
+	if _, err := em.Publish(ctx, emulator.DemoInspections, rows, emulator.WithSchema(cols, []string{"inspection_id"}), emulator.SkipReview()); err != nil {
+		t.Fatal(err)
+	}
+	cli(t, vars, "sync")
+	_, out, _ := cli(t, vars, "holds", "list")
+	if !strings.Contains(out, emulator.DemoInspections) || !strings.Contains(out, "local") || !strings.Contains(out, "schema_review") {
+		t.Fatalf("holds list should show the local review hold:\n%s", out)
+	}
+	_, out, _ = cli(t, vars, "status")
+	if !strings.Contains(out, "held") || !strings.Contains(out, "holds release "+emulator.DemoInspections) {
+		t.Fatalf("status should show the hold and how to release it:\n%s", out)
+	}
+	code, out, errs := cli(t, vars, "holds", "release", emulator.DemoInspections)
+	if code != exitOK || !strings.Contains(out, "now at version 2") {
+		t.Fatalf("holds release: exit %d\n%s\n%s", code, out, errs)
+	}
+	if _, out, _ := cli(t, vars, "holds", "list"); !strings.Contains(out, "no holds") {
+		t.Fatalf("holds list after release: %s", out)
+	}
+	if code, _, errs := cli(t, vars, "holds", "release", emulator.DemoPermits); code != exitFailure || !strings.Contains(errs, "not held") {
+		t.Fatalf("release of a dataset not held: exit %d %s", code, errs)
+	}
+}
+
+func TestDemo(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "demo.duckdb")
+	code, out, errs := cli(t, nil, "demo", "--db", path)
+	if code != exitOK {
+		t.Fatalf("demo: exit %d\n%s\n%s", code, out, errs)
+	}
+	for _, want := range []string{"bootstrapped", "3 changes file(s) merged", emulator.DemoParcels, "issued permits worth", "duckdb -readonly"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+}
