@@ -125,8 +125,9 @@ func TestEmulator_Events_Cursors(t *testing.T) {
 		var m manifestBody
 		apiGet(t, em, "/v1/feeds/subscriptions/"+sub+"/manifest", &m)
 		var p eventsPage
-		// the missed source check sent stale when the clock moved
-		if st := apiGet(t, em, path+"?cursor="+Cursor(sub, 6), &p); st != 200 || eventTypes(p.Events) != "stale updated" {
+		// the missed source check sent stale when the clock moved, and the
+		// version before is past retention
+		if st := apiGet(t, em, path+"?cursor="+Cursor(sub, 6), &p); st != 200 || eventTypes(p.Events) != "stale resync_required(previous_unavailable)" {
 			t.Fatalf("cursor at pruned edge: %d, %s", st, eventTypes(p.Events))
 		}
 		if st := apiGet(t, em, path+"?cursor="+m.EventCursor, &p); st != 200 || len(p.Events) != 0 {
