@@ -27,6 +27,9 @@ func (r *Replica) bootstrap(ctx context.Context, sub *storage.Subscription, res 
 	res.Bootstrapped = true
 	listed := map[string]bool{}
 	for i, md := range m.Datasets {
+		if err := r.stopped(); err != nil {
+			return err
+		}
 		listed[md.DatasetID] = true
 		r.progress(Progress{Phase: "bootstrap", DatasetID: md.DatasetID, Version: md.Version, Done: i, Total: len(m.Datasets)})
 		if err := r.loadListed(ctx, md, res); err != nil {
@@ -167,6 +170,9 @@ func (r *Replica) repair(ctx context.Context, res *SyncResult) error {
 		}
 		if d.SkipUntilRemoved {
 			continue
+		}
+		if err := r.stopped(); err != nil {
+			return err
 		}
 		if err := r.reloadCurrent(ctx, d); err != nil {
 			if !isDatasetError(err) {

@@ -15,4 +15,7 @@ var (
 	// ErrPartial means the sync finished but some datasets failed; their
 	// last good versions stay and the next sync tries them again.
 	ErrPartial = errors.New("some datasets failed")
+	// ErrStopped means Options.Stop was closed: Sync stopped between
+	// transactions, with everything before it committed.
+	ErrStopped = errors.New("sync stopped")
 )

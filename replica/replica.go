@@ -68,6 +68,11 @@ type Options struct {
 	Progress func(Progress)
 	// FetchOptions tweak the API client (retries, waits, rate limits).
 	FetchOptions func(*fetch.Options)
+	// Stop, when closed, asks Sync to stop at its next commit point: the
+	// transaction under way finishes, nothing new starts, and Sync returns
+	// ErrStopped. Cancelling ctx instead rolls the open transaction back.
+	// Nil: Sync runs to the end.
+	Stop <-chan struct{}
 }
 
 // Progress is one step of a sync.

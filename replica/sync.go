@@ -29,7 +29,8 @@ type SyncResult struct {
 // is no cursor (or the cursor expired), repair failed datasets, then walk
 // the log a page at a time, committing the cursor after each page's effects.
 // A dataset that fails does not stop the others; Sync then returns
-// ErrPartial with the result.
+// ErrPartial with the result. Closing Options.Stop ends it early, between
+// transactions, with ErrStopped.
 func (r *Replica) Sync(ctx context.Context) (SyncResult, error) {
 	start := time.Now()
 	var res SyncResult
@@ -51,8 +52,11 @@ func (r *Replica) Sync(ctx context.Context) (SyncResult, error) {
 		SnapshotsLoaded: int64(res.SnapshotsLoaded), ChangesMerged: int64(res.ChangesMerged)}
 	if err != nil {
 		run.Result, run.Error = "failed", err.Error()
-		if errors.Is(err, ErrPartial) {
+		switch {
+		case errors.Is(err, ErrPartial):
 			run.Result = "partial"
+		case errors.Is(err, ErrStopped):
+			run.Result = "stopped"
 		}
 	}
 	if ferr := r.db.FinishRun(context.WithoutCancel(ctx), run); ferr != nil && err == nil {
@@ -90,6 +94,9 @@ func (r *Replica) sync(ctx context.Context, sub *storage.Subscription, res *Sync
 		return err
 	}
 	for {
+		if err := r.stopped(); err != nil {
+			return err
+		}
 		page, err := r.api.Events(ctx, sub.ID, sub.Cursor, r.opts.PageSize, nil)
 		switch {
 		case errors.Is(err, fetch.ErrExpired):
@@ -121,6 +128,17 @@ func (r *Replica) sync(ctx context.Context, sub *storage.Subscription, res *Sync
 			return err
 		}
 		res.Cursor = sub.Cursor
+	}
+}
+
+// stopped returns ErrStopped once Options.Stop is closed. Sync checks it
+// only where no transaction is open.
+func (r *Replica) stopped() error {
+	select {
+	case <-r.opts.Stop:
+		return fmt.Errorf("sync %s: %w", r.opts.SubscriptionID, ErrStopped)
+	default:
+		return nil
 	}
 }
 

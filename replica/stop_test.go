@@ -1,0 +1,51 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"testing"
+)
+
+// TestSync_stop guards Options.Stop (issue 5: "SIGINT/SIGTERM finishes the
+// current transaction"): a load under way when Stop closes commits, nothing
+// after it starts, and the next Sync finishes the job.
+func TestSync_stop(t *testing.T) {
+	em := mustEmulator(t)
+	sub, _, _ := seedTwo(t, em)
+	path := t.TempDir() + "/replica.duckdb"
+	stop := make(chan struct{})
+	loads := 0
+	r := mustOpen(t, em, sub, path, func(o *Options) {
+		o.Stop = stop
+		o.Progress = func(p Progress) {
+			if p.Phase == "load" {
+				loads++
+				close(stop) // during the first snapshot load
+			}
+		}
+	})
+	res, err := r.Sync(context.Background())
+	if !errors.Is(err, ErrStopped) {
+		t.Fatalf("Sync = %v, want ErrStopped", err)
+	}
+	if got, want := res.SnapshotsLoaded, 1; got != want || loads != 1 {
+		t.Fatalf("snapshots loaded = %d (loads started %d), want %d: the load under way finishes, no other starts", got, loads, want)
+	}
+	st, err := r.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Cursor != "" || st.LastRun == nil || st.LastRun.Result != "stopped" {
+		t.Fatalf("after the stop: cursor %q, last run %+v; want no cursor and a stopped run", st.Cursor, st.LastRun)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r = mustOpen(t, em, sub, path)
+	res = mustSync(t, r)
+	if got, want := res.SnapshotsLoaded, 1; got != want {
+		t.Fatalf("second sync loaded %d snapshots, want %d (the first one stays)", got, want)
+	}
+	assertMatchesTruth(t, r, em, "ds_permits", 1)
+	assertMatchesTruth(t, r, em, "ds_parcels", 1)
+}
