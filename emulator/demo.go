@@ -3,35 +3,35 @@ package emulator
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"time"
 )
 
-// The demo world: two Florida counties, three datasets (building permits
-// with points, parcels with polygons, restaurant inspections with decimals,
-// dates, timestamps, booleans and lists) and one subscription to both
-// counties. `ploti-replica demo` and `ploti-replica emulator --demo` use it.
-
-// Demo dataset ids.
+// The demo world's dataset ids.
 const (
-	DemoPermits     = "ds_fl_orange_permits"
-	DemoParcels     = "ds_fl_seminole_parcels"
+	// DemoPermits is Orange County's building permits: points, decimals,
+	// dates, integers.
+	DemoPermits = "ds_fl_orange_permits"
+	// DemoParcels is Seminole County's parcels: polygons, numbers, json.
+	DemoParcels = "ds_fl_seminole_parcels"
+	// DemoInspections is Orange County's restaurant inspections: decimals,
+	// dates, timestamps, booleans and lists.
 	DemoInspections = "ds_fl_orange_inspections"
 )
 
-// Demo is a seeded demo world on an emulator.
+// Demo is a small seeded world: two Florida counties, three datasets and one
+// subscription to both counties, each dataset at version Round.
 type Demo struct {
-	em             *Emulator
+	// Emulator is the emulator it seeded.
+	Emulator *Emulator
+	// SubscriptionID is the subscription that delivers the three datasets.
 	SubscriptionID string
-	round          int
-	permits        []Row
-	parcels        []Row
-	inspections    []Row
+	// Round is the version each dataset is at.
+	Round int
 }
 
-// SeedDemo adds the demo places, topics, datasets and subscription, and
-// publishes each dataset's first version.
+// SeedDemo adds the demo places, topics and datasets to em, subscribes to
+// them and publishes version 1 of each. It is deterministic.
 func SeedDemo(ctx context.Context, em *Emulator) (*Demo, error) {
+	em.AddPlace(Place{ID: "fl", Name: "Florida", Kind: "state", State: "fl"})
 	em.AddPlace(Place{ID: "fl-orange", Name: "Orange County, FL", Kind: "county", State: "fl"})
 	em.AddPlace(Place{ID: "fl-seminole", Name: "Seminole County, FL", Kind: "county", State: "fl"})
 	em.AddTopic("development-activity", "Development activity")
@@ -39,150 +39,71 @@ func SeedDemo(ctx context.Context, em *Emulator) (*Demo, error) {
 	em.AddTopic("health-safety", "Health and safety")
 	specs := []DatasetSpec{
 		{ID: DemoPermits, Title: "Orange County Building Permits", PlaceID: "fl-orange", Topic: "development-activity",
-			Publisher: "Orange County", SourceURL: "https://example.org/permits", KeyColumns: []string{"permit_number"},
-			Columns: []Column{
-				{Name: "permit_number", Type: "string"},
-				{Name: "issued_date", Type: "date"},
-				{Name: "status", Type: "string"},
+			Publisher: "Orange County", SourceURL: "https://example.org/orange/permits", KeyColumns: []string{"permit_number"},
+			Columns: []Column{{Name: "permit_number", Type: "string"}, {Name: "status", Type: "string"},
 				{Name: "valuation", Type: "decimal", Precision: &Precision{Precision: 14, Scale: 2}},
-				{Name: "description", Type: "string"},
-				{Name: "units", Type: "integer"},
-				{Name: "geometry", Type: "geometry", Geometry: &GeometryInfo{CRS: "EPSG:4326", Types: []string{"Point"}}},
-			}},
+				{Name: "issued", Type: "date"}, {Name: "units", Type: "integer"},
+				{Name: "geometry", Type: "geometry", Geometry: &GeometryInfo{CRS: "EPSG:4326", Types: []string{"Point"}}}}},
 		{ID: DemoParcels, Title: "Seminole County Parcels", PlaceID: "fl-seminole", Topic: "parcels-property",
 			Publisher: "Seminole County Property Appraiser", KeyColumns: []string{"parcel_id"},
-			Columns: []Column{
-				{Name: "parcel_id", Type: "string"},
-				{Name: "owner", Type: "string"},
-				{Name: "land_use", Type: "string"},
-				{Name: "acres", Type: "number"},
-				{Name: "geometry", Type: "geometry", Geometry: &GeometryInfo{CRS: "EPSG:4326", Types: []string{"Polygon"}}},
-			}},
+			Columns: []Column{{Name: "parcel_id", Type: "string"}, {Name: "owner", Type: "string"}, {Name: "land_use", Type: "string"},
+				{Name: "assessed_value", Type: "decimal", Precision: &Precision{Precision: 14, Scale: 2}},
+				{Name: "acres", Type: "number"}, {Name: "attributes", Type: "json"},
+				{Name: "geometry", Type: "geometry", Geometry: &GeometryInfo{CRS: "EPSG:4326", Types: []string{"Polygon"}}}}},
 		{ID: DemoInspections, Title: "Orange County Restaurant Inspections", PlaceID: "fl-orange", Topic: "health-safety",
-			KeyColumns: []string{"inspection_id"},
-			Columns: []Column{
-				{Name: "inspection_id", Type: "string"},
-				{Name: "establishment", Type: "string"},
-				{Name: "inspected_on", Type: "date"},
-				{Name: "recorded_at", Type: "timestamp"},
-				{Name: "score", Type: "decimal", Precision: &Precision{Precision: 5, Scale: 1}},
-				{Name: "passed", Type: "boolean"},
-				{Name: "violations", Type: "list", Items: &Column{Type: "string"}},
-			}},
+			Publisher: "Florida DBPR", KeyColumns: []string{"inspection_id"},
+			Columns: []Column{{Name: "inspection_id", Type: "string"}, {Name: "establishment", Type: "string"},
+				{Name: "inspected_on", Type: "date"}, {Name: "recorded_at", Type: "timestamp"},
+				{Name: "score", Type: "decimal", Precision: &Precision{Precision: 5, Scale: 1}}, {Name: "passed", Type: "boolean"},
+				{Name: "violations", Type: "list", Items: &Column{Type: "string"}}}},
 	}
 	for _, s := range specs {
 		if err := em.AddDataset(s); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("seed demo: %w", err)
 		}
 	}
-	sub, err := em.CreateSubscription(SubscriptionSpec{Name: "Central Florida", Places: []string{"fl-orange", "fl-seminole"}})
+	sub, err := em.CreateSubscription(SubscriptionSpec{Name: "Central Florida", Places: []string{"fl-counties"}})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("seed demo: %w", err)
 	}
-	d := &Demo{em: em, SubscriptionID: sub}
-	r := rand.New(rand.NewPCG(7, 11))
-	for i := range 240 {
-		d.permits = append(d.permits, demoPermit(r, i))
-	}
-	for i := range 120 {
-		d.parcels = append(d.parcels, demoParcel(r, i))
-	}
-	for i := range 150 {
-		d.inspections = append(d.inspections, demoInspection(r, i))
-	}
-	if err := d.publishAll(ctx); err != nil {
+	d := &Demo{Emulator: em, SubscriptionID: sub}
+	if err := d.Next(ctx); err != nil {
 		return nil, err
 	}
 	return d, nil
 }
 
-func (d *Demo) publishAll(ctx context.Context) error {
-	for _, p := range []struct {
-		id   string
-		rows []Row
-	}{{DemoPermits, d.permits}, {DemoParcels, d.parcels}, {DemoInspections, d.inspections}} {
-		if _, err := d.em.Publish(ctx, p.id, p.rows); err != nil {
-			return fmt.Errorf("publish demo %s: %w", p.id, err)
-		}
-	}
-	return nil
-}
-
-// Next publishes one more version of every demo dataset, with rows added,
-// changed and removed, and advances the emulator clock by a day.
+// Next publishes the next version of each demo dataset: one row removed, one
+// added and a few changed, so each version arrives as feed.dataset.updated
+// with a changes file.
 func (d *Demo) Next(ctx context.Context) error {
-	d.round++
-	r := rand.New(rand.NewPCG(uint64(d.round), 99))
-	d.em.Advance(24 * time.Hour)
-	statuses := []string{"issued", "under review", "finaled", "expired"}
-	for i := range d.permits {
-		if r.IntN(10) == 0 {
-			d.permits[i]["status"] = statuses[r.IntN(len(statuses))]
+	r := d.Round + 1
+	queries := map[string]string{
+		DemoPermits: fmt.Sprintf(`SELECT 'BP-' || lpad(i::VARCHAR, 4, '0') AS permit_number,
+	CASE WHEN (i + %[1]d) %% 3 = 0 THEN 'issued' WHEN i %% 3 = 1 THEN 'applied' ELSE 'under_review' END AS status,
+	(1000 * i + CASE WHEN i %% 5 = %[1]d %% 5 THEN %[1]d * 10 ELSE 0 END + 0.25)::DECIMAL(14,2) AS valuation,
+	DATE '2026-10-01' + i::INTEGER AS issued, (i %% 4) + 1 AS units,
+	'POINT (' || (-81.38 + i * 0.001) || ' ' || (28.54 + i * 0.0005) || ')' AS geometry
+FROM range(%[1]d, %[1]d + 20) t(i)`, r),
+		DemoParcels: fmt.Sprintf(`SELECT 'SEM-' || lpad(i::VARCHAR, 5, '0') AS parcel_id,
+	'Owner ' || (i + CASE WHEN i %% 4 = %[1]d %% 4 THEN 100 ELSE 0 END) AS owner,
+	CASE WHEN i %% 2 = 0 THEN 'residential' ELSE 'commercial' END AS land_use,
+	(150000 + 1000 * i)::DECIMAL(14,2) AS assessed_value, 0.25 + i / 100.0 AS acres,
+	'{"zone": "R' || (i %% 3) || '"}' AS attributes,
+	'POLYGON ((' || (-81.30 + i * 0.01) || ' 28.70, ' || (-81.29 + i * 0.01) || ' 28.70, ' || (-81.29 + i * 0.01) || ' 28.71, ' ||
+	(-81.30 + i * 0.01) || ' 28.71, ' || (-81.30 + i * 0.01) || ' 28.70))' AS geometry
+FROM range(%[1]d, %[1]d + 15) t(i)`, r),
+		DemoInspections: fmt.Sprintf(`SELECT 'INS-' || i AS inspection_id, 'Restaurant ' || i AS establishment,
+	DATE '2026-09-01' + i::INTEGER AS inspected_on, TIMESTAMPTZ '2026-09-01 12:00:00+00' + to_hours(i) AS recorded_at,
+	(80 + (i %% 20) + CASE WHEN i %% 3 = %[1]d %% 3 THEN 0.5 ELSE 0 END)::DECIMAL(5,1) AS score, i %% 5 <> 0 AS passed,
+	CASE WHEN i %% 5 = 0 THEN ['handwashing', 'storage'] ELSE []::VARCHAR[] END AS violations
+FROM range(%[1]d, %[1]d + 12) t(i)`, r),
+	}
+	for _, id := range []string{DemoPermits, DemoParcels, DemoInspections} {
+		if _, err := d.Emulator.PublishQuery(ctx, id, queries[id]); err != nil {
+			return fmt.Errorf("demo round %d: %w", r, err)
 		}
 	}
-	d.permits = d.permits[3:] // the oldest permits age out of the source
-	for i := range 12 {
-		d.permits = append(d.permits, demoPermit(r, 1000*d.round+i))
-	}
-	for i := range d.parcels {
-		if r.IntN(15) == 0 {
-			d.parcels[i]["owner"] = demoOwners[r.IntN(len(demoOwners))]
-		}
-	}
-	d.parcels = append(d.parcels[:5], d.parcels[6:]...)
-	d.parcels = append(d.parcels, demoParcel(r, 500+d.round))
-	for i := range d.inspections {
-		if r.IntN(8) == 0 {
-			d.inspections[i]["passed"] = !d.inspections[i]["passed"].(bool)
-		}
-	}
-	d.inspections = d.inspections[2:]
-	for i := range 6 {
-		d.inspections = append(d.inspections, demoInspection(r, 1000*d.round+i))
-	}
-	return d.publishAll(ctx)
-}
-
-var demoOwners = []string{"Rivera Family Trust", "Lake Mary Holdings LLC", "J. Okafor", "Sanford Commons LP", "M. Chen", "Oviedo Land Co"}
-
-func demoPermit(r *rand.Rand, i int) Row {
-	kinds := []string{"Re-roof", "New single family residence", "Pool enclosure", "Solar PV system", "Interior remodel", "Commercial alteration"}
-	return Row{
-		"permit_number": fmt.Sprintf("BLD-2026-%05d", i),
-		"issued_date":   time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, r.IntN(300)),
-		"status":        []string{"issued", "under review", "finaled"}[r.IntN(3)],
-		"valuation":     fmt.Sprintf("%d.%02d", 1000+r.IntN(900000), r.IntN(100)),
-		"description":   fmt.Sprintf("%s at %d %s", kinds[r.IntN(len(kinds))], 100+r.IntN(9000), []string{"Colonial Dr", "Orange Ave", "Kirkman Rd", "Semoran Blvd"}[r.IntN(4)]),
-		"units":         int64(r.IntN(4)),
-		"geometry":      fmt.Sprintf("POINT (%.5f %.5f)", -81.5+r.Float64()*0.4, 28.35+r.Float64()*0.3),
-	}
-}
-
-func demoParcel(r *rand.Rand, i int) Row {
-	x, y := -81.35+r.Float64()*0.2, 28.65+r.Float64()*0.15
-	s := 0.001 + r.Float64()*0.002
-	return Row{
-		"parcel_id": fmt.Sprintf("%02d-21-30-%04d", 10+i%40, i),
-		"owner":     demoOwners[r.IntN(len(demoOwners))],
-		"land_use":  []string{"single family", "vacant residential", "commercial", "agricultural"}[r.IntN(4)],
-		"acres":     float64(int(s*s*1e7)) / 100,
-		"geometry":  fmt.Sprintf("POLYGON ((%.5f %.5f, %.5f %.5f, %.5f %.5f, %.5f %.5f, %.5f %.5f))", x, y, x+s, y, x+s, y+s, x, y+s, x, y),
-	}
-}
-
-func demoInspection(r *rand.Rand, i int) Row {
-	day := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, r.IntN(200))
-	var violations []any
-	for range r.IntN(3) {
-		violations = append(violations, []string{"cold holding temperature", "handwash sink blocked", "no date marking", "pest activity"}[r.IntN(4)])
-	}
-	return Row{
-		"inspection_id": fmt.Sprintf("INS-%06d", i),
-		"establishment": fmt.Sprintf("%s %s", []string{"Lakeside", "Downtown", "Sunrise", "Old Town"}[r.IntN(4)], []string{"Cafe", "Taqueria", "Diner", "Sushi"}[r.IntN(4)]),
-		"inspected_on":  day,
-		"recorded_at":   day.Add(time.Duration(9+r.IntN(8)) * time.Hour),
-		"score":         fmt.Sprintf("%d.%d", 60+r.IntN(40), r.IntN(10)),
-		"passed":        r.IntN(5) != 0,
-		"violations":    violations,
-	}
+	d.Round = r
+	return nil
 }
