@@ -242,17 +242,20 @@ func staleReason(ev ploti.Event) string {
 	return s
 }
 
-// fail records a dataset-level failure in a transaction of its own and
-// marks the event seen, so the walk goes on; the next sync repairs the
-// dataset by reloading its current version. Errors that are not about the
-// dataset (the network, a cancelled context) are returned as they are and
-// the event stays unrecorded.
+// fail records a dataset-level failure in the batch and marks the event
+// seen, so the walk goes on; the next sync repairs the dataset by reloading
+// its current version. A cancelled sync is returned as it is and the event
+// stays unrecorded.
 func (x *Executor) fail(ctx context.Context, b *Batch, d *storage.Dataset, a Action, eventID string, cause error) error {
-	gone := errors.Is(cause, ErrGone)
-	var de *storage.DataError
-	if !gone && !errors.Is(cause, ErrBadInput) && !errors.As(cause, &de) && !errors.Is(cause, ErrNoCurrent) {
+	// Only a stopped sync stops the walk. Anything else that went wrong with
+	// this dataset (bad input, or the API failing for it after retries) is
+	// the dataset's: it fails, keeps its last good version, the walk goes on
+	// and the next sync repairs it. If the whole API is down, the next page
+	// read stops the sync anyway.
+	if ctx.Err() != nil || errors.Is(cause, context.Canceled) || errors.Is(cause, context.DeadlineExceeded) {
 		return cause
 	}
+	gone := errors.Is(cause, ErrGone)
 	err := &Error{Op: a.Kind.String(), DatasetID: d.ID, Version: a.Version, EventID: eventID, Err: cause}
 	tx, terr := b.Tx(ctx)
 	if terr != nil {

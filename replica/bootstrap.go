@@ -150,7 +150,7 @@ func markUnavailable(ctx context.Context, tx *storage.Tx, u ploti.Unavailable) e
 	} else {
 		reason = "no released version yet (" + u.Reason + ")"
 	}
-	if d.Version == 0 || u.Reason == "rebuilding" {
+	if d.Version == 0 {
 		d.Status = storage.StatusPending
 	}
 	d.StatusReason = reason
@@ -165,10 +165,10 @@ func (r *Replica) repair(ctx context.Context, res *SyncResult) error {
 		return err
 	}
 	for _, d := range all {
-		if d.Status != storage.StatusFailed && !(d.Status == storage.StatusPending && strings.HasPrefix(d.StatusReason, rebuildingReason)) {
+		if d.Status != storage.StatusFailed && !strings.HasPrefix(d.StatusReason, rebuildingReason) {
 			continue
 		}
-		if d.SkipUntilRemoved {
+		if d.SkipUntilRemoved || d.Status == storage.StatusRemoved {
 			continue
 		}
 		if err := r.stopped(); err != nil {

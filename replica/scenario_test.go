@@ -344,3 +344,22 @@ func TestScenario_RecordIDsChanged(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// subscriptions-manifest-files.txt: "Files being rebuilt: {"datasetId",
+// "version", "reason": "rebuilding"}. Ask for the manifest again in a few
+// minutes to load it." Other datasets load meanwhile (CONTRACT 8.6).
+func TestScenario_ManifestRebuilding(t *testing.T) {
+	em := mustEmulator(t)
+	sub, _, _ := seedTwo(t, em)
+	must(t, em.SetRebuilding("ds_parcels", true))
+	r := mustOpen(t, em, sub, "")
+	mustSync(t, r)
+	assertMatchesTruth(t, r, em, "ds_permits", 1)
+	d := datasetRow(t, r, "ds_parcels")
+	if d.Status != storage.StatusPending || !strings.Contains(d.StatusReason, "rebuilt") {
+		t.Fatalf("rebuilding dataset: %s (%s), want pending", d.Status, d.StatusReason)
+	}
+	must(t, em.SetRebuilding("ds_parcels", false))
+	mustSync(t, r)
+	assertMatchesTruth(t, r, em, "ds_parcels", 1)
+}
