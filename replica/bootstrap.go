@@ -36,6 +36,7 @@ func (r *Replica) bootstrap(ctx context.Context, sub *storage.Subscription, res 
 			return err
 		}
 	}
+	r.progress(Progress{Phase: "bootstrap", Done: len(m.Datasets), Total: len(m.Datasets)})
 	err = r.db.Update(ctx, func(tx *storage.Tx) error {
 		for _, u := range m.Unavailable {
 			listed[u.DatasetID] = true

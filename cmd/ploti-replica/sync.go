@@ -46,7 +46,10 @@ func (s *syncCmd) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	view := newProgress(s.env.Stderr)
+	opts.Progress = view.update
 	res, err := syncOnce(ctx, s.conn.DB, opts)
+	view.wait()
 	if err != nil && !errors.Is(err, replica.ErrPartial) {
 		return err
 	}

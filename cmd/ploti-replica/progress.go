@@ -1,0 +1,70 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sync/atomic"
+
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
+
+	"github.com/ploti-replica/ploti-replica/replica"
+)
+
+// progressView draws a sync's progress on a terminal: one bar for the
+// bootstrap's datasets and one for each page of events, with the dataset
+// being loaded or merged named beside it. It draws nothing elsewhere.
+type progressView struct {
+	p     *mpb.Progress
+	bar   *mpb.Bar
+	phase string
+	label atomic.Value // string
+}
+
+// newProgress returns nil (draw nothing) unless w is a terminal.
+func newProgress(w io.Writer) *progressView {
+	if !isTerminal(w) {
+		return nil
+	}
+	v := &progressView{p: mpb.New(mpb.WithOutput(w), mpb.WithWidth(40))}
+	v.label.Store("")
+	return v
+}
+
+// update is replica.Options.Progress.
+func (v *progressView) update(pr replica.Progress) {
+	if v == nil {
+		return
+	}
+	switch pr.Phase {
+	case "load", "merge":
+		v.label.Store(fmt.Sprintf("%s %s v%d", pr.Phase, pr.DatasetID, pr.Version))
+		return
+	}
+	if pr.Phase != v.phase || v.bar == nil || pr.Done <= 1 && pr.Phase == "events" {
+		v.finishBar()
+		v.phase = pr.Phase
+		name := map[string]string{"bootstrap": "datasets", "events": "events"}[pr.Phase]
+		v.bar = v.p.AddBar(int64(pr.Total),
+			mpb.PrependDecorators(decor.Name(name, decor.WC{W: 9, C: decor.DindentRight}), decor.CountersNoUnit("%d/%d", decor.WC{W: 12})),
+			mpb.AppendDecorators(decor.Any(func(decor.Statistics) string { return v.label.Load().(string) })),
+		)
+	}
+	v.bar.SetCurrent(int64(pr.Done))
+}
+
+func (v *progressView) finishBar() {
+	if v.bar != nil {
+		v.bar.SetTotal(-1, true)
+		v.bar = nil
+	}
+}
+
+// wait finishes the drawing before anything else is printed.
+func (v *progressView) wait() {
+	if v == nil {
+		return
+	}
+	v.finishBar()
+	v.p.Wait()
+}
