@@ -225,10 +225,13 @@ func (x *Executor) light(ctx context.Context, tx *storage.Tx, d *storage.Dataset
 			return err
 		}
 		reason := fmt.Sprintf("delayed by Ploti (%s) since %s", ev.Data.Reason, since.UTC().Format(time.RFC3339))
+		// feed-events.txt: "version is the version you hold, which stays
+		// current meanwhile": the status stays; the hold row and the reason
+		// tell of the wait.
 		if d.Version == 0 {
 			d.Status, d.StatusReason = storage.StatusPending, reason
 		} else if d.Status == storage.StatusCurrent {
-			d.Status, d.StatusReason = storage.StatusHeld, reason+"; version "+fmt.Sprint(d.Version)+" stays current"
+			d.StatusReason = reason + "; version " + fmt.Sprint(d.Version) + " stays current"
 		}
 	}
 	return tx.PutDataset(ctx, d)

@@ -1,6 +1,9 @@
 package ploti
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // File is one signed file link. Bytes and SHA256 may be absent; when
 // present the client verifies them.
@@ -21,8 +24,8 @@ type Attachment struct {
 
 // Files are a version's signed files.
 type Files struct {
-	Snapshot    []File       `json:"snapshot"`
-	Changes     []File       `json:"changes"`
+	Snapshot    FileList     `json:"snapshot"`
+	Changes     FileList     `json:"changes"`
 	IDMap       *File        `json:"idMap"`
 	Schema      *File        `json:"schema"`
 	Attachments []Attachment `json:"attachments"`
@@ -124,4 +127,24 @@ type Subscription struct {
 	Revision   int       `json:"revision"`
 	CreatedAt  time.Time `json:"createdAt"`
 	UpdatedAt  time.Time `json:"updatedAt"`
+}
+
+// FileList is one or more file parts. It also accepts a single file object
+// where the contract shows a list (a tolerant reader: CONTRACT.md asks
+// clients to accept what a server may reasonably send).
+type FileList []File
+
+// UnmarshalJSON accepts a list of files, one file object, or null.
+func (l *FileList) UnmarshalJSON(b []byte) error {
+	var list []File
+	if err := json.Unmarshal(b, &list); err == nil {
+		*l = list
+		return nil
+	}
+	var one File
+	if err := json.Unmarshal(b, &one); err != nil {
+		return err
+	}
+	*l = FileList{one}
+	return nil
 }
