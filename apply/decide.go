@@ -156,6 +156,9 @@ func Decide(s State, ev ploti.Event, onMajor string) Action {
 		}
 		return Action{Kind: Stale, Why: "stale: record the missed check"}
 	case ploti.EventDelayed:
+		if version > 0 && version < s.Version {
+			return skip(fmt.Sprintf("delayed at version %d, but version %d is held since: that delay is over", version, s.Version))
+		}
 		return Action{Kind: Delayed, Version: version, Why: "delayed: the next version is held for review by Ploti"}
 	}
 	return skip("unknown feed event type " + ev.Type)
@@ -168,8 +171,10 @@ func decideAdded(s State, version int) Action {
 		}
 		return Action{Kind: Pending, Why: "added with version null: pending until resync_required first_version"}
 	}
-	if s.Known && s.Version == version && s.Status == storage.StatusCurrent && !s.SkipUntilRemoved {
-		return skip(fmt.Sprintf("added for version %d, already held", version))
+	if s.Known && s.Version > 0 && version <= s.Version && s.Status != storage.StatusRemoved && !s.SkipUntilRemoved {
+		// Versions only increase along the log: an added at or below the
+		// held version is a replay (invariant 2: replaying changes nothing).
+		return skip(fmt.Sprintf("added for version %d, at or below the held version %d", version, s.Version))
 	}
 	return Action{Kind: Load, Version: version, Why: "added with a version: load that version's snapshot, replacing any rows"}
 }

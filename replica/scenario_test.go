@@ -363,3 +363,54 @@ func TestScenario_ManifestRebuilding(t *testing.T) {
 	mustSync(t, r)
 	assertMatchesTruth(t, r, em, "ds_parcels", 1)
 }
+
+// Invariant 2 (feed-events.txt, "Two rules make the log safe to replay"):
+// replaying the whole log, even with the applied-event ids forgotten,
+// changes nothing.
+func TestScenario_ReplayWholeLogChangesNothing(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, permits, parcels := seedTwo(t, em)
+	r := mustOpen(t, em, sub, "")
+	mustSync(t, r)
+	cols := append(append([]emulator.Column{}, permitCols...), emulator.Column{Name: "units", Type: "integer"})
+	_, err := em.Publish(ctx, "ds_permits", withUnits(permits(1), 3), emulator.WithSchema(cols, []string{"permit"}))
+	must(t, err)
+	_, err = em.Publish(ctx, "ds_parcels", parcels(1))
+	must(t, err)
+	mustSync(t, r)
+	_, err = em.Publish(ctx, "ds_permits", withUnits(permits(2), 3))
+	must(t, err)
+	_, err = em.Publish(ctx, "ds_parcels", parcels(2), emulator.Hold("data_check"))
+	must(t, err)
+	mustSync(t, r)
+	before := snapshotRegistry(t, r)
+	must(t, r.db.Update(ctx, func(tx *storage.Tx) error {
+		if _, err := tx.Exec(ctx, "DELETE FROM _ploti.applied_events"); err != nil {
+			return err
+		}
+		return tx.SetCursor(ctx, emulator.Cursor(sub, 0))
+	}))
+	res := mustSync(t, r)
+	if res.SnapshotsLoaded != 0 || res.ChangesMerged != 0 {
+		t.Fatalf("replaying the log loaded or merged: %+v", res)
+	}
+	if after := snapshotRegistry(t, r); after != before {
+		t.Fatalf("replay changed the registry:\nbefore %s\nafter  %s", before, after)
+	}
+	assertMatchesTruth(t, r, em, "ds_permits", 3)
+	assertMatchesTruth(t, r, em, "ds_parcels", 2)
+}
+
+// snapshotRegistry renders what a replay must not change.
+func snapshotRegistry(tb testing.TB, r *Replica) string {
+	tb.Helper()
+	var s string
+	err := r.DB().QueryRow(`SELECT string_agg(concat_ws('|', dataset_id, version, schema_version, row_count, status, columns::VARCHAR), ';' ORDER BY dataset_id)
+		|| ' holds ' || coalesce((SELECT string_agg(concat_ws('|', dataset_id, version, kind, reason), ';' ORDER BY dataset_id, kind) FROM _ploti.holds), '')
+		FROM _ploti.datasets`).Scan(&s)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
