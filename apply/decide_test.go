@@ -146,3 +146,12 @@ func TestDecide(t *testing.T) {
 		})
 	}
 }
+
+// A schema_changed without schemaChange must not panic the executor's
+// decision (bad input is an error or a no-op, never a crash).
+func TestDecide_schemaChangedWithoutChange(t *testing.T) {
+	got := Decide(held5, ev(ploti.EventSchemaChanged, v(6), nil), "")
+	if got.Kind != AlterSchema {
+		t.Fatalf("Decide = %v", got.Kind)
+	}
+}

@@ -178,13 +178,16 @@ func (x *Executor) light(ctx context.Context, tx *storage.Tx, d *storage.Dataset
 		if err := tx.DeleteHolds(ctx, d.ID, storage.HoldServer); err != nil {
 			return err
 		}
-		ch := ev.Data.SchemaChange
 		var add []ploti.Column
 		have := map[string]bool{}
 		for _, c := range d.Columns {
 			have[c.Name] = true
 		}
-		for _, c := range ch.Added {
+		var added []ploti.Column
+		if ev.Data.SchemaChange != nil { // absent: the updated's schema brings the columns
+			added = ev.Data.SchemaChange.Added
+		}
+		for _, c := range added {
 			if !have[c.Name] {
 				add = append(add, c)
 			}
