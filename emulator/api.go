@@ -35,6 +35,10 @@ func (e *Emulator) apiMux() http.Handler {
 		{"DELETE /v1/feeds/subscriptions/{id}", false, e.deleteSub},
 		{"GET /v1/feeds/subscriptions/{id}/events", false, e.getEvents},
 		{"GET /v1/feeds/subscriptions/{id}/manifest", true, e.getManifest},
+		{"POST /v1/webhooks", false, e.postWebhook},
+		{"GET /v1/webhooks", false, e.listWebhooks},
+		{"DELETE /v1/webhooks/{id}", false, e.deleteWebhook},
+		{"POST /v1/webhooks/{id}/test", false, e.testWebhook},
 	}
 	for _, rt := range routes {
 		mux.Handle(rt.pattern, e.wrap(rt.strict, rt.h))

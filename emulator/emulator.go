@@ -90,6 +90,8 @@ type Emulator struct {
 
 	keyLeaks atomic.Int64
 
+	webhooks *webhookState // webhooks and their delivery queue (webhooks.go); nil until first used
+
 	apiSrv, fileSrv *http.Server
 	apiURL, fileURL string
 	serveWG         sync.WaitGroup
@@ -291,6 +293,7 @@ func (e *Emulator) Advance(d time.Duration) {
 	defer e.mu.Unlock()
 	e.offset += d
 	e.sweepLocked()
+	e.kickDeliveriesLocked()
 }
 
 // Close stops the listeners, waits for requests in flight, closes the
@@ -304,6 +307,7 @@ func (e *Emulator) Close() error {
 	e.closed = true
 	apiSrv, fileSrv := e.apiSrv, e.fileSrv
 	e.mu.Unlock()
+	e.stopDeliveries()
 	var errs []error
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -58,6 +58,7 @@ func (e *Emulator) appendEvent(s *subscription, typ string, d *dataset, data map
 		data["version"] = nil
 	}
 	s.events = append(s.events, ev)
+	e.queueDeliveriesLocked(s, ev)
 	return ev
 }
 

@@ -1,0 +1,440 @@
+package emulator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// receiver is a webhook receiver on loopback that records what it gets and
+// answers with the status its answer function gives (200 by default).
+type receiver struct {
+	srv    *httptest.Server
+	mu     sync.Mutex
+	got    []received
+	answer func(n int) int // n counts requests from 1
+}
+
+type received struct {
+	header http.Header
+	body   []byte
+}
+
+func mustReceiver(tb testing.TB, answer func(n int) int) *receiver {
+	tb.Helper()
+	rc := &receiver{answer: answer}
+	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		rc.mu.Lock()
+		rc.got = append(rc.got, received{r.Header.Clone(), b})
+		n := len(rc.got)
+		rc.mu.Unlock()
+		status := http.StatusOK
+		if rc.answer != nil {
+			status = rc.answer(n)
+		}
+		w.WriteHeader(status)
+	}))
+	tb.Cleanup(rc.srv.Close)
+	return rc
+}
+
+func (rc *receiver) requests() []received {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]received(nil), rc.got...)
+}
+
+func mustWebhook(tb testing.TB, em *Emulator, spec WebhookSpec) Webhook {
+	tb.Helper()
+	h, err := em.CreateWebhook(spec)
+	if err != nil {
+		tb.Fatalf("CreateWebhook: %v", err)
+	}
+	return h
+}
+
+func mustWait(tb testing.TB, em *Emulator) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := em.WaitDeliveries(ctx); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// attempts renders the deliveries as "<event type>#<attempt>:<status>".
+func attempts(ds []Delivery) string {
+	var s []string
+	for _, d := range ds {
+		x := fmt.Sprintf("%s#%d:%d", strings.TrimPrefix(d.EventType, "feed.dataset."), d.Attempt, d.Status)
+		if d.Dropped {
+			x = fmt.Sprintf("%s#%d:dropped", strings.TrimPrefix(d.EventType, "feed.dataset."), d.Attempt)
+		}
+		s = append(s, x)
+	}
+	return strings.Join(s, " ")
+}
+
+// deliveriesOf is the attempts to send one message.
+func deliveriesOf(em *Emulator, msgID string) []Delivery {
+	var out []Delivery
+	for _, d := range em.Deliveries() {
+		if d.MessageID == msgID {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// TestWebhook_signVectors checks the emulator's signer against the shared
+// Standard Webhooks vectors.
+func TestWebhook_signVectors(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "shared", "testvectors", "standard-webhooks.json"))
+	if err != nil {
+		t.Skipf("no shared test vectors: %v", err)
+	}
+	var vs struct {
+		Valid []struct {
+			Secret, ID, Body, Signature string
+			Timestamp                   int64
+		}
+	}
+	if err := json.Unmarshal(raw, &vs); err != nil {
+		t.Fatal(err)
+	}
+	if len(vs.Valid) == 0 {
+		t.Fatal("no valid vectors")
+	}
+	for _, v := range vs.Valid {
+		if got := signWebhook(v.Secret, v.ID, fmt.Sprint(v.Timestamp), []byte(v.Body)); got != v.Signature {
+			t.Errorf("sign %s = %s, want %s", v.ID, got, v.Signature)
+		}
+	}
+}
+
+func TestWebhook_deliver(t *testing.T) {
+	em := mustEmulator(t)
+	sub := mustSub(t, em, SubscriptionSpec{Places: []string{"fl-orange"}})
+	rc := mustReceiver(t, nil)
+	only := mustReceiver(t, nil)
+	h := mustWebhook(t, em, WebhookSpec{URL: rc.srv.URL + "/ploti", Description: "all", SubscriptionID: sub,
+		Header: &WebhookHeader{Name: "Authorization", Value: "Bearer receiver-key"}})
+	mustWebhook(t, em, WebhookSpec{URL: only.srv.URL, SubscriptionID: sub, Events: []string{"feed.dataset.updated"}})
+	if !strings.HasPrefix(h.Secret, "whsec_") || len(h.Secret) < 20 {
+		t.Fatalf("secret %q, want whsec_…", h.Secret)
+	}
+	mustPublish(t, em, []Row{permit("P-1", "1.00", 1)})
+	mustPublish(t, em, []Row{permit("P-1", "2.00", 1)})
+	mustWait(t, em)
+
+	log := em.Events(sub)[1:] // the first, added, came before the webhook
+	got := rc.requests()
+	if len(got) != len(log) || len(log) < 2 {
+		t.Fatalf("receiver got %d POSTs, the log has %d events since the webhook", len(got), len(log))
+	}
+	for i, r := range got {
+		if string(r.body) != string(log[i].JSON) {
+			t.Fatalf("POST %d body\n%s\nwant the log's event\n%s", i, r.body, log[i].JSON)
+		}
+		id, ts := r.header.Get("webhook-id"), r.header.Get("webhook-timestamp")
+		if want := signWebhook(h.Secret, id, ts, r.body); r.header.Get("webhook-signature") != want {
+			t.Fatalf("POST %d signature %q, want %q", i, r.header.Get("webhook-signature"), want)
+		}
+		if got, want := ts, fmt.Sprint(em.Now().Unix()); got != want {
+			t.Fatalf("POST %d webhook-timestamp %s, want the emulator clock %s", i, got, want)
+		}
+		if got := r.header.Get("Authorization"); got != "Bearer receiver-key" {
+			t.Fatalf("POST %d custom header %q", i, got)
+		}
+		if got := r.header.Get("Content-Type"); got != "application/json" {
+			t.Fatalf("POST %d Content-Type %q", i, got)
+		}
+	}
+	var types []string
+	for _, r := range only.requests() {
+		var ev struct{ Type string }
+		json.Unmarshal(r.body, &ev)
+		types = append(types, ev.Type)
+	}
+	if got, want := strings.Join(types, " "), "feed.dataset.updated"; got != want {
+		t.Fatalf("filtered webhook got %q, want %q", got, want)
+	}
+	if got := em.Webhooks(); len(got) != 2 || got[0].Secret != "" || got[0].HeaderName != "Authorization" {
+		t.Fatalf("Webhooks() = %+v, want two, without secrets, header named", got)
+	}
+}
+
+// TestWebhook_retry guards "retried six times, at growing intervals, over
+// about a day and a half" on the emulator clock.
+func TestWebhook_retry(t *testing.T) {
+	em := mustEmulator(t)
+	sub := mustSub(t, em, SubscriptionSpec{Places: []string{"fl-orange"}})
+	rc := mustReceiver(t, func(int) int { return http.StatusInternalServerError })
+	mustWebhook(t, em, WebhookSpec{URL: rc.srv.URL, SubscriptionID: sub})
+	mustPublish(t, em, []Row{permit("P-1", "1.00", 1)})
+	mustWait(t, em)
+	if got, want := attempts(em.Deliveries()), "resync_required#1:500"; got != want {
+		t.Fatalf("deliveries %q, want %q", got, want)
+	}
+	msgID := em.Deliveries()[0].MessageID
+	var total time.Duration
+	for i, wait := range DeliveryRetryIntervals() {
+		em.Advance(wait - time.Second)
+		mustWait(t, em)
+		if got := len(deliveriesOf(em, msgID)); got != i+1 {
+			t.Fatalf("a second before retry %d: %d attempts, want %d", i+1, got, i+1)
+		}
+		em.Advance(time.Second)
+		mustWait(t, em)
+		if got := len(deliveriesOf(em, msgID)); got != i+2 {
+			t.Fatalf("retry %d: %d attempts, want %d", i+1, got, i+2)
+		}
+		total += wait
+	}
+	if total < 30*time.Hour || total > 42*time.Hour {
+		t.Fatalf("retries span %s, want about a day and a half", total)
+	}
+	em.Advance(72 * time.Hour) // long past the last retry; a stale event comes, on its own message
+	mustWait(t, em)
+	ds := deliveriesOf(em, msgID)
+	if got, want := attempts(ds), "resync_required#1:500 resync_required#2:500 resync_required#3:500 resync_required#4:500 resync_required#5:500 resync_required#6:500 resync_required#7:500"; got != want {
+		t.Fatalf("deliveries %q, want %q", got, want)
+	}
+	for _, d := range ds {
+		if d.MessageID != ds[0].MessageID || d.EventID != ds[0].EventID {
+			t.Fatalf("retry has webhook-id %s event %s, want %s %s", d.MessageID, d.EventID, ds[0].MessageID, ds[0].EventID)
+		}
+	}
+	if !ds[6].NextAttempt.IsZero() || ds[5].NextAttempt.IsZero() {
+		t.Fatalf("NextAttempt of the last two: %v, %v", ds[5].NextAttempt, ds[6].NextAttempt)
+	}
+}
+
+func TestWebhook_answers(t *testing.T) {
+	tests := []struct {
+		name        string
+		answer      func(n int) int
+		want        string // after the first event, its retry, and a second event
+		wantEnabled bool
+	}{
+		{name: "ok", answer: func(int) int { return 204 }, want: "resync_required#1:204 updated#1:204", wantEnabled: true},
+		{name: "413 is not retried", answer: func(int) int { return 413 }, want: "resync_required#1:413 updated#1:413", wantEnabled: true},
+		{name: "410 turns the webhook off", answer: func(int) int { return 410 }, want: "resync_required#1:410", wantEnabled: false},
+		{name: "a redirect is a failure", answer: func(n int) int { return map[bool]int{true: 302, false: 200}[n == 1] },
+			want: "resync_required#1:302 resync_required#2:200 updated#1:200", wantEnabled: true},
+		{name: "503 then ok", answer: func(n int) int { return map[bool]int{true: 503, false: 200}[n == 1] },
+			want: "resync_required#1:503 resync_required#2:200 updated#1:200", wantEnabled: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			em := mustEmulator(t)
+			sub := mustSub(t, em, SubscriptionSpec{Places: []string{"fl-orange"}})
+			rc := mustReceiver(t, tc.answer)
+			h := mustWebhook(t, em, WebhookSpec{URL: rc.srv.URL, SubscriptionID: sub})
+			mustPublish(t, em, []Row{permit("P-1", "1.00", 1)})
+			mustWait(t, em)
+			em.RetryDeliveriesNow()
+			mustWait(t, em)
+			mustPublish(t, em, []Row{permit("P-1", "2.00", 1)})
+			mustWait(t, em)
+			if got := attempts(em.Deliveries()); got != tc.want {
+				t.Fatalf("deliveries %q, want %q", got, tc.want)
+			}
+			var list struct{ Webhooks []map[string]any }
+			apiGet(t, em, "/v1/webhooks", &list)
+			if len(list.Webhooks) != 1 || list.Webhooks[0]["id"] != h.ID || list.Webhooks[0]["enabled"] != tc.wantEnabled {
+				t.Fatalf("GET /v1/webhooks = %+v, want %s enabled=%v", list.Webhooks, h.ID, tc.wantEnabled)
+			}
+		})
+	}
+}
+
+func TestWebhook_drop(t *testing.T) {
+	em := mustEmulator(t)
+	sub := mustSub(t, em, SubscriptionSpec{Places: []string{"fl-orange"}})
+	rc := mustReceiver(t, nil)
+	mustWebhook(t, em, WebhookSpec{URL: rc.srv.URL, SubscriptionID: sub})
+	em.DropDeliveries(1)
+	mustPublish(t, em, []Row{permit("P-1", "1.00", 1)})
+	mustPublish(t, em, []Row{permit("P-1", "2.00", 1)})
+	mustWait(t, em)
+	em.Advance(48 * time.Hour) // a dropped delivery is never retried
+	mustWait(t, em)
+	if got, want := attempts(em.Deliveries()), "resync_required#1:dropped updated#1:200"; got != want {
+		t.Fatalf("deliveries %q, want %q", got, want)
+	}
+	if got := len(rc.requests()); got != 1 {
+		t.Fatalf("receiver got %d POSTs, want 1", got)
+	}
+	em.DropDeliveries(-1)
+	mustPublish(t, em, []Row{permit("P-1", "3.00", 1)})
+	mustPublish(t, em, []Row{permit("P-1", "4.00", 1)})
+	mustWait(t, em)
+	em.DropDeliveries(0)
+	mustPublish(t, em, []Row{permit("P-1", "5.00", 1)})
+	mustWait(t, em)
+	if got, want := attempts(em.Deliveries()), "resync_required#1:dropped updated#1:200 updated#1:dropped updated#1:dropped updated#1:200"; got != want {
+		t.Fatalf("deliveries %q, want %q", got, want)
+	}
+}
+
+func TestWebhook_api(t *testing.T) {
+	em := mustEmulator(t)
+	sub := mustSub(t, em, SubscriptionSpec{Places: []string{"fl-orange"}})
+	rc := mustReceiver(t, nil)
+	post := func(body string) (int, map[string]any) {
+		var out map[string]any
+		resp := call(t, "POST", em.URL()+"/v1/webhooks", em.APIKey(), strings.NewReader(body), &out)
+		return resp.StatusCode, out
+	}
+	bad := []struct {
+		name, body string
+		status     int
+	}{
+		{"not JSON", `{`, 400},
+		{"no url", fmt.Sprintf(`{"subscriptionId":%q}`, sub), 400},
+		{"relative url", fmt.Sprintf(`{"url":"/x","subscriptionId":%q}`, sub), 400},
+		{"ftp url", fmt.Sprintf(`{"url":"ftp://h/x","subscriptionId":%q}`, sub), 400},
+		{"no subscription", fmt.Sprintf(`{"url":%q}`, rc.srv.URL), 400},
+		{"unknown subscription", fmt.Sprintf(`{"url":%q,"subscriptionId":"sub_nope"}`, rc.srv.URL), 404},
+		{"unknown event type", fmt.Sprintf(`{"url":%q,"subscriptionId":%q,"events":["dataset.changed"]}`, rc.srv.URL, sub), 400},
+		{"reserved header", fmt.Sprintf(`{"url":%q,"subscriptionId":%q,"header":{"name":"webhook-signature","value":"x"}}`, rc.srv.URL, sub), 400},
+		{"bad header name", fmt.Sprintf(`{"url":%q,"subscriptionId":%q,"header":{"name":"a b","value":"x"}}`, rc.srv.URL, sub), 400},
+		{"header without value", fmt.Sprintf(`{"url":%q,"subscriptionId":%q,"header":{"name":"X-Key","value":""}}`, rc.srv.URL, sub), 400},
+	}
+	for _, tc := range bad {
+		if status, out := post(tc.body); status != tc.status || out["error"] == nil {
+			t.Errorf("%s: %d %v, want %d with an error", tc.name, status, out, tc.status)
+		}
+	}
+	status, created := post(fmt.Sprintf(`{"url":%q,"description":"d","subscriptionId":%q,"events":["feed.dataset.added"],`+
+		`"header":{"name":"x-receiver-key","value":"k1"}}`, rc.srv.URL, sub))
+	if status != 201 || !strings.HasPrefix(fmt.Sprint(created["secret"]), "whsec_") {
+		t.Fatalf("create: %d %v", status, created)
+	}
+	id := created["id"].(string)
+	var list struct{ Webhooks []map[string]any }
+	apiGet(t, em, "/v1/webhooks?subscriptionId="+sub, &list)
+	if len(list.Webhooks) != 1 {
+		t.Fatalf("list: %v", list)
+	}
+	w := list.Webhooks[0]
+	if _, ok := w["secret"]; ok || fmt.Sprint(w["header"]) != "map[name:X-Receiver-Key]" || w["description"] != "d" ||
+		fmt.Sprint(w["events"]) != "[feed.dataset.added]" || w["enabled"] != true {
+		t.Fatalf("listed webhook %v: want no secret, the header's name only", w)
+	}
+	var ping map[string]any
+	if resp := call(t, "POST", em.URL()+"/v1/webhooks/"+id+"/test", em.APIKey(), nil, &ping); resp.StatusCode != 202 {
+		t.Fatalf("test: %d %v", resp.StatusCode, ping)
+	}
+	mustWait(t, em)
+	got := rc.requests()
+	if len(got) != 1 {
+		t.Fatalf("receiver got %d POSTs, want the ping", len(got))
+	}
+	var body map[string]any
+	if err := json.Unmarshal(got[0].body, &body); err != nil {
+		t.Fatal(err)
+	}
+	if body["type"] != "ping" || fmt.Sprint(body["data"]) != "map[]" || body["id"] == "" || body["timestamp"] == nil || len(body) != 4 {
+		t.Fatalf("ping body %s", got[0].body)
+	}
+	r := got[0]
+	if want := signWebhook(created["secret"].(string), r.header.Get("webhook-id"), r.header.Get("webhook-timestamp"), r.body); r.header.Get("webhook-signature") != want ||
+		r.header.Get("webhook-id") != ping["messageId"] || r.header.Get("X-Receiver-Key") != "k1" {
+		t.Fatalf("ping headers %v", r.header)
+	}
+	if resp := call(t, "DELETE", em.URL()+"/v1/webhooks/"+id, em.APIKey(), nil, nil); resp.StatusCode != 200 {
+		t.Fatalf("delete: %d", resp.StatusCode)
+	}
+	for _, req := range []struct{ method, path string }{{"DELETE", "/v1/webhooks/" + id}, {"POST", "/v1/webhooks/" + id + "/test"}} {
+		var e errorBody
+		if resp := call(t, req.method, em.URL()+req.path, em.APIKey(), nil, &e); resp.StatusCode != 404 || e.Error.Code != "not_found" {
+			t.Fatalf("%s %s after delete: %d %+v", req.method, req.path, resp.StatusCode, e)
+		}
+	}
+	if resp := call(t, "GET", em.URL()+"/v1/webhooks", "", nil, nil); resp.StatusCode != 401 {
+		t.Fatalf("list without a key: %d", resp.StatusCode)
+	}
+	for i := range MaxWebhooks {
+		mustWebhook(t, em, WebhookSpec{URL: fmt.Sprintf("%s/%d", rc.srv.URL, i), SubscriptionID: sub})
+	}
+	if _, err := em.CreateWebhook(WebhookSpec{URL: rc.srv.URL, SubscriptionID: sub}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("webhook %d: %v, want ErrInvalid", MaxWebhooks+1, err)
+	}
+}
+
+// TestWebhook_subscriptionDeleted guards "It stops … when the subscription
+// is deleted".
+func TestWebhook_subscriptionDeleted(t *testing.T) {
+	em := mustEmulator(t)
+	sub := mustSub(t, em, SubscriptionSpec{Places: []string{"fl-orange"}})
+	rc := mustReceiver(t, func(int) int { return 500 })
+	mustWebhook(t, em, WebhookSpec{URL: rc.srv.URL, SubscriptionID: sub})
+	mustPublish(t, em, []Row{permit("P-1", "1.00", 1)})
+	mustWait(t, em)
+	if resp := call(t, "DELETE", em.URL()+"/v1/feeds/subscriptions/"+sub, em.APIKey(), nil, nil); resp.StatusCode != 200 {
+		t.Fatalf("delete subscription: %d", resp.StatusCode)
+	}
+	em.RetryDeliveriesNow()
+	mustWait(t, em)
+	ds := em.Deliveries()
+	if got, want := attempts(ds), "resync_required#1:500 resync_required#2:0"; got != want || ds[1].Err != "subscription deleted" {
+		t.Fatalf("deliveries %q (%q), want %q", got, ds[len(ds)-1].Err, want)
+	}
+	if hs := em.Webhooks(); !hs[0].Disabled {
+		t.Fatalf("webhook %+v, want disabled", hs[0])
+	}
+}
+
+// TestWebhook_closeWhileSending checks that Close does not wait for a
+// receiver that never answers.
+func TestWebhook_closeWhileSending(t *testing.T) {
+	em, err := New(Options{Dir: t.TempDir(), NoRateLimit: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := em.Start(); err != nil {
+		t.Fatal(err)
+	}
+	hung := make(chan struct{})
+	arrived := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		select {
+		case <-hung:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(hung)
+	em.AddPlace(Place{ID: "fl-orange", Name: "Orange County, FL", Kind: "county", State: "fl"})
+	if err := em.AddDataset(DatasetSpec{ID: dsPermits, PlaceID: "fl-orange", KeyColumns: []string{"permit_number"}, Columns: permitColumns()}); err != nil {
+		t.Fatal(err)
+	}
+	sub := mustSub(t, em, SubscriptionSpec{Places: []string{"fl-orange"}})
+	mustWebhook(t, em, WebhookSpec{URL: srv.URL, SubscriptionID: sub})
+	mustPublish(t, em, []Row{permit("P-1", "1.00", 1)})
+	<-arrived
+	start := time.Now()
+	if err := em.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Close took %s with a POST in flight", d)
+	}
+	if _, err := em.CreateWebhook(WebhookSpec{URL: srv.URL, SubscriptionID: sub}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("CreateWebhook after Close: %v, want ErrClosed", err)
+	}
+}
