@@ -226,3 +226,21 @@ func TestTableName(t *testing.T) {
 		}
 	}
 }
+
+// CONTRACT.md section 5: geometry is WKB; a file without the GeoParquet
+// metadata reads as BLOB and must still load as GEOMETRY.
+func TestTx_LoadSnapshot_plainWKBGeometry(t *testing.T) {
+	ctx := context.Background()
+	db := mustOpen(t)
+	f := mustParquet(t, db, "SELECT * REPLACE (ST_AsWKB(geometry) AS geometry) FROM ("+snapQuery+")")
+	if err := db.Update(ctx, func(tx *Tx) error { _, err := tx.LoadSnapshot(ctx, "permits", testCols, []string{f}); return err }); err != nil {
+		t.Fatal(err)
+	}
+	var wkt string
+	if err := db.SQL().QueryRow("SELECT ST_AsText(geometry) FROM permits WHERE _ploti_record_id = 'r3'").Scan(&wkt); err != nil {
+		t.Fatal(err)
+	}
+	if wkt != "POINT (3 3)" {
+		t.Fatalf("geometry = %q", wkt)
+	}
+}

@@ -10,14 +10,24 @@ import (
 )
 
 // fileColumns lists the columns of Parquet files (of the first, when
-// several parts must agree).
-func (tx *Tx) fileColumns(ctx context.Context, files []string) ([]string, error) {
+// several parts must agree), with the DuckDB type each is read as.
+func (tx *Tx) fileColumns(ctx context.Context, files []string) ([]string, map[string]string, error) {
 	rows, err := tx.tx.QueryContext(ctx, "SELECT * FROM read_parquet("+fileList(files)+") LIMIT 0")
 	if err != nil {
-		return nil, fileError(files, err)
+		return nil, nil, fileError(files, err)
 	}
 	defer rows.Close()
-	return rows.Columns()
+	types, err := rows.ColumnTypes()
+	if err != nil {
+		return nil, nil, err
+	}
+	names := make([]string, len(types))
+	byName := make(map[string]string, len(types))
+	for i, t := range types {
+		names[i] = t.Name()
+		byName[t.Name()] = t.DatabaseTypeName()
+	}
+	return names, byName, nil
 }
 
 // fileError names the file(s) in a read error.
@@ -68,7 +78,7 @@ func (tx *Tx) LoadSnapshot(ctx context.Context, table string, cols []ploti.Colum
 	if len(files) == 0 {
 		return 0, &DataError{Detail: "version has no snapshot files"}
 	}
-	have, err := tx.fileColumns(ctx, files)
+	have, types, err := tx.fileColumns(ctx, files)
 	if err != nil {
 		return 0, &DataError{File: baseNames(files), Detail: "not a readable Parquet snapshot: " + err.Error()}
 	}
@@ -78,7 +88,7 @@ func (tx *Tx) LoadSnapshot(ctx context.Context, table string, cols []ploti.Colum
 	if err := checkColumns(have, cols); err != nil {
 		return 0, &DataError{File: baseNames(files), Detail: err.Error()}
 	}
-	sel, err := selectList(cols)
+	sel, err := selectList(cols, types)
 	if err != nil {
 		return 0, err
 	}
@@ -126,7 +136,7 @@ func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, t
 	var st MergeStats
 	files := []string{file}
 	name := filepath.Base(file)
-	have, err := tx.fileColumns(ctx, files)
+	have, types, err := tx.fileColumns(ctx, files)
 	if err != nil {
 		return st, &DataError{File: name, Detail: "not a readable Parquet changes file: " + err.Error()}
 	}
@@ -142,7 +152,7 @@ func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, t
 			return st, &DataError{File: name, Detail: fmt.Sprintf("has column %s that the table's schema does not", c)}
 		}
 	}
-	sel, err := selectList(cols)
+	sel, err := selectList(cols, types)
 	if err != nil {
 		return st, err
 	}
@@ -226,7 +236,7 @@ type IDRef struct {
 // mapped to one) is refused.
 func (tx *Tx) ApplyIDMap(ctx context.Context, datasetID string, version int, file string, refs []IDRef) (int64, error) {
 	name := filepath.Base(file)
-	have, err := tx.fileColumns(ctx, []string{file})
+	have, _, err := tx.fileColumns(ctx, []string{file})
 	if err != nil {
 		return 0, &DataError{File: name, Detail: "not a readable Parquet id map: " + err.Error()}
 	}

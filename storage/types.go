@@ -89,7 +89,10 @@ func TableName(datasetID string) string {
 
 // selectList builds the column list that reads a file into a dataset
 // table: system columns, then schema columns cast to their DuckDB types.
-func selectList(cols []ploti.Column) (string, error) {
+// fileTypes are the types DuckDB reads the file's columns as: a geometry
+// column without GeoParquet metadata reads as BLOB (WKB), which DuckDB
+// cannot cast, so it goes through ST_GeomFromWKB.
+func selectList(cols []ploti.Column, fileTypes map[string]string) (string, error) {
 	parts := []string{
 		fmt.Sprintf("CAST(%s AS VARCHAR) AS %s", Ident(ColRecordID), Ident(ColRecordID)),
 		fmt.Sprintf("CAST(%s AS VARCHAR) AS %s", Ident(ColPlaceID), Ident(ColPlaceID)),
@@ -102,6 +105,10 @@ func selectList(cols []ploti.Column) (string, error) {
 		t, err := DuckType(c.Type)
 		if err != nil {
 			return "", fmt.Errorf("column %s: %w", c.Name, err)
+		}
+		if c.Type.Type == ploti.TypeGeometry && fileTypes[c.Name] == "BLOB" {
+			parts = append(parts, fmt.Sprintf("ST_GeomFromWKB(%s) AS %s", Ident(c.Name), Ident(c.Name)))
+			continue
 		}
 		parts = append(parts, fmt.Sprintf("CAST(%s AS %s) AS %s", Ident(c.Name), t, Ident(c.Name)))
 	}
