@@ -81,6 +81,11 @@ func (r *Replica) loadListed(ctx context.Context, md ploti.ManifestDataset, res 
 	if d.Version == md.Version && d.Status == storage.StatusCurrent {
 		return nil
 	}
+	if d.Status == storage.StatusHeld {
+		// Held for review: a reload from the manifest must not bypass the
+		// review; Release loads the current version.
+		return nil
+	}
 	r.describe(ctx, d)
 	v := &ploti.Version{DatasetID: md.DatasetID, Version: md.Version, SchemaVersion: md.SchemaVersion, RowCount: md.RowCount,
 		Files: md.Files, LinksExpireAt: md.LinksExpireAt}
