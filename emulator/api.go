@@ -62,7 +62,8 @@ func (e *Emulator) wrap(strict bool, h func(*http.Request) (int, any, error)) ht
 			writeError(w, &apiError{http.StatusUnauthorized, "unauthorized", "a valid API key is required: Authorization: Bearer <key>"})
 			return
 		}
-		if done, _ := e.applyFault(w, r, false); done {
+		done, r := e.applyFault(w, r, false)
+		if done {
 			return
 		}
 		if wait, ok := e.rateCheck(strict); !ok {
@@ -84,6 +85,10 @@ func (e *Emulator) wrap(strict bool, h func(*http.Request) (int, any, error)) ht
 				w.Header().Set(k, v)
 			}
 			body = hd.body
+		}
+		if bf := bodyFault(r.Context()); bf != nil {
+			writeJSONFault(w, status, body, bf)
+			return
 		}
 		writeJSON(w, status, body)
 	})

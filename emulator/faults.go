@@ -22,11 +22,15 @@ const (
 	// FaultReset closes the connection without an answer (a TCP reset).
 	FaultReset
 	// FaultTruncate serves a file's first half as if it were the whole file
-	// (a well-framed short body: bytes and sha256 do not match).
+	// (a well-framed short body: bytes and sha256 do not match); an API
+	// answer's first half likewise (JSON cut short).
 	FaultTruncate
-	// FaultCutOff announces the whole file but drops the connection halfway.
+	// FaultCutOff announces the whole file (or API answer) but drops the
+	// connection halfway.
 	FaultCutOff
-	// FaultCorrupt serves a file of the right length with some bytes flipped.
+	// FaultCorrupt serves a file of the right length with some bytes
+	// flipped; an API answer with some bytes made NUL (JSON that does not
+	// parse).
 	FaultCorrupt
 	// FaultSlow waits Fault.Delay (real time) before answering normally.
 	FaultSlow
@@ -119,10 +123,6 @@ func (e *Emulator) takeFault(r *http.Request, file bool) *Fault {
 	defer e.mu.Unlock()
 	for _, f := range e.faults {
 		if f.left == 0 || !faultMatches(f.Match, r) {
-			continue
-		}
-		body := f.Kind == FaultTruncate || f.Kind == FaultCutOff || f.Kind == FaultCorrupt
-		if body && !file {
 			continue
 		}
 		if f.left > 0 {
