@@ -39,6 +39,9 @@ const partSuffix = ".part"
 // tries again at once; a transient failure (connection drop, stall, 5xx,
 // 429) calls refresh too when it is non-nil and tries again after a
 // backoff, resuming with a Range request when part of the file arrived.
+// A file that arrives whole but fails verification is fetched again, at
+// most twice, through a fresh link after a backoff when refresh is
+// non-nil (damage on the way heals, a bad file at the source does not).
 // All within Options.MaxAttempts. The API key is never sent with a file
 // request, and redirects to another host or from https are refused.
 func (c *Client) Download(ctx context.Context, f ploti.File, name string, refresh func(ctx context.Context) (ploti.File, error)) (string, error) {
@@ -76,16 +79,29 @@ type download struct {
 	have int64 // bytes at the start of the .part file kept from a try
 }
 
+// maxBadFileRetries is how often a download that arrived but failed
+// verification (size, sha256, Parquet framing) is fetched again through a
+// fresh link: damage on the way is transient, a bad file at the source
+// fails every time and is refused.
+const maxBadFileRetries = 2
+
 // run tries until the .part file is complete and verified.
 func (d *download) run(ctx context.Context, refresh func(context.Context) (ploti.File, error)) error {
 	b := d.c.newBackoff()
+	badFiles := 0
 	for attempt := 1; ; attempt++ {
 		err := d.once(ctx)
 		if err == nil {
 			return nil
 		}
 		link := errors.Is(err, ErrLinkExpired) || errors.Is(err, ErrLinkInvalid)
-		if ctx.Err() != nil || (!link && !IsTransient(err)) || (link && refresh == nil) {
+		bad := errors.Is(err, ErrSize) || errors.Is(err, ErrChecksum) || errors.Is(err, ErrNotParquet)
+		switch {
+		case ctx.Err() == nil && bad && refresh != nil && badFiles >= maxBadFileRetries:
+			return fmt.Errorf("%w (refused after %d downloads)", err, badFiles+1)
+		case ctx.Err() == nil && bad && refresh != nil:
+			badFiles++
+		case ctx.Err() != nil || (!link && !IsTransient(err)) || (link && refresh == nil):
 			return err
 		}
 		if attempt >= d.c.maxAttempts {

@@ -152,8 +152,8 @@ func TestClient_NoSecrets(t *testing.T) {
 	ctx := context.Background()
 	dl := func(u string) func() error {
 		return func() error {
-			_, err := c.Download(ctx, ploti.File{URL: u, SHA256: strings.Repeat("0", 64)}, "f.bin",
-				func(context.Context) (ploti.File, error) { return ploti.File{URL: u}, nil })
+			f := ploti.File{URL: u, SHA256: strings.Repeat("0", 64)}
+			_, err := c.Download(ctx, f, "f.bin", func(context.Context) (ploti.File, error) { return f, nil })
 			return err
 		}
 	}
