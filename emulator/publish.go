@@ -304,12 +304,14 @@ func (e *Emulator) checkKey(ctx context.Context, p *buildPlan, v *version) error
 	return nil
 }
 
-// matchExprs pairs the expressions that match a new row (alias n) to a base
-// row (alias o): the new key, else the old key, else (unkeyed) every shared
-// column of the same type.
-func matchExprs(p *buildPlan) (newE, oldE []string) {
+// matchExprs pairs the expressions that match a new row (alias s) to a base
+// row (alias b): the new key, else the old key, else (unkeyed) every shared
+// column of the same type. uniq tells that both sides are known to be unique
+// on them (the same key, and the new rows have no key violation), so a plain
+// equi-join pairs them.
+func matchExprs(p *buildPlan, v *version) (newE, oldE []string, uniq bool) {
 	if p.match == nil {
-		return nil, nil
+		return nil, nil, false
 	}
 	bcols := p.match.schema.Columns
 	pair := func(names []string) bool {
@@ -330,10 +332,13 @@ func matchExprs(p *buildPlan) (newE, oldE []string) {
 		return true
 	}
 	if len(p.key) > 0 {
-		if pair(p.key) || pair(p.match.schema.Key) {
-			return newE, oldE
+		if pair(p.key) {
+			return newE, oldE, v.keyViolations == 0 && sameSet(p.key, p.match.schema.Key)
 		}
-		return nil, nil
+		if pair(p.match.schema.Key) {
+			return newE, oldE, false
+		}
+		return nil, nil, false
 	}
 	var shared []string
 	for _, c := range p.cols {
@@ -342,20 +347,41 @@ func matchExprs(p *buildPlan) (newE, oldE []string) {
 		}
 	}
 	if len(shared) == 0 || !pair(shared) {
-		return nil, nil
+		return nil, nil, false
 	}
-	return newE, oldE
+	return newE, oldE, false
+}
+
+func sameSet(a, b []string) bool {
+	x, y := slices.Clone(a), slices.Clone(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(x, y)
 }
 
 // assignIDs matches the staged rows to the base version and builds the
-// version's table: _ord, _ploti_record_id, _ploti_place_id, the columns.
+// version's table: _ord, _ploti_record_id, _ploti_place_id, the columns and
+// _from (the base id a row continues). A matched row keeps its id; a new one
+// gets "rec_<tag>_<counter + _ord>", so ids are unique within the dataset and
+// never reused (the counter moves past every _ord a version used).
 func (e *Emulator) assignIDs(ctx context.Context, p *buildPlan, v *version) error {
 	stg, ids := p.table("stg"), p.table("ids")
-	newE, oldE := matchExprs(p)
-	var q string
-	if len(newE) == 0 {
-		q = fmt.Sprintf("CREATE OR REPLACE TABLE %s AS SELECT _ord, NULL::VARCHAR AS _rid, NULL::VARCHAR AS _from FROM %s", ids, stg)
-	} else {
+	newE, oldE, uniq := matchExprs(p, v)
+	var from string // stg as s, LEFT JOIN a relation o with the matched id o._rid
+	switch {
+	case len(newE) == 0:
+		from = stg + " s LEFT JOIN (SELECT NULL::VARCHAR AS _rid) o ON false"
+	case uniq:
+		// both sides unique on a key without nulls: one plain hash join
+		var om, on []string
+		for i := range newE {
+			om = append(om, fmt.Sprintf("%s AS _m%d", oldE[i], i))
+			on = append(on, fmt.Sprintf("%s = o._m%d", newE[i], i))
+		}
+		from = fmt.Sprintf("%s s LEFT JOIN (SELECT b._ploti_record_id AS _rid, %s FROM %s b) o ON %s",
+			stg, strings.Join(om, ", "), p.mRel, strings.Join(on, " AND "))
+	default:
+		// duplicates possible: pair the n-th new row of a key with the n-th old one
 		var nm, om, on, part []string
 		for i := range newE {
 			m := fmt.Sprintf("_m%d", i)
@@ -364,21 +390,16 @@ func (e *Emulator) assignIDs(ctx context.Context, p *buildPlan, v *version) erro
 			on = append(on, fmt.Sprintf("n.%s IS NOT DISTINCT FROM o.%s", m, m))
 			part = append(part, m)
 		}
-		q = fmt.Sprintf(`CREATE OR REPLACE TABLE %[1]s AS
+		q := fmt.Sprintf(`CREATE OR REPLACE TABLE %[1]s AS
 WITH n AS (SELECT *, row_number() OVER (PARTITION BY %[2]s ORDER BY _ord) AS _dup FROM (SELECT s._ord, %[3]s FROM %[4]s s)),
 o AS (SELECT *, row_number() OVER (PARTITION BY %[2]s ORDER BY _rid) AS _dup FROM (SELECT b._ploti_record_id AS _rid, %[5]s FROM %[6]s b))
-SELECT n._ord, %[8]s AS _rid, o._rid AS _from FROM n LEFT JOIN o ON %[7]s AND n._dup = o._dup`,
-			ids, strings.Join(part, ", "), strings.Join(nm, ", "), stg, strings.Join(om, ", "), p.mRel, strings.Join(on, " AND "), replaceExpr(p))
+SELECT n._ord, o._rid FROM n JOIN o ON %[7]s AND n._dup = o._dup`,
+			ids, strings.Join(part, ", "), strings.Join(nm, ", "), stg, strings.Join(om, ", "), p.mRel, strings.Join(on, " AND "))
+		if _, err := e.db.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("match records: %w", err)
+		}
+		from = fmt.Sprintf("%s s LEFT JOIN %s o ON s._ord = o._ord", stg, ids)
 	}
-	if _, err := e.db.ExecContext(ctx, q); err != nil {
-		return fmt.Errorf("match records: %w", err)
-	}
-	fresh, err := queryInt(ctx, e.db, "SELECT count(*) FROM "+ids+" WHERE _rid IS NULL")
-	if err != nil {
-		return fmt.Errorf("count new records: %w", err)
-	}
-	v.matched = v.rowCount - fresh
-	v.newIDs = fresh
 	place := "NULL::VARCHAR"
 	if p.place != "" {
 		place = lit(p.place)
@@ -387,31 +408,30 @@ SELECT n._ord, %[8]s AS _rid, o._rid AS _from FROM n LEFT JOIN o ON %[7]s AND n.
 	for i, c := range p.cols {
 		cols[i] = "s." + ident(c.Name)
 	}
-	q = fmt.Sprintf(`CREATE OR REPLACE TABLE %s AS
-SELECT s._ord, CASE WHEN i._rid IS NULL THEN %s || (%d + row_number() OVER (PARTITION BY i._rid IS NULL ORDER BY s._ord)) ELSE i._rid END AS _ploti_record_id,
-%s AS _ploti_place_id, %s FROM %s s JOIN %s i ON s._ord = i._ord ORDER BY s._ord`,
-		v.table, lit("rec_"+p.d.tag+"_"), p.counter, place, strings.Join(cols, ", "), stg, ids)
+	keep := "o._rid"
+	if p.cfg.replace > 0 {
+		keep = fmt.Sprintf("CASE WHEN s._ord <= ceil(%g * %d) THEN NULL ELSE o._rid END", p.cfg.replace, v.rowCount)
+	}
+	q := fmt.Sprintf(`CREATE OR REPLACE TABLE %s AS
+SELECT s._ord, coalesce(%s, %s || (%d + s._ord)) AS _ploti_record_id, %s AS _ploti_place_id, %s, o._rid AS _from FROM %s`,
+		v.table, keep, lit("rec_"+p.d.tag+"_"), p.counter, place, strings.Join(cols, ", "), from)
 	if _, err := e.db.ExecContext(ctx, q); err != nil {
 		return fmt.Errorf("assign record ids: %w", err)
 	}
+	matched, err := queryInt(ctx, e.db, "SELECT count(_from) FROM "+v.table)
+	if err != nil {
+		return fmt.Errorf("count matched records: %w", err)
+	}
+	v.matched = matched
 	if p.cfg.replace > 0 && p.base != nil {
-		f, err := e.copyTo(ctx, fmt.Sprintf(`SELECT i._from AS from_id, v._ploti_record_id AS to_id FROM %s i JOIN %s v ON i._ord = v._ord
-WHERE i._from IS NOT NULL ORDER BY from_id`, ids, v.table), p.rel+"/id-map.parquet")
+		f, err := e.copyTo(ctx, fmt.Sprintf(`SELECT _from AS from_id, _ploti_record_id AS to_id FROM %s
+WHERE _from IS NOT NULL ORDER BY from_id`, v.table), p.rel+"/id-map.parquet")
 		if err != nil {
 			return err
 		}
 		v.idMap = &f
 	}
 	return nil
-}
-
-// replaceExpr keeps a matched id, or drops it (so the record gets a new one)
-// for the records WithReplacedIDs replaces.
-func replaceExpr(p *buildPlan) string {
-	if p.cfg.replace <= 0 {
-		return "o._rid"
-	}
-	return fmt.Sprintf("CASE WHEN o._rid IS NOT NULL AND n._ord <= ceil(%g * (SELECT count(*) FROM n)) THEN NULL ELSE o._rid END", p.cfg.replace)
 }
 
 // computeChanges compares the version with the base over the columns both
@@ -474,7 +494,7 @@ func (e *Emulator) copyTo(ctx context.Context, query, rel string) (fileRef, erro
 func (e *Emulator) writeFiles(ctx context.Context, p *buildPlan, v *version) error {
 	total := max(v.rowCount, 1)
 	for i := range p.parts {
-		q := fmt.Sprintf("SELECT * EXCLUDE (_ord) FROM %s WHERE (_ord - 1) * %d // %d = %d", v.table, p.parts, total, i)
+		q := fmt.Sprintf("SELECT * EXCLUDE (_ord, _from) FROM %s WHERE (_ord - 1) * %d // %d = %d ORDER BY _ord", v.table, p.parts, total, i)
 		f, err := e.copyTo(ctx, q, fmt.Sprintf("%s/snapshot-part-%d.parquet", p.rel, i))
 		if err != nil {
 			return err

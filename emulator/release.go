@@ -20,7 +20,6 @@ type version struct {
 	hasChanges    bool
 	keyViolations int64
 	matched       int64
-	newIDs        int64
 	resyncReason  string
 	state         string // held, released, discarded, replaced
 	holdReason    string
@@ -89,7 +88,7 @@ func (e *Emulator) commitLocked(p *buildPlan, v *version) Release {
 	now := e.nowLocked()
 	v.builtAt = now
 	v.schemaChanged = p.base != nil && p.schema.Version != p.base.schema.Version
-	d.idCounter += v.newIDs
+	d.idCounter += v.rowCount // new ids were counter + _ord
 	d.checkedAt, d.nextCheckBy = now, now.Add(e.opts.CheckInterval)
 	d.versions = append(d.versions, v)
 	if old := d.held; old != nil {
