@@ -111,7 +111,7 @@ func (e *Emulator) Publish(ctx context.Context, datasetID string, rows []Row, op
 // it suits millions of rows.
 func (e *Emulator) PublishQuery(ctx context.Context, datasetID, selectSQL string, opts ...PublishOption) (Release, error) {
 	return e.publish(ctx, datasetID, opts, func(p *buildPlan) (string, error) {
-		sel := []string{"row_number() OVER () AS _ord"}
+		var sel []string
 		for _, c := range p.cols {
 			sel = append(sel, fmt.Sprintf("CAST(%s AS %s) AS %s", ident(c.Name), duckType(c), ident(c.Name)))
 		}
@@ -152,7 +152,8 @@ func (e *Emulator) publish(ctx context.Context, datasetID string, opts []Publish
 	}
 	v, err := e.build(ctx, p, stage)
 	if err != nil {
-		e.dropTables(p.table("raw"), p.table("stg"), p.table("ids"), p.table("v"), p.table("ch"))
+		e.dropStage(p)
+		e.dropTables(p.table("v"), p.table("ch"))
 		return Release{}, fmt.Errorf("publish %s v%d: %w", datasetID, p.num, err)
 	}
 	e.mu.Lock()
@@ -235,6 +236,12 @@ func (e *Emulator) resyncReason(d *dataset, p *buildPlan, now time.Time) string 
 	return ""
 }
 
+// dropStage drops a build's staging tables and view.
+func (e *Emulator) dropStage(p *buildPlan) {
+	e.db.Exec("DROP VIEW IF EXISTS " + p.table("stg"))
+	e.dropTables(p.table("raw"), p.table("stgt"), p.table("ids"))
+}
+
 func (e *Emulator) dropTables(names ...string) {
 	for _, n := range names {
 		e.db.Exec("DROP TABLE IF EXISTS " + n)
@@ -249,7 +256,12 @@ func (e *Emulator) build(ctx context.Context, p *buildPlan, stage func(*buildPla
 		return nil, err
 	}
 	stg := p.table("stg")
-	if _, err := e.db.ExecContext(ctx, fmt.Sprintf("CREATE OR REPLACE TABLE %s AS %s", stg, src)); err != nil {
+	// The staged rows keep the source's order (DuckDB preserves insertion
+	// order), so rowid + 1 numbers them without a window over all rows.
+	if _, err := e.db.ExecContext(ctx, fmt.Sprintf("CREATE OR REPLACE TABLE %s AS %s", p.table("stgt"), src)); err != nil {
+		return nil, fmt.Errorf("stage: %w", err)
+	}
+	if _, err := e.db.ExecContext(ctx, fmt.Sprintf("CREATE OR REPLACE VIEW %s AS SELECT rowid + 1 AS _ord, * FROM %s", stg, p.table("stgt"))); err != nil {
 		return nil, fmt.Errorf("stage: %w", err)
 	}
 	e.dropTables(p.table("raw"))
@@ -270,7 +282,7 @@ func (e *Emulator) build(ctx context.Context, p *buildPlan, stage func(*buildPla
 	if err := e.assignIDs(ctx, p, v); err != nil {
 		return nil, err
 	}
-	e.dropTables(stg, p.table("ids"))
+	e.dropStage(p)
 	if p.base != nil && p.resync == "" {
 		if err := e.computeChanges(ctx, p, v); err != nil {
 			return nil, err

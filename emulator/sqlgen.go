@@ -150,7 +150,7 @@ func jsonable(v any) any {
 
 // stageRows loads Go rows into a text staging table named table, with an
 // _ord column giving their order, and returns a SELECT that casts them to the
-// schema's types.
+// schema's types, in that order.
 func stageRows(ctx context.Context, db *sql.DB, table string, cols []Column, rows []Row) (string, error) {
 	names := make([]string, len(cols))
 	defs := []string{"_ord BIGINT"}
@@ -192,11 +192,11 @@ func stageRows(ctx context.Context, db *sql.DB, table string, cols []Column, row
 			return "", fmt.Errorf("stage rows: %w", err)
 		}
 	}
-	sel := []string{"_ord"}
+	var sel []string
 	for _, c := range cols {
 		sel = append(sel, rawCast(c)+" AS "+ident(c.Name))
 	}
-	return fmt.Sprintf("SELECT %s FROM %s", strings.Join(sel, ", "), table), nil
+	return fmt.Sprintf("SELECT %s FROM %s ORDER BY _ord", strings.Join(sel, ", "), table), nil
 }
 
 func queryInt(ctx context.Context, db *sql.DB, q string) (int64, error) {

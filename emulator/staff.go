@@ -281,8 +281,7 @@ func (e *Emulator) ReplaceIDs(ctx context.Context, datasetID string, fraction fl
 		for i, c := range p.cols {
 			cols[i] = ident(c.Name)
 		}
-		return fmt.Sprintf("SELECT row_number() OVER (ORDER BY _ploti_record_id) AS _ord, %s FROM %s",
-			strings.Join(cols, ", "), p.baseRel), nil
+		return fmt.Sprintf("SELECT %s FROM %s ORDER BY _ploti_record_id", strings.Join(cols, ", "), p.baseRel), nil
 	})
 }
 
