@@ -1,0 +1,498 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	stdlog "log"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"github.com/ploti-replica/ploti-replica/replica"
+	"github.com/ploti-replica/ploti-replica/webhook"
+)
+
+// Defaults of serve.
+const (
+	defaultListen          = ":8080"
+	defaultWebhookPath     = "/ploti"
+	defaultPoll            = 5 * time.Minute
+	defaultShutdownTimeout = 30 * time.Second
+	// defaultRetryMin and defaultRetryMax bound the wait before the next
+	// sync after a failed one (doubling from the first to the second, and
+	// never longer than --poll when polling).
+	defaultRetryMin = 5 * time.Second
+	defaultRetryMax = 5 * time.Minute
+	// behindLimit is how many events after the cursor a sync counts at its
+	// end, for /healthz; more are reported as this many.
+	behindLimit = 1000
+)
+
+// Sync results, the label of ploti_replica_syncs_total.
+const (
+	resultOK      = "ok"
+	resultPartial = "partial"
+	resultFailed  = "failed"
+	resultStopped = "stopped"
+)
+
+// Log keys.
+const (
+	logKeyResult    = "result"
+	logKeyDuration  = "duration"
+	logKeyApplied   = "events_applied"
+	logKeySeen      = "events_seen"
+	logKeyBehind    = "behind"
+	logKeyLoaded    = "snapshots_loaded"
+	logKeyMerged    = "changes_merged"
+	logKeyFailed    = "failed_datasets"
+	logKeyListen    = "listen"
+	logKeyPath      = "webhook_path"
+	logKeyPoll      = "poll"
+	logKeyDB        = "db"
+	logKeyTrigger   = "trigger"
+	logKeyRetryWait = "retry_in"
+)
+
+type serveCmd struct {
+	env             *Env
+	conn            connFlags
+	Listen          string
+	WebhookPath     string
+	SecretFile      string
+	Poll            time.Duration
+	ShutdownTimeout time.Duration
+
+	// Set by tests.
+	now      func() time.Time // the webhook verifier's clock; default time.Now
+	retryMin time.Duration    // default defaultRetryMin
+	listener net.Listener     // used instead of listening on Listen
+	progress func(replica.Progress)
+}
+
+func newServeCmd(env *Env) *cobra.Command {
+	_, cmd := newServe(env)
+	return cmd
+}
+
+// newServe returns the command and the options its flags fill, for tests.
+func newServe(env *Env) (*serveCmd, *cobra.Command) {
+	s := &serveCmd{env: env}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Keep the file current: webhooks as the signal, the log as the record, polling as the fallback",
+		Long: `Sync at start, whenever a signed Ploti webhook arrives, and every --poll.
+Webhooks only say "read the log now": a lost one costs at most the wait until
+the next poll or the next webhook. Events that arrive during a sync cause
+exactly one more sync. The DuckDB file is open only while a sync runs, so
+notebooks can open it read-only in between.
+
+  POST <--webhook-path>  signed deliveries (Standard Webhooks); 2xx at once
+  GET  /healthz          200 while the last sync succeeded and nothing waits
+                         in the log; 503 with a JSON reason otherwise
+  GET  /metrics          Prometheus metrics
+
+The webhook's signing secret (whsec_…) is read from --webhook-secret-file.
+SIGINT or SIGTERM lets the transaction under way commit, then exits 0.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return s.run(cmd.Context()) },
+	}
+	s.conn.register(cmd, true)
+	f := cmd.Flags()
+	f.StringVar(&s.Listen, "listen", defaultListen, "address for webhooks, /healthz and /metrics")
+	f.StringVar(&s.WebhookPath, "webhook-path", defaultWebhookPath, "path that receives Ploti's webhook POSTs")
+	f.StringVar(&s.SecretFile, "webhook-secret-file", "", "file holding the webhook's signing secret, whsec_… (env PLOTI_WEBHOOK_SECRET_FILE)")
+	f.DurationVar(&s.Poll, "poll", defaultPoll, "also sync this long after the last sync; 0 turns polling off")
+	f.DurationVar(&s.ShutdownTimeout, "shutdown-timeout", defaultShutdownTimeout,
+		"on SIGINT/SIGTERM, how long the sync under way may take to reach its next commit before it is cancelled (rolled back)")
+	return s, cmd
+}
+
+// run validates the flags, reads the secret, listens, and syncs until ctx
+// is cancelled; then it lets the transaction under way commit and returns
+// nil.
+func (s *serveCmd) run(ctx context.Context) error {
+	log, err := s.conn.logger(s.env.Stderr)
+	if err != nil {
+		return err
+	}
+	opts, err := s.conn.options(s.env, log)
+	if err != nil {
+		return err
+	}
+	if err := s.check(); err != nil {
+		return err
+	}
+	now := s.now
+	if now == nil {
+		now = time.Now
+	}
+	verifier, err := s.verifier(now)
+	if err != nil {
+		return err
+	}
+	opts.Progress = s.progress
+	d := newDaemon(s.conn.DB, opts, log, now)
+	d.poll, d.grace = s.Poll, s.ShutdownTimeout
+	if s.retryMin > 0 {
+		d.retryMin = s.retryMin
+	}
+	h, err := webhook.NewHandler(webhook.HandlerOptions{Verifier: verifier, Trigger: d.trig, Observe: d.metrics.observeWebhook,
+		Logger: log, OnEvent: d.noteEvent})
+	if err != nil {
+		return err
+	}
+	ln := s.listener
+	if ln == nil {
+		if ln, err = net.Listen("tcp", s.Listen); err != nil {
+			return fmt.Errorf("serve: listen on %s: %w", s.Listen, err)
+		}
+	}
+	srv := &http.Server{Handler: d.mux(s.WebhookPath, h), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: stdlog.New(log, "", 0)}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	log.Info().Str(logKeyListen, ln.Addr().String()).Str(logKeyPath, s.WebhookPath).Str(logKeyDB, s.conn.DB).
+		Dur(logKeyPoll, s.Poll).Msg("serving webhooks, /healthz and /metrics")
+	loopErr := d.loop(ctx)
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		srv.Close()
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) && loopErr == nil {
+		loopErr = fmt.Errorf("serve: %w", err)
+	}
+	if loopErr == nil {
+		log.Info().Msg("stopped; the last committed state stays")
+	}
+	return loopErr
+}
+
+// check refuses flag values that cannot work.
+func (s *serveCmd) check() error {
+	if !strings.HasPrefix(s.WebhookPath, "/") || s.WebhookPath == "/healthz" || s.WebhookPath == "/metrics" {
+		return &usageError{fmt.Errorf("--webhook-path %q: want a path such as %s, other than /healthz and /metrics", s.WebhookPath, defaultWebhookPath)}
+	}
+	if s.Poll < 0 {
+		return &usageError{fmt.Errorf("--poll %s: want 0 (off) or more", s.Poll)}
+	}
+	return nil
+}
+
+// verifier reads the secret file and builds the webhook verifier. No error
+// quotes the secret.
+func (s *serveCmd) verifier(now func() time.Time) (*webhook.Verifier, error) {
+	path := s.SecretFile
+	if path == "" {
+		path = s.env.Getenv("PLOTI_WEBHOOK_SECRET_FILE")
+	}
+	if path == "" {
+		return nil, &usageError{errors.New("no webhook secret: set --webhook-secret-file (or PLOTI_WEBHOOK_SECRET_FILE) to a file holding the webhook's whsec_… secret")}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &usageError{fmt.Errorf("read the webhook secret: %w", err)}
+	}
+	secret := strings.TrimSpace(string(b))
+	if secret == "" {
+		return nil, &usageError{fmt.Errorf("the webhook secret file %s is empty: put the whsec_… secret Ploti returned when the webhook was created in it", path)}
+	}
+	v, err := webhook.NewVerifier(secret, webhook.WithNow(now))
+	if err != nil {
+		return nil, &usageError{fmt.Errorf("the webhook secret in %s: %w (want whsec_ followed by base64)", path, err)}
+	}
+	return v, nil
+}
+
+// daemon runs the syncs and answers /healthz; its state is shared with the
+// HTTP handlers under mu.
+type daemon struct {
+	path     string
+	opts     replica.Options
+	log      zerolog.Logger
+	now      func() time.Time
+	trig     *webhook.Trigger
+	metrics  *serveMetrics
+	poll     time.Duration
+	grace    time.Duration
+	retryMin time.Duration
+	retryMax time.Duration
+
+	mu     sync.Mutex
+	health health
+}
+
+// health is what the last finished sync left, for /healthz.
+type health struct {
+	Syncing       bool       `json:"syncing"`
+	Syncs         int        `json:"syncs"`
+	LastResult    string     `json:"lastResult,omitempty"`
+	LastError     string     `json:"lastError,omitempty"`
+	LastSyncAt    *time.Time `json:"lastSyncAt,omitempty"`
+	LastSuccessAt *time.Time `json:"lastSuccessAt,omitempty"`
+	Behind        int        `json:"behind"` // events after the cursor at the end of the last sync; -1: not known
+	Failed        []string   `json:"failedDatasets,omitempty"`
+	LastEventAt   *time.Time `json:"lastWebhookEventAt,omitempty"`
+}
+
+func newDaemon(path string, opts replica.Options, log zerolog.Logger, now func() time.Time) *daemon {
+	d := &daemon{path: path, opts: opts, log: log, now: now, trig: webhook.NewTrigger(), poll: defaultPoll,
+		grace: defaultShutdownTimeout, retryMin: defaultRetryMin, retryMax: defaultRetryMax, health: health{Behind: -1}}
+	d.metrics = newServeMetrics(d.lastSuccess, now)
+	return d
+}
+
+// noteEvent records when the last feed event arrived (webhook.Handler's
+// OnEvent).
+func (d *daemon) noteEvent(context.Context, webhook.Event) {
+	at := d.now().UTC()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.health.LastEventAt = &at
+}
+
+func (d *daemon) lastSuccess() *time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.health.LastSuccessAt
+}
+
+// mux routes the webhook path, /healthz and /metrics.
+func (d *daemon) mux(webhookPath string, h http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle(webhookPath, h)
+	mux.HandleFunc("GET /healthz", d.healthz)
+	mux.Handle("GET /metrics", d.metrics.handler())
+	return mux
+}
+
+// loop syncs at start, on each webhook signal, on the poll timer and,
+// after a failure, after a growing wait; it returns when ctx is cancelled
+// (nil) or when a sync meets an error no retry can mend.
+func (d *daemon) loop(ctx context.Context) error {
+	next := time.NewTimer(0) // the first sync, at start
+	defer next.Stop()
+	failures, trigger := 0, "start"
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-d.trig.C():
+			trigger = "webhook"
+		case <-next.C:
+		}
+		result, err := d.syncOnce(ctx, trigger)
+		trigger = "poll"
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, replica.ErrWrongSubscription), errors.Is(err, replica.ErrForeignCursor):
+			return err
+		}
+		wait := d.poll
+		if result == resultOK {
+			failures = 0
+		} else {
+			failures++
+			retry := min(d.retryMin<<min(failures-1, 16), d.retryMax)
+			if wait == 0 || retry < wait {
+				wait = retry
+			}
+			d.log.Info().Dur(logKeyRetryWait, wait).Msg("sync again after the failure")
+		}
+		next.Stop()
+		if wait > 0 {
+			next.Reset(wait)
+		}
+	}
+}
+
+// syncOutcome is what one sync did.
+type syncOutcome struct {
+	res    replica.SyncResult
+	status *replica.Status
+	behind int
+	err    error
+}
+
+// syncOnce opens the file, syncs, reads the status and counts the events
+// still waiting, closes the file, and records the outcome.
+//
+// Cancelling ctx (the signal) closes replica.Options.Stop: the transaction
+// under way, a migration in Open included, commits and nothing new starts.
+// The sync's own context is cancelled, rolling back what is open, only
+// after the grace period, or at once while Open waits for another process
+// to let go of the file.
+func (d *daemon) syncOnce(ctx context.Context, trigger string) (string, error) {
+	if ctx.Err() != nil {
+		return resultStopped, nil
+	}
+	d.setSyncing(true)
+	start := d.now()
+	stop := make(chan struct{})
+	syncCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	var waiting atomic.Bool // Open waits for the file's lock
+	release := context.AfterFunc(ctx, func() {
+		close(stop)
+		if waiting.Load() {
+			cancel()
+			return
+		}
+		d.log.Info().Dur("timeout", d.grace).Msg("stopping: letting the sync under way reach its next commit")
+		time.AfterFunc(d.grace, cancel)
+	})
+	defer release()
+	opts := d.opts
+	opts.Stop = stop
+	opts.OnLocked = func(msg string) { // once per Open
+		waiting.Store(true)
+		if ctx.Err() != nil {
+			cancel()
+		}
+		d.log.Warn().Str(logKeyDB, d.path).Msg("waiting for the file: " + msg)
+	}
+	out := d.runSync(syncCtx, opts, &waiting)
+	result := d.record(out, d.now().Sub(start))
+	d.logSync(trigger, result, out, d.now().Sub(start))
+	if out.behind > 0 && result == resultOK {
+		d.trig.Signal() // events came during the sync: read them now
+	}
+	return result, out.err
+}
+
+// runSync is one sync with the file open only for its duration.
+func (d *daemon) runSync(ctx context.Context, opts replica.Options, waiting *atomic.Bool) (out syncOutcome) {
+	out.behind = -1
+	r, err := replica.Open(ctx, d.path, opts)
+	waiting.Store(false)
+	if err != nil {
+		out.err = err
+		return out
+	}
+	defer func() {
+		if cerr := r.Close(); cerr != nil && out.err == nil {
+			out.err = fmt.Errorf("close %s: %w", d.path, cerr)
+		}
+	}()
+	out.res, out.err = r.Sync(ctx)
+	select {
+	case <-opts.Stop: // shutting down: no more calls
+		return out
+	default:
+	}
+	st, err := r.Status(ctx)
+	if err != nil {
+		d.log.Warn().Err(err).Msg("read the file's status")
+	}
+	out.status = st
+	if out.err == nil || errors.Is(out.err, replica.ErrPartial) {
+		if out.behind, err = r.Behind(ctx, behindLimit); err != nil {
+			d.log.Warn().Err(err).Msg("count the events after the cursor")
+			out.behind = -1
+		}
+	}
+	return out
+}
+
+// classify names a sync's result.
+func classify(err error) string {
+	switch {
+	case err == nil:
+		return resultOK
+	case errors.Is(err, replica.ErrPartial):
+		return resultPartial
+	case errors.Is(err, replica.ErrStopped), errors.Is(err, context.Canceled):
+		return resultStopped
+	}
+	return resultFailed
+}
+
+// record updates the health and the metrics with a finished sync.
+func (d *daemon) record(out syncOutcome, took time.Duration) string {
+	result := classify(out.err)
+	at := d.now().UTC()
+	d.metrics.observeSync(result, took, out)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	h := &d.health
+	h.Syncing = false
+	if result == resultStopped {
+		return result
+	}
+	h.Syncs++
+	h.LastResult, h.LastSyncAt, h.LastError, h.Failed = result, &at, "", out.res.Failed
+	if out.err != nil {
+		h.LastError = out.err.Error()
+	}
+	if result == resultOK {
+		h.LastSuccessAt = &at
+	}
+	h.Behind = out.behind
+	return result
+}
+
+func (d *daemon) logSync(trigger, result string, out syncOutcome, took time.Duration) {
+	var e *zerolog.Event
+	switch result {
+	case resultOK:
+		e = d.log.Info()
+	case resultStopped:
+		e = d.log.Info().AnErr("cause", out.err)
+	default:
+		e = d.log.Warn().Err(out.err)
+	}
+	if len(out.res.Failed) > 0 {
+		e = e.Strs(logKeyFailed, out.res.Failed)
+	}
+	e.Str(logKeyTrigger, trigger).Str(logKeyResult, result).Dur(logKeyDuration, took).Int(logKeySeen, out.res.EventsSeen).
+		Int(logKeyApplied, out.res.EventsApplied).Int(logKeyLoaded, out.res.SnapshotsLoaded).Int(logKeyMerged, out.res.ChangesMerged).
+		Int(logKeyBehind, out.behind).Msg("sync")
+}
+
+func (d *daemon) setSyncing(on bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.health.Syncing = on
+}
+
+// healthz answers 200 while the last sync succeeded and no event waited
+// after the cursor at its end, and 503 with the reason otherwise.
+func (d *daemon) healthz(w http.ResponseWriter, _ *http.Request) {
+	d.mu.Lock()
+	h := d.health
+	d.mu.Unlock()
+	body := struct {
+		Status string `json:"status"`
+		Reason string `json:"reason,omitempty"`
+		health
+	}{Status: "ok", health: h}
+	switch {
+	case h.LastResult == "":
+		body.Reason = "no sync has finished yet"
+	case h.LastResult == resultPartial:
+		body.Reason = fmt.Sprintf("the last sync left %d dataset(s) failed (%s); their last good versions stay", len(h.Failed), strings.Join(h.Failed, ", "))
+	case h.LastResult != resultOK:
+		body.Reason = "the last sync failed: " + h.LastError
+	case h.Behind > 0:
+		body.Reason = fmt.Sprintf("behind: %d event(s) waited after the cursor when the last sync ended", h.Behind)
+	}
+	status := http.StatusOK
+	if body.Reason != "" {
+		body.Status, status = "unavailable", http.StatusServiceUnavailable
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(body)
+}
