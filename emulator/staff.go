@@ -84,9 +84,10 @@ func (e *Emulator) sweepLocked() {
 }
 
 // checkStaleLocked sends feed.dataset.stale once per missed check: a day
-// past nextCheckBy.
+// past nextCheckBy. Nothing is sent while a version is held (docs: "Nothing
+// more arrives for that dataset until the hold ends.").
 func (e *Emulator) checkStaleLocked(d *dataset, now time.Time) {
-	if d.nextCheckBy.IsZero() || !now.After(d.nextCheckBy.Add(24*time.Hour)) || d.staleSent.Equal(d.nextCheckBy) {
+	if d.nextCheckBy.IsZero() || !now.After(d.nextCheckBy.Add(24*time.Hour)) || d.staleSent.Equal(d.nextCheckBy) || d.held != nil {
 		return
 	}
 	d.staleSent = d.nextCheckBy
