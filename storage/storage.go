@@ -93,25 +93,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 }
 
 func open(ctx context.Context, path string, opts Options) (*DB, error) {
-	q := url.Values{}
-	if opts.ReadOnly {
-		q.Set("access_mode", "READ_ONLY")
-	}
-	if opts.MemoryLimit != "" {
-		q.Set("memory_limit", opts.MemoryLimit)
-	}
-	if opts.Threads > 0 {
-		q.Set("threads", strconv.Itoa(opts.Threads))
-	}
-	dsn := path
-	if len(q) > 0 {
-		dsn += "?" + q.Encode()
-	}
-	connector, err := duckdb.NewConnector(dsn, func(execer driver.ExecerContext) error {
-		// Timestamps in the feed are UTC; make casts and display agree.
-		_, err := execer.ExecContext(context.Background(), "SET TimeZone = 'UTC'", nil)
-		return err
-	})
+	connector, err := newConnector(path, opts)
 	if err != nil {
 		if lockRE.MatchString(err.Error()) {
 			return nil, fmt.Errorf("%w: %s", ErrLocked, lockHolder(err.Error()))
@@ -126,6 +108,29 @@ func open(ctx context.Context, path string, opts Options) (*DB, error) {
 		}
 	}
 	return db, nil
+}
+
+// newConnector opens the file with opts' DuckDB settings.
+func newConnector(path string, opts Options) (*duckdb.Connector, error) {
+	q := url.Values{}
+	if opts.ReadOnly {
+		q.Set("access_mode", "READ_ONLY")
+	}
+	if opts.MemoryLimit != "" {
+		q.Set("memory_limit", opts.MemoryLimit)
+	}
+	if opts.Threads > 0 {
+		q.Set("threads", strconv.Itoa(opts.Threads))
+	}
+	dsn := path
+	if len(q) > 0 {
+		dsn += "?" + q.Encode()
+	}
+	return duckdb.NewConnector(dsn, func(execer driver.ExecerContext) error {
+		// Timestamps in the feed are UTC; make casts and display agree.
+		_, err := execer.ExecContext(context.Background(), "SET TimeZone = 'UTC'", nil)
+		return err
+	})
 }
 
 // lockHolder keeps the part of DuckDB's lock message that names the holder.
