@@ -30,9 +30,32 @@
 // SELECT. A new version's rows are matched to the last released version's rows
 // by the dataset's key columns (all shared columns for an unkeyed dataset); a
 // matched record keeps its _ploti_record_id, the others get new ids
-// ("rec_d<n>_<counter>", never reused within a dataset). Snapshot, changes,
+// ("rec_d<n>_<k>", k = a per-dataset counter plus the row's position, so ids
+// are deterministic and never reused within a dataset). Snapshot, changes,
 // schema and id map files are written under Options.Dir and served by the file
 // listener through signed links that last one hour of emulator time.
+//
+// A version is held for review, as Ploti's docs say, on a breaking (MAJOR)
+// schema change, a key with duplicates or nulls, fewer than 70% of the last
+// released rows, or most records turning over while the row count barely
+// moved; Hold gives the holds with no natural trigger. Changes, row counts
+// and schema versions are always measured from the last released version.
+//
+// # Staff and the world
+//
+// Methods stand in for what Ploti's staff and the rest of the world do:
+// ReleaseHeld, DiscardHeld, ReplaceIDs (record_ids_changed with an id map),
+// ReRelease (previous_unavailable), Refile, SetCoverage, SetPlanClosed,
+// SetDeliverable, SetPlanUnavailable (503 plan_unavailable), SetRebuilding
+// (manifest "rebuilding"), SetDatasetStatus, SetSubscriptionBusy, Check (a
+// source check that finds nothing) and PatchSubscription.
+//
+// # Faults
+//
+// Inject and FailNext make matching requests fail: a status burst (429, 500,
+// 503, with or without Retry-After), a connection reset, a truncated, cut-off
+// or corrupt body, a slow answer. SetLinkLifetime makes links expire early;
+// KeyLeaks counts file requests that carried the API key.
 //
 // Truth gives, for any released version, the rows a subscriber that followed
 // the feed from the start must hold: a snapshot for a version delivered by

@@ -3,6 +3,7 @@ package emulator
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -224,10 +225,10 @@ func (e *Emulator) PatchSubscription(id string, spec SubscriptionSpec) error {
 	defer e.mu.Unlock()
 	s := e.subs[id]
 	if s == nil {
-		return ErrNotFound
+		return fmt.Errorf("patch subscription %s: %w", id, ErrNotFound)
 	}
 	if len(spec.Places) == 0 && len(spec.DatasetIDs) == 0 {
-		return ErrInvalid
+		return fmt.Errorf("patch subscription %s: %w: no places and no datasets", id, ErrInvalid)
 	}
 	spec.Places, spec.Topics, spec.DatasetIDs = nonNil(spec.Places), nonNil(spec.Topics), nonNil(spec.DatasetIDs)
 	e.patchLocked(s, spec)
