@@ -432,6 +432,11 @@ func webhookSecret(id string) string {
 // exist, ErrNotFound for an unknown subscription and ErrClosed after Close.
 // From then on each event appended to the subscription's log is POSTed to
 // the webhook, asynchronously.
+//
+// Deliveries are signed at the emulator clock (webhook-timestamp). A
+// receiver that checks timestamps against the wall clock, as Standard
+// Webhooks verifiers do, needs an emulator whose clock follows it:
+// Options.Now = time.Now.
 func (e *Emulator) CreateWebhook(spec WebhookSpec) (Webhook, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

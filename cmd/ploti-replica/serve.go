@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -159,18 +160,23 @@ func (s *serveCmd) run(ctx context.Context) error {
 	}
 	srv := &http.Server{Handler: d.mux(s.WebhookPath, h), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: stdlog.New(log, "", 0)}
+	loopCtx, stopLoop := context.WithCancel(ctx)
+	defer stopLoop()
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() {
+		served <- srv.Serve(ln)
+		stopLoop() // without a listener, webhooks cannot arrive: stop
+	}()
 	log.Info().Str(logKeyListen, ln.Addr().String()).Str(logKeyPath, s.WebhookPath).Str(logKeyDB, s.conn.DB).
 		Dur(logKeyPoll, s.Poll).Msg("serving webhooks, /healthz and /metrics")
-	loopErr := d.loop(ctx)
+	loopErr := d.loop(loopCtx)
 	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(shutCtx); err != nil {
 		srv.Close()
 	}
 	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) && loopErr == nil {
-		loopErr = fmt.Errorf("serve: %w", err)
+		loopErr = fmt.Errorf("serve on %s: %w", ln.Addr(), err)
 	}
 	if loopErr == nil {
 		log.Info().Msg("stopped; the last committed state stays")
@@ -178,9 +184,13 @@ func (s *serveCmd) run(ctx context.Context) error {
 	return loopErr
 }
 
+// webhookPathRE is what --webhook-path may be: a plain path, which
+// http.ServeMux takes literally.
+var webhookPathRE = regexp.MustCompile(`^/[A-Za-z0-9._~/-]*$`)
+
 // check refuses flag values that cannot work.
 func (s *serveCmd) check() error {
-	if !strings.HasPrefix(s.WebhookPath, "/") || s.WebhookPath == "/healthz" || s.WebhookPath == "/metrics" {
+	if !webhookPathRE.MatchString(s.WebhookPath) || s.WebhookPath == "/healthz" || s.WebhookPath == "/metrics" {
 		return &usageError{fmt.Errorf("--webhook-path %q: want a path such as %s, other than /healthz and /metrics", s.WebhookPath, defaultWebhookPath)}
 	}
 	if s.Poll < 0 {

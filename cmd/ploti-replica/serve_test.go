@@ -595,6 +595,7 @@ func TestServe_secretFile(t *testing.T) {
 		{"just the prefix", []string{"--webhook-secret-file", write("prefix", "whsec_\n")}, "bad webhook secret"},
 		{"not base64", []string{"--webhook-secret-file", write("bad", bad)}, "want whsec_ followed by base64"},
 		{"bad path", []string{"--webhook-secret-file", write("ok", "whsec_"+strings.Repeat("A", 32)), "--webhook-path", "healthz"}, "--webhook-path"},
+		{"path with a pattern", []string{"--webhook-secret-file", write("ok", "whsec_"+strings.Repeat("A", 32)), "--webhook-path", "/hooks/{id}"}, "--webhook-path"},
 		{"negative poll", []string{"--webhook-secret-file", write("ok", "whsec_"+strings.Repeat("A", 32)), "--poll", "-1s"}, "--poll"},
 	}
 	for _, tc := range tests {
@@ -677,4 +678,36 @@ func (w *serveWorld) lastRun(t *testing.T) string {
 		t.Fatalf("last run: %v %v", run, err)
 	}
 	return run.Result
+}
+
+// TestServe_exitCode runs serve through the command line: the signal (a
+// cancelled context) ends it with exit code 0.
+func TestServe_exitCode(t *testing.T) {
+	w := newServeWorld(t)
+	vars := map[string]string{"PLOTI_API_URL": w.em.URL(), "PLOTI_API_KEY": w.em.APIKey(), "PLOTI_SUBSCRIPTION": w.sub,
+		"PLOTI_DB": w.db, "PLOTI_WEBHOOK_SECRET_FILE": w.secretFile}
+	env := &Env{Stdout: io.Discard, Stderr: w.logs, Getenv: func(k string) string { return vars[k] }}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	code := make(chan int, 1)
+	go func() {
+		code <- run(ctx, env, []string{"serve", "--listen", "127.0.0.1:0", "--poll", "0", "--log-format", "json"})
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(w.logs.String(), `"trigger":"start","result":"ok"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no first sync within 20s:\n%s", w.logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case c := <-code:
+		if c != exitOK {
+			t.Fatalf("exit code %d, want %d:\n%s", c, exitOK, w.logs.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop within 20s of the signal")
+	}
+	w.assertFileAt(t, 1)
 }
