@@ -106,7 +106,14 @@ func (e *Emulator) rateCheck(strict bool) (int, bool) {
 	if !e.rateOn {
 		return 0, true
 	}
-	ok, wait := e.limiter.allow(e.nowLocked(), strict)
+	// With the manual clock, real time also slides the window, so a client
+	// that waits Retry-After seconds gets through without anyone calling
+	// Advance (a standalone emulator); Advance still slides it at once.
+	now := e.nowLocked()
+	if e.opts.Now == nil {
+		now = now.Add(time.Since(e.created))
+	}
+	ok, wait := e.limiter.allow(now, strict)
 	return wait, ok
 }
 

@@ -72,7 +72,8 @@
 //
 // Call Close. Publish, PublishQuery and the staff methods may be called while
 // the server runs; they are serialized with each other. Rate limits are on by
-// default (as at Ploti) and count on the emulator clock: a test that makes
-// many calls without advancing the clock should pass Options.NoRateLimit or
-// call SetRateLimit(false).
+// default (as at Ploti) and count on the emulator clock (under the manual
+// clock, real time slides the window too, so waiting Retry-After works): a
+// test that makes many calls quickly should pass Options.NoRateLimit or call
+// SetRateLimit(false).
 package emulator

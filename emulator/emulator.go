@@ -89,6 +89,7 @@ type Emulator struct {
 	linkLife  time.Duration   // signed link lifetime; zero: LinkLifetime
 
 	keyLeaks atomic.Int64
+	created  time.Time // real time of New, for the rate limit under the manual clock
 
 	webhooks *webhookState // webhooks and their delivery queue (webhooks.go); nil until first used
 
@@ -109,6 +110,7 @@ func New(opts Options) (*Emulator, error) {
 		subs:     map[string]*subscription{},
 		idem:     map[string]idemEntry{},
 		rateOn:   !opts.NoRateLimit,
+		created:  time.Now(),
 	}
 	if e.apiKey == "" {
 		e.apiKey = DefaultAPIKey
