@@ -148,3 +148,24 @@ func (l *FileList) UnmarshalJSON(b []byte) error {
 	*l = FileList{one}
 	return nil
 }
+
+// WebhookHeader is a header Ploti sends with every POST to a webhook; its
+// value is never shown again after create.
+type WebhookHeader struct {
+	Name  string `json:"name"`
+	Value string `json:"value,omitempty"`
+}
+
+// Webhook is a webhook for a subscription's events (CONTRACT.md section 6).
+// Secret is set only in the answer to create.
+type Webhook struct {
+	ID             string         `json:"id"`
+	URL            string         `json:"url"`
+	Description    string         `json:"description,omitempty"`
+	SubscriptionID string         `json:"subscriptionId,omitempty"`
+	Events         []string       `json:"events,omitempty"`
+	Header         *WebhookHeader `json:"header,omitempty"`
+	Enabled        *bool          `json:"enabled,omitempty"`
+	Secret         string         `json:"secret,omitempty"`
+	CreatedAt      *time.Time     `json:"createdAt,omitempty"`
+}

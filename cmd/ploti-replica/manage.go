@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ploti-replica/ploti-replica/fetch"
+	"github.com/ploti-replica/ploti-replica/ploti"
+)
+
+// manageCmd holds what the webhooks and subscriptions commands share.
+type manageCmd struct {
+	env  *Env
+	conn connFlags
+	JSON bool
+}
+
+// client builds an API client from the shared flags (no DuckDB file).
+func (m *manageCmd) client() (*fetch.Client, error) {
+	m.conn.resolve(m.env)
+	if m.conn.APIKey == "" {
+		return nil, &usageError{fmt.Errorf("no API key: set PLOTI_API_KEY (or --api-key)")}
+	}
+	log, err := m.conn.logger(m.env.Stderr)
+	if err != nil {
+		return nil, err
+	}
+	return fetch.New(fetch.Options{BaseURL: m.conn.APIURL, APIKey: m.conn.APIKey, Logger: log})
+}
+
+func (m *manageCmd) printJSON(v any) error {
+	enc := json.NewEncoder(m.env.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+type webhooksCmd struct {
+	manageCmd
+	URL         string
+	Description string
+	Events      []string
+	Header      string
+	SecretFile  string
+}
+
+func newWebhooksCmd(env *Env) *cobra.Command {
+	w := &webhooksCmd{manageCmd: manageCmd{env: env}}
+	cmd := &cobra.Command{Use: "webhooks", Short: "Create, list, test and delete webhooks for a subscription's events"}
+	create := &cobra.Command{
+		Use:   "create",
+		Short: "Create a webhook for the subscription; its signing secret is returned once",
+		Args:  cobra.NoArgs,
+		RunE:  func(c *cobra.Command, _ []string) error { return w.create(c.Context()) },
+	}
+	create.Flags().StringVar(&w.URL, "url", "", "the https address Ploti POSTs events to (required)")
+	create.Flags().StringVar(&w.Description, "description", "", "a description")
+	create.Flags().StringSliceVar(&w.Events, "events", nil, "event types to send (default: every feed event type, which most receivers want)")
+	create.Flags().StringVar(&w.Header, "header", "", `a header Ploti sends with every POST, "Name: value"`)
+	create.Flags().StringVar(&w.SecretFile, "secret-file", "", "write the signing secret to this file (mode 0600) instead of printing it; serve reads it with --webhook-secret-file")
+	list := &cobra.Command{Use: "list", Short: "List webhooks", Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return w.list(c.Context()) }}
+	list.Flags().BoolVar(&w.JSON, "json", false, "print JSON")
+	del := &cobra.Command{Use: "delete ID", Short: "Delete a webhook", Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, a []string) error { return w.delete(c.Context(), a[0]) }}
+	test := &cobra.Command{Use: "test ID", Short: "Ask Ploti to send one signed ping now", Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, a []string) error { return w.test(c.Context(), a[0]) }}
+	for _, c := range []*cobra.Command{create, list, del, test} {
+		w.conn.register(c, true)
+		cmd.AddCommand(c)
+	}
+	return cmd
+}
+
+func (w *webhooksCmd) create(ctx context.Context) error {
+	if w.URL == "" {
+		return &usageError{fmt.Errorf("webhooks create: --url is required")}
+	}
+	c, err := w.client()
+	if err != nil {
+		return err
+	}
+	if w.conn.Subscription == "" {
+		return &usageError{fmt.Errorf("webhooks create: no subscription: set PLOTI_SUBSCRIPTION (or --subscription)")}
+	}
+	req := ploti.Webhook{URL: w.URL, Description: w.Description, SubscriptionID: w.conn.Subscription, Events: w.Events}
+	if w.Header != "" {
+		name, value, ok := strings.Cut(w.Header, ":")
+		if !ok || strings.TrimSpace(name) == "" {
+			return &usageError{fmt.Errorf(`webhooks create: --header wants "Name: value"`)}
+		}
+		req.Header = &ploti.WebhookHeader{Name: strings.TrimSpace(name), Value: strings.TrimSpace(value)}
+	}
+	hook, err := c.CreateWebhook(ctx, req)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w.env.Stdout, "created webhook %s → %s for %s\n", hook.ID, hook.URL, w.conn.Subscription)
+	if w.SecretFile != "" {
+		if err := os.WriteFile(w.SecretFile, []byte(hook.Secret+"\n"), 0o600); err != nil {
+			return fmt.Errorf("webhooks create: write secret (webhook %s exists; delete it and create again): %w", hook.ID, err)
+		}
+		fmt.Fprintf(w.env.Stdout, "signing secret written to %s (Ploti shows it only once)\n", w.SecretFile)
+		return nil
+	}
+	fmt.Fprintf(w.env.Stdout, "signing secret (shown once, keep it with your receiver): %s\n", hook.Secret)
+	return nil
+}
+
+func (w *webhooksCmd) list(ctx context.Context) error {
+	c, err := w.client()
+	if err != nil {
+		return err
+	}
+	hooks, err := c.Webhooks(ctx)
+	if err != nil {
+		return err
+	}
+	if w.JSON {
+		return w.printJSON(hooks)
+	}
+	if len(hooks) == 0 {
+		fmt.Fprintln(w.env.Stdout, "no webhooks")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w.env.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tURL\tSUBSCRIPTION\tEVENTS\tENABLED")
+	for _, h := range hooks {
+		events := "all feed events"
+		if len(h.Events) > 0 {
+			events = strings.Join(h.Events, ",")
+		}
+		enabled := "yes"
+		if h.Enabled != nil && !*h.Enabled {
+			enabled = "no"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", h.ID, h.URL, orDash(h.SubscriptionID), events, enabled)
+	}
+	return tw.Flush()
+}
+
+func (w *webhooksCmd) delete(ctx context.Context, id string) error {
+	c, err := w.client()
+	if err != nil {
+		return err
+	}
+	if err := c.DeleteWebhook(ctx, id); err != nil {
+		return err
+	}
+	fmt.Fprintf(w.env.Stdout, "deleted webhook %s\n", id)
+	return nil
+}
+
+func (w *webhooksCmd) test(ctx context.Context, id string) error {
+	c, err := w.client()
+	if err != nil {
+		return err
+	}
+	if err := c.TestWebhook(ctx, id); err != nil {
+		return err
+	}
+	fmt.Fprintf(w.env.Stdout, "sent a signed ping to webhook %s\n", id)
+	return nil
+}
+
+func newSubscriptionsCmd(env *Env) *cobra.Command {
+	m := &manageCmd{env: env}
+	cmd := &cobra.Command{Use: "subscriptions", Short: "Show the workspace's Data Feeds subscriptions"}
+	list := &cobra.Command{Use: "list", Short: "List subscriptions", Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			cl, err := m.client()
+			if err != nil {
+				return err
+			}
+			subs, err := cl.Subscriptions(c.Context())
+			if err != nil {
+				return err
+			}
+			if m.JSON {
+				return m.printJSON(subs)
+			}
+			tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tNAME\tPLACES\tTOPICS\tDATASETS\tREVISION")
+			for _, s := range subs {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", s.ID, orDash(s.Name), orDash(strings.Join(s.Places, ",")),
+					orDash(strings.Join(s.Topics, ",")), orDash(strings.Join(s.DatasetIDs, ",")), s.Revision)
+			}
+			return tw.Flush()
+		}}
+	list.Flags().BoolVar(&m.JSON, "json", false, "print JSON")
+	m.conn.register(list, true)
+	cmd.AddCommand(list)
+	return cmd
+}
