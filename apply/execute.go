@@ -52,8 +52,10 @@ type Result struct {
 // Batch holds the page's open transaction for state-only actions, so that
 // a page's bookkeeping commits together (and with the cursor).
 type Batch struct {
-	db *storage.DB
-	tx *storage.Tx
+	db    *storage.DB
+	tx    *storage.Tx
+	ctx   context.Context // the context of the transaction, for Flush's writes
+	cache *pageCache      // registry rows read, and writes held back (batch.go)
 }
 
 // NewBatch starts an empty batch.
@@ -66,15 +68,21 @@ func (b *Batch) Tx(ctx context.Context) (*storage.Tx, error) {
 		if err != nil {
 			return nil, err
 		}
-		b.tx = tx
+		b.tx, b.ctx = tx, ctx
 	}
 	return b.tx, nil
 }
 
-// Flush commits the open transaction, if any.
+// Flush writes the bookkeeping held back and commits the open
+// transaction, if any.
 func (b *Batch) Flush() error {
 	if b.tx == nil {
+		b.cache = nil
 		return nil
+	}
+	if err := b.writeBack(b.ctx); err != nil {
+		b.Abort()
+		return fmt.Errorf("commit batch: %w", err)
 	}
 	tx := b.tx
 	b.tx = nil
@@ -86,6 +94,7 @@ func (b *Batch) Flush() error {
 
 // Abort rolls the open transaction back.
 func (b *Batch) Abort() {
+	b.cache = nil
 	if b.tx != nil {
 		b.tx.Rollback()
 		b.tx = nil
@@ -94,19 +103,8 @@ func (b *Batch) Abort() {
 
 // State reads a dataset's state through the batch.
 func (x *Executor) State(ctx context.Context, b *Batch, datasetID string) (*storage.Dataset, State, error) {
-	tx, err := b.Tx(ctx)
-	if err != nil {
-		return nil, State{}, err
-	}
-	d, err := tx.Dataset(ctx, datasetID)
-	if errors.Is(err, storage.ErrNoDataset) {
-		return nil, State{}, nil
-	}
-	if err != nil {
-		return nil, State{}, err
-	}
-	holds, err := tx.Holds(ctx, datasetID)
-	if err != nil {
+	d, holds, err := b.dataset(ctx, datasetID)
+	if err != nil || d == nil {
 		return nil, State{}, err
 	}
 	return d, StateOf(d, holds), nil
@@ -125,11 +123,7 @@ func (x *Executor) Apply(ctx context.Context, b *Batch, ev ploti.Event) (Result,
 	a := Decide(st, ev, x.onMajor())
 	res := Result{Action: a}
 	if a.Kind == Skip {
-		tx, err := b.Tx(ctx)
-		if err != nil {
-			return res, err
-		}
-		return res, tx.MarkApplied(ctx, ev.ID)
+		return res, b.markApplied(ctx, ev.ID)
 	}
 	if d == nil {
 		d = &storage.Dataset{ID: ev.Data.DatasetID, Status: storage.StatusPending}
@@ -140,10 +134,10 @@ func (x *Executor) Apply(ctx context.Context, b *Batch, ev ploti.Event) (Result,
 		if err != nil {
 			return res, err
 		}
-		if err := x.light(ctx, tx, d, a, ev); err != nil {
+		if err := x.light(ctx, b, tx, d, a, ev); err != nil {
 			return res, err
 		}
-		return res, tx.MarkApplied(ctx, ev.ID)
+		return res, b.markApplied(ctx, ev.ID)
 	}
 	link := ""
 	if ev.Data.Links != nil {
@@ -167,17 +161,16 @@ func (x *Executor) onMajor() string {
 	return x.OnMajor
 }
 
-// light carries out a state-only action in tx.
-func (x *Executor) light(ctx context.Context, tx *storage.Tx, d *storage.Dataset, a Action, ev ploti.Event) error {
+// light carries out a state-only action in the batch: DDL in tx at once,
+// the registry row and holds when the batch flushes.
+func (x *Executor) light(ctx context.Context, b *Batch, tx *storage.Tx, d *storage.Dataset, a Action, ev ploti.Event) error {
 	switch a.Kind {
 	case Pending:
 		d.Status, d.StatusReason, d.SkipUntilRemoved = storage.StatusPending, "added with no released version yet", false
 		d.Version, d.PreviousVersion = 0, 0
 	case AlterSchema:
 		// Ploti released a version past the held one: its delay is over.
-		if err := tx.DeleteHolds(ctx, d.ID, storage.HoldServer); err != nil {
-			return err
-		}
+		b.deleteHolds(d.ID, storage.HoldServer)
 		var add []ploti.Column
 		have := map[string]bool{}
 		for _, c := range d.Columns {
@@ -197,22 +190,16 @@ func (x *Executor) light(ctx context.Context, tx *storage.Tx, d *storage.Dataset
 		}
 		d.Columns = append(d.Columns, add...)
 	case HoldForReview:
-		if err := tx.DeleteHolds(ctx, d.ID, storage.HoldServer); err != nil {
-			return err
-		}
+		b.deleteHolds(d.ID, storage.HoldServer)
 		detail, _ := json.Marshal(map[string]any{"pendingVersion": a.Version, "schemaVersion": ev.Data.SchemaVersion, "schemaChange": ev.Data.SchemaChange})
 		since := ev.Timestamp
 		reason := fmt.Sprintf("MAJOR schema change to %s in version %d", ev.Data.SchemaVersion, a.Version)
-		if err := tx.PutHold(ctx, storage.Hold{DatasetID: d.ID, Version: d.Version, Kind: storage.HoldLocal,
-			Reason: "schema_review", Since: &since, Detail: detail}); err != nil {
-			return err
-		}
+		b.putHold(storage.Hold{DatasetID: d.ID, Version: d.Version, Kind: storage.HoldLocal,
+			Reason: "schema_review", Since: &since, Detail: detail})
 		d.Status, d.StatusReason = storage.StatusHeld, "held for review: "+reason+"; run `ploti-replica holds release "+d.ID+"`"
 	case Removed:
 		d.Status, d.StatusReason, d.SkipUntilRemoved = storage.StatusRemoved, "removed: "+ev.Data.Reason, false
-		if err := tx.DeleteHolds(ctx, d.ID, ""); err != nil {
-			return err
-		}
+		b.deleteHolds(d.ID, "")
 	case Stale:
 		d.StaleLastCheckedAt, d.StaleNextCheckBy = ev.Data.LastCheckedAt, ev.Data.NextCheckBy
 		if d.Status == storage.StatusCurrent || d.StatusReason == "" {
@@ -223,10 +210,8 @@ func (x *Executor) light(ctx context.Context, tx *storage.Tx, d *storage.Dataset
 		if since == nil {
 			since = &ev.Timestamp
 		}
-		if err := tx.PutHold(ctx, storage.Hold{DatasetID: d.ID, Version: a.Version, Kind: storage.HoldServer,
-			Reason: ev.Data.Reason, Since: since}); err != nil {
-			return err
-		}
+		b.putHold(storage.Hold{DatasetID: d.ID, Version: a.Version, Kind: storage.HoldServer,
+			Reason: ev.Data.Reason, Since: since})
 		reason := fmt.Sprintf("delayed by Ploti (%s) since %s", ev.Data.Reason, since.UTC().Format(time.RFC3339))
 		// feed-events.txt: "version is the version you hold, which stays
 		// current meanwhile": the status stays; the hold row and the reason
@@ -237,7 +222,8 @@ func (x *Executor) light(ctx context.Context, tx *storage.Tx, d *storage.Dataset
 			d.StatusReason = reason + "; version " + fmt.Sprint(d.Version) + " stays current"
 		}
 	}
-	return tx.PutDataset(ctx, d)
+	b.putDataset(d)
+	return nil
 }
 
 func staleReason(ev ploti.Event) string {
@@ -266,6 +252,9 @@ func (x *Executor) fail(ctx context.Context, b *Batch, d *storage.Dataset, a Act
 	tx, terr := b.Tx(ctx)
 	if terr != nil {
 		return terr
+	}
+	if werr := b.writeBack(ctx); werr != nil { // the failure is written through
+		return werr
 	}
 	fresh, ferr := tx.Dataset(ctx, d.ID)
 	if ferr == nil {

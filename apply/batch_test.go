@@ -1,0 +1,146 @@
+package apply
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ploti-replica/ploti-replica/ploti"
+	"github.com/ploti-replica/ploti-replica/storage"
+)
+
+// Issue 6: a page's bookkeeping is held in the batch and written once, at
+// Flush. A page applied in one batch must end exactly where the same
+// events applied one batch each end.
+func TestBatch_OnePageEqualsOneBatchPerEvent(t *testing.T) {
+	at := time.Date(2026, 11, 2, 3, 4, 5, 0, time.UTC)
+	next := at.Add(24 * time.Hour)
+	evs := []ploti.Event{
+		feedEvent(ploti.EventStale, "ds_a", nil, func(d *ploti.EventData) { d.LastCheckedAt, d.NextCheckBy = &at, &next }),
+		feedEvent(ploti.EventDelayed, "ds_a", ploti.Int(4), func(d *ploti.EventData) { d.Reason, d.Since = ploti.DelayDataCheck, &at }),
+		feedEvent(ploti.EventStale, "ds_b", nil, func(d *ploti.EventData) { d.LastCheckedAt, d.NextCheckBy = &at, &next }),
+		feedEvent(ploti.EventAdded, "ds_c", nil),
+		feedEvent(ploti.EventRemoved, "ds_b", nil, func(d *ploti.EventData) { d.Reason = ploti.RemovedPlanChanged }),
+		feedEvent(ploti.EventStale, "ds_b", nil, func(d *ploti.EventData) { d.LastCheckedAt, d.NextCheckBy = &at, &next }),
+		feedEvent(ploti.EventDelayed, "ds_c", ploti.Int(1), func(d *ploti.EventData) { d.Reason, d.Since = ploti.DelayProcessing, &at }),
+		feedEvent(ploti.EventUpdated, "ds_a", ploti.Int(2), func(d *ploti.EventData) { d.PreviousVersion = ploti.Int(1) }),
+		feedEvent(ploti.EventStale, "ds_a", nil, func(d *ploti.EventData) { d.LastCheckedAt, d.NextCheckBy = &next, &next }),
+	}
+	for i := range evs {
+		evs[i].ID = fmt.Sprintf("evt_%03d", i+1)
+		evs[i].Timestamp = at
+	}
+	ctx := context.Background()
+	apply := func(t *testing.T, perEvent bool) (string, *storage.DB) {
+		db := seedRegistry(t, at)
+		x := &Executor{DB: db}
+		b := NewBatch(db)
+		for _, e := range evs {
+			if _, err := x.Apply(ctx, b, e); err != nil {
+				t.Fatalf("apply %s: %v", e.ID, err)
+			}
+			if perEvent {
+				if err := b.Flush(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := b.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		return dump(t, db), db
+	}
+	one, db := apply(t, false)
+	each, _ := apply(t, true)
+	if one != each {
+		t.Fatalf("one batch for the page:\n%s\none batch per event:\n%s", one, each)
+	}
+	// And the page's writes did land.
+	holds, err := db.Holds(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(len(holds)), "2"; got != want {
+		t.Fatalf("%s holds after the page, want %s: %+v", got, want, holds)
+	}
+	for id, want := range map[string]string{"ds_a": storage.StatusCurrent, "ds_b": storage.StatusRemoved, "ds_c": storage.StatusPending} {
+		d, err := db.Dataset(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Status != want {
+			t.Fatalf("%s is %s, want %s", id, d.Status, want)
+		}
+	}
+	if !strings.Contains(one, `"evt_009"`) {
+		t.Fatalf("the page's events are not all recorded as applied:\n%s", one)
+	}
+}
+
+func feedEvent(typ, datasetID string, version *int, mod ...func(*ploti.EventData)) ploti.Event {
+	e := ploti.Event{Type: typ, Data: ploti.EventData{DatasetID: datasetID, Version: version}}
+	for _, m := range mod {
+		m(&e.Data)
+	}
+	return e
+}
+
+// seedRegistry opens a fresh file holding ds_a and ds_b at version 3.
+func seedRegistry(t *testing.T, at time.Time) *storage.DB {
+	t.Helper()
+	ctx := context.Background()
+	db, err := storage.Open(ctx, filepath.Join(t.TempDir(), "r.duckdb"), storage.Options{Now: func() time.Time { return at }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	err = db.Update(ctx, func(tx *storage.Tx) error {
+		for _, id := range []string{"ds_a", "ds_b"} {
+			if err := tx.PutDataset(ctx, &storage.Dataset{ID: id, Version: 3, Status: storage.StatusCurrent, KeyColumns: []string{"k"},
+				Columns: []ploti.Column{{Name: "k", Type: ploti.Type{Type: ploti.TypeString}}}}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// dump renders the registry, the holds and the applied event ids.
+func dump(t *testing.T, db *storage.DB) string {
+	t.Helper()
+	ctx := context.Background()
+	ds, err := db.Datasets(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	holds, err := db.Holds(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var applied []string
+	rows, err := db.SQL().QueryContext(ctx, "SELECT event_id FROM _ploti.applied_events ORDER BY event_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		applied = append(applied, id)
+	}
+	b, err := json.MarshalIndent(map[string]any{"datasets": ds, "holds": holds, "applied": applied}, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
