@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -38,7 +39,9 @@ With --demo (the default) it is seeded with the demo subscription.`,
 }
 
 func (e *emulatorCmd) run(ctx context.Context) error {
-	em, err := emulator.New(emulator.Options{APIKey: e.APIKey, Dir: e.Dir, NoRateLimit: false})
+	// Real time: links expire, events age and webhook deliveries are
+	// signed on the wall clock, as at Ploti, so a real receiver accepts them.
+	em, err := emulator.New(emulator.Options{APIKey: e.APIKey, Dir: e.Dir, Now: time.Now})
 	if err != nil {
 		return err
 	}
