@@ -23,6 +23,10 @@ const DefaultAPIKey = "ploti_test_key"
 // DefaultStart is where the default manual clock starts.
 var DefaultStart = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 
+// DefaultDuckDBMemoryLimit is the emulator DuckDB's memory limit when
+// Options.DuckDBMemoryLimit is empty.
+const DefaultDuckDBMemoryLimit = "4GB"
+
 // LinkLifetime is how long a signed file link stays valid (docs: "Links last
 // one hour").
 const LinkLifetime = time.Hour
@@ -35,10 +39,10 @@ const Retention = 90 * 24 * time.Hour
 type Options struct {
 	// APIKey is the bearer key every /v1 call needs. Empty means DefaultAPIKey.
 	APIKey string
-	// Dir is where the emulator keeps its DuckDB scratch file and the Parquet
-	// and JSON files it serves. Empty means a temporary directory that Close
-	// removes; a given Dir is left in place (only the emulator's own
-	// emulator.duckdb and files/ and truth/ under it are replaced).
+	// Dir is where the emulator keeps the Parquet and JSON files it serves
+	// and DuckDB's spill files. Empty means a temporary directory that Close
+	// removes; a given Dir is left in place (only the emulator's own files/,
+	// truth/ and duckdb-tmp/ under it are replaced).
 	Dir string
 	// Now is the emulator's base clock. Nil means a manual clock that starts at
 	// DefaultStart and only moves with Advance. Advance adds to whatever Now
@@ -51,6 +55,10 @@ type Options struct {
 	CheckInterval time.Duration
 	// DuckDBThreads caps DuckDB's threads; zero leaves DuckDB's default.
 	DuckDBThreads int
+	// DuckDBMemoryLimit caps the memory of the emulator's DuckDB (which
+	// spills to Dir beyond it), such as "2GB"; empty means
+	// DefaultDuckDBMemoryLimit.
+	DuckDBMemoryLimit string
 }
 
 // Emulator is a Ploti Data Feeds server. Create one with New, seed it with
@@ -129,7 +137,7 @@ func New(opts Options) (*Emulator, error) {
 		}
 		e.dir, e.tempDir = d, true
 	} else {
-		for _, name := range []string{"emulator.duckdb", "emulator.duckdb.wal", "files", "truth"} {
+		for _, name := range []string{"files", "truth", "duckdb-tmp"} {
 			if err := os.RemoveAll(filepath.Join(e.dir, name)); err != nil {
 				return nil, fmt.Errorf("clear emulator dir: %w", err)
 			}
@@ -147,11 +155,20 @@ func New(opts Options) (*Emulator, error) {
 }
 
 func (e *Emulator) openDB() error {
-	db, err := sql.Open("duckdb", filepath.Join(e.dir, "emulator.duckdb"))
+	// An in-memory database that spills to Dir: builds write only Parquet
+	// files, and a version's rows are read back from them (persistent DuckDB
+	// tables cost more to write than the whole build otherwise takes).
+	db, err := sql.Open("duckdb", "")
 	if err != nil {
 		return fmt.Errorf("open emulator database: %w", err)
 	}
-	stmts := []string{"SET TimeZone = 'UTC'"}
+	limit := e.opts.DuckDBMemoryLimit
+	if limit == "" {
+		limit = DefaultDuckDBMemoryLimit
+	}
+	stmts := []string{"SET GLOBAL TimeZone = 'UTC'",
+		"SET GLOBAL temp_directory = " + lit(filepath.Join(e.dir, "duckdb-tmp")),
+		"SET GLOBAL memory_limit = " + lit(limit)}
 	if e.opts.DuckDBThreads > 0 {
 		stmts = append(stmts, fmt.Sprintf("SET threads = %d", e.opts.DuckDBThreads))
 	}

@@ -291,6 +291,8 @@ func (e *Emulator) build(ctx context.Context, p *buildPlan, stage func(*buildPla
 	if err := e.writeFiles(ctx, p, v); err != nil {
 		return nil, err
 	}
+	// Later builds read this version's rows from its snapshot files.
+	e.dropVersionTable(v)
 	return v, nil
 }
 
@@ -450,23 +452,24 @@ WHERE _from IS NOT NULL ORDER BY from_id`, v.table), p.rel+"/id-map.parquet")
 // have (same name and type), into the version's changes table.
 func (e *Emulator) computeChanges(ctx context.Context, p *buildPlan, v *version) error {
 	ch := p.table("ch")
-	var diffs, nullCols, newCols []string
+	var diffs, newCols []string
 	diffs = append(diffs, "n._ploti_place_id IS DISTINCT FROM b._ploti_place_id")
 	for _, c := range p.cols {
-		newCols = append(newCols, "n."+ident(c.Name))
-		nullCols = append(nullCols, fmt.Sprintf("CAST(NULL AS %s) AS %s", duckType(c), ident(c.Name)))
+		newCols = append(newCols, "n."+ident(c.Name)+" AS "+ident(c.Name))
 		if oc, ok := findColumn(p.base.schema.Columns, c.Name); ok && sameType(c, oc) {
 			diffs = append(diffs, fmt.Sprintf("%s IS DISTINCT FROM %s", cmpExpr(c, "n"), cmpExpr(oc, "b")))
 		}
 	}
-	sel := "n._ploti_record_id, n._ploti_place_id, " + strings.Join(newCols, ", ")
+	// One full join on the record id: a row only in the new version was
+	// added, one only in the base removed (only its id kept), one in both
+	// whose shared columns differ changed.
 	q := fmt.Sprintf(`CREATE OR REPLACE TABLE %[1]s AS
-SELECT %[2]s, 'added' AS _ploti_change FROM %[3]s n WHERE NOT EXISTS (SELECT 1 FROM %[4]s b WHERE b._ploti_record_id = n._ploti_record_id)
-UNION ALL
-SELECT %[2]s, 'changed' AS _ploti_change FROM %[3]s n JOIN %[4]s b ON b._ploti_record_id = n._ploti_record_id WHERE %[5]s
-UNION ALL
-SELECT b._ploti_record_id, NULL::VARCHAR AS _ploti_place_id, %[6]s, 'removed' AS _ploti_change FROM %[4]s b WHERE NOT EXISTS (SELECT 1 FROM %[3]s n WHERE n._ploti_record_id = b._ploti_record_id)`,
-		ch, sel, v.table, p.baseRel, strings.Join(diffs, " OR "), strings.Join(nullCols, ", "))
+SELECT coalesce(n._ploti_record_id, b._ploti_record_id) AS _ploti_record_id, n._ploti_place_id, %[2]s,
+	CASE WHEN b._ploti_record_id IS NULL THEN 'added' WHEN n._ploti_record_id IS NULL THEN 'removed' ELSE 'changed' END AS _ploti_change
+FROM %[3]s n FULL JOIN %[4]s b ON n._ploti_record_id = b._ploti_record_id
+WHERE b._ploti_record_id IS NULL OR n._ploti_record_id IS NULL OR %[5]s
+ORDER BY n._ord NULLS LAST, b._ploti_record_id`,
+		ch, strings.Join(newCols, ", "), v.table, p.baseRel, strings.Join(diffs, " OR "))
 	if _, err := e.db.ExecContext(ctx, q); err != nil {
 		return fmt.Errorf("compute changes: %w", err)
 	}
