@@ -265,3 +265,26 @@ func TestEmulator_Manifest_Rebuilding(t *testing.T) {
 		t.Fatalf("manifest = %+v", m)
 	}
 }
+
+// Docs: asOf is refused with "410 expired ... when a listed version's
+// snapshot is past retention", even while the events up to it are kept.
+func TestEmulator_ManifestAsOf_SnapshotPastRetention(t *testing.T) {
+	em := mustEmulator(t)
+	mustPublish(t, em, permits(2, "P-")) // v1 built on day 0
+	em.Advance(10 * 24 * time.Hour)
+	sub := mustSub(t, em, SubscriptionSpec{Places: []string{"fl-orange"}}) // added v1 on day 10
+	asOf := Cursor(sub, 1)
+	mustPublish(t, em, permits(3, "P-")) // v2 on day 10
+	if st := apiGet(t, em, "/v1/feeds/subscriptions/"+sub+"/manifest?asOf="+asOf, nil); st != 200 {
+		t.Fatalf("asOf on day 10: %d", st)
+	}
+	em.Advance(81 * 24 * time.Hour) // day 91: v1's files are gone, the events are not
+	var eb errorBody
+	if st := apiGet(t, em, "/v1/feeds/subscriptions/"+sub+"/manifest?asOf="+asOf, &eb); st != 410 || eb.Error.Code != "expired" {
+		t.Fatalf("asOf on day 91: %d %s", st, eb.Error.Code)
+	}
+	var m manifestBody
+	if st := apiGet(t, em, "/v1/feeds/subscriptions/"+sub+"/manifest", &m); st != 200 || m.Datasets[0].Version != 2 {
+		t.Fatalf("manifest without asOf: %d %+v", st, m.Datasets)
+	}
+}
