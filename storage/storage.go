@@ -113,6 +113,10 @@ func open(ctx context.Context, path string, opts Options) (*DB, error) {
 // newConnector opens the file with opts' DuckDB settings.
 func newConnector(path string, opts Options) (*duckdb.Connector, error) {
 	q := url.Values{}
+	// The replica reads each downloaded file once, and a file fetched
+	// again (a repair after a bad download) reuses its spool name: DuckDB's
+	// external file cache served the old bytes for it.
+	q.Set("enable_external_file_cache", "false")
 	if opts.ReadOnly {
 		q.Set("access_mode", "READ_ONLY")
 	}
@@ -122,10 +126,7 @@ func newConnector(path string, opts Options) (*duckdb.Connector, error) {
 	if opts.Threads > 0 {
 		q.Set("threads", strconv.Itoa(opts.Threads))
 	}
-	dsn := path
-	if len(q) > 0 {
-		dsn += "?" + q.Encode()
-	}
+	dsn := path + "?" + q.Encode()
 	return duckdb.NewConnector(dsn, func(execer driver.ExecerContext) error {
 		// Timestamps in the feed are UTC; make casts and display agree.
 		_, err := execer.ExecContext(context.Background(), "SET TimeZone = 'UTC'", nil)
