@@ -1,0 +1,283 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ploti-replica/ploti-replica/emulator"
+	"github.com/ploti-replica/ploti-replica/fetch"
+	"github.com/ploti-replica/ploti-replica/storage"
+)
+
+// fastRetries makes the API client's waits return at once.
+func fastRetries(o *Options) {
+	o.FetchOptions = func(fo *fetch.Options) {
+		fo.Sleep = func(ctx context.Context, _ time.Duration) error { return ctx.Err() }
+	}
+}
+
+// fileMatch is the emulator's fault pattern for the files of one version:
+// "/files/<tag>/v<n>/<glob>".
+func fileMatch(tb testing.TB, em *emulator.Emulator, datasetID string, version int, glob string) string {
+	tb.Helper()
+	snaps, err := em.SnapshotFiles(context.Background(), datasetID, version)
+	if err != nil || len(snaps) == 0 {
+		tb.Fatalf("snapshot files of %s v%d: %v", datasetID, version, err)
+	}
+	rel, err := filepath.Rel(em.Dir(), filepath.Dir(snaps[0]))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return "/" + filepath.ToSlash(rel) + "/" + glob
+}
+
+// badInput is one bad input for TestSync_BadInput.
+type badInput struct {
+	name string
+	// how v2 of ds_permits reaches the replica: "update" (a changes file),
+	// "resync" (a snapshot) or "idmap" (a snapshot and an id map).
+	mode  string
+	spoil func(t *testing.T, em *emulator.Emulator)
+	// wantFile and wantProblem must both appear in the dataset's reason.
+	wantFile, wantProblem string
+	// stillBad: the repair on the next sync (reloading v2's snapshot) meets
+	// the same bad input; otherwise that repair already recovers.
+	stillBad bool
+	// repairFile is the file the repair's reason names, when not wantFile.
+	repairFile string
+}
+
+func truncateHalf(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	return b[:len(b)/2], err
+}
+
+// corruptFooter spoils the Parquet footer's metadata and keeps the framing
+// (magic at both ends, a footer length that fits), so only reading the
+// file finds it.
+func corruptFooter(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	n := len(b)
+	footer := int(uint32(b[n-8]) | uint32(b[n-7])<<8 | uint32(b[n-6])<<16 | uint32(b[n-5])<<24)
+	for i := n - 8 - footer; i < n-8-footer/2; i++ {
+		b[i] = 0xfe
+	}
+	return b, nil
+}
+
+var badInputs = []badInput{
+	{name: "version answer malformed JSON", mode: "update", stillBad: true,
+		spoil: func(t *testing.T, em *emulator.Emulator) {
+			em.Inject(emulator.Fault{Match: "GET /v1/feeds/datasets/ds_permits/versions/2", Kind: emulator.FaultTruncate, Count: -1})
+		},
+		wantFile: "GET /v1/feeds/datasets/ds_permits/versions/2", wantProblem: "malformed response: unexpected end of JSON input"},
+	{name: "schema file malformed JSON", mode: "update", stillBad: true,
+		spoil: func(t *testing.T, em *emulator.Emulator) {
+			must(t, em.SpoilFile(context.Background(), "ds_permits", 2, "schema", 0, truncateHalf))
+		},
+		wantFile: "schema file of ds_permits v2", wantProblem: "unexpected end of JSON input"},
+	{name: "truncated snapshot", mode: "resync", stillBad: true,
+		spoil: func(t *testing.T, em *emulator.Emulator) {
+			must(t, em.SpoilFile(context.Background(), "ds_permits", 2, "snapshot", 0, truncateHalf))
+		},
+		wantFile: "ds_permits-v2-snapshot-0.parquet", wantProblem: "not a parquet file: no PAR1 magic at the end"},
+	{name: "corrupt snapshot", mode: "resync", stillBad: true,
+		spoil: func(t *testing.T, em *emulator.Emulator) {
+			must(t, em.SpoilFile(context.Background(), "ds_permits", 2, "snapshot", 0, corruptFooter))
+		},
+		wantFile: "ds_permits-v2-snapshot-0.parquet", wantProblem: "not a readable Parquet snapshot"},
+	{name: "truncated changes file", mode: "update",
+		spoil: func(t *testing.T, em *emulator.Emulator) {
+			must(t, em.SpoilFile(context.Background(), "ds_permits", 2, "changes", 0, truncateHalf))
+		},
+		wantFile: "ds_permits-v2-changes-0.parquet", wantProblem: "not a parquet file"},
+	{name: "sha256 mismatch", mode: "update", stillBad: true,
+		spoil: func(t *testing.T, em *emulator.Emulator) {
+			em.Inject(emulator.Fault{Match: fileMatch(t, em, "ds_permits", 2, "*.parquet"), Kind: emulator.FaultCorrupt, Count: -1})
+		},
+		wantFile: "ds_permits-v2-changes-0.parquet", wantProblem: "sha256 mismatch", repairFile: "ds_permits-v2-snapshot-0.parquet"},
+	{name: "snapshot with a duplicate record id", mode: "resync", stillBad: true,
+		spoil: func(t *testing.T, em *emulator.Emulator) {
+			must(t, em.SpoilFileQuery(context.Background(), "ds_permits", 2, "snapshot", 0,
+				"SELECT * FROM original UNION ALL (SELECT * FROM original ORDER BY _ploti_record_id LIMIT 1)"))
+		},
+		wantFile: "ds_permits-v2-snapshot-0.parquet", wantProblem: "snapshot has 0 null and 1 duplicate _ploti_record_id values"},
+	{name: "snapshot with a null record id", mode: "resync", stillBad: true,
+		spoil: func(t *testing.T, em *emulator.Emulator) {
+			must(t, em.SpoilFileQuery(context.Background(), "ds_permits", 2, "snapshot", 0,
+				"SELECT * REPLACE (CASE WHEN _ploti_record_id = (SELECT min(_ploti_record_id) FROM original) THEN NULL ELSE _ploti_record_id END AS _ploti_record_id) FROM original"))
+		},
+		wantFile: "ds_permits-v2-snapshot-0.parquet", wantProblem: "snapshot has 1 null and 0 duplicate _ploti_record_id values"},
+	{name: "changes file lacks a schema column", mode: "update",
+		spoil: func(t *testing.T, em *emulator.Emulator) {
+			must(t, em.SpoilFileQuery(context.Background(), "ds_permits", 2, "changes", 0, "SELECT * EXCLUDE (valuation) FROM original"))
+		},
+		wantFile: "ds_permits-v2-changes-0.parquet", wantProblem: "lacks column(s) valuation the schema names"},
+	{name: "changes file has a column the schema lacks", mode: "update",
+		spoil: func(t *testing.T, em *emulator.Emulator) {
+			must(t, em.SpoilFileQuery(context.Background(), "ds_permits", 2, "changes", 0, "SELECT *, 1 AS surprise FROM original"))
+		},
+		wantFile: "ds_permits-v2-changes-0.parquet", wantProblem: "has column surprise that the table's schema does not"},
+	{name: "changes file with a duplicate record id", mode: "update",
+		spoil: func(t *testing.T, em *emulator.Emulator) {
+			must(t, em.SpoilFileQuery(context.Background(), "ds_permits", 2, "changes", 0,
+				"SELECT * FROM original UNION ALL (SELECT * FROM original ORDER BY _ploti_record_id LIMIT 1)"))
+		},
+		wantFile: "ds_permits-v2-changes-0.parquet", wantProblem: "changes file has 0 null and 1 duplicate _ploti_record_id values"},
+	{name: "id map maps two ids to one", mode: "idmap", stillBad: true,
+		spoil: func(t *testing.T, em *emulator.Emulator) {
+			must(t, em.SpoilFileQuery(context.Background(), "ds_permits", 2, "idMap", 0,
+				"SELECT from_id, CASE WHEN to_id = (SELECT max(to_id) FROM original) THEN (SELECT min(to_id) FROM original) ELSE to_id END AS to_id FROM original"))
+		},
+		wantFile: "ds_permits-v2-idMap-0.parquet", wantProblem: "0 repeated from_id and 1 repeated to_id (two ids mapped to one)"},
+}
+
+// Invariant 4 and issue 4, "Bad input": each bad file or answer fails its
+// dataset with a reason naming the file and the problem, leaves the last
+// good version exactly as it was, lets the other dataset go on, is tried
+// again on the next sync and recovers once the input is good.
+func TestSync_BadInput(t *testing.T) {
+	for _, tc := range badInputs {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			em := mustEmulator(t)
+			sub, permits, parcels := seedTwo(t, em)
+			r := mustOpen(t, em, sub, "", fastRetries)
+			mustSync(t, r)
+			var opts []emulator.PublishOption
+			switch tc.mode {
+			case "resync":
+				must(t, em.ReRelease("ds_permits", 1))
+			case "idmap":
+				opts = append(opts, emulator.WithReplacedIDs(0.5))
+			}
+			rel, err := em.Publish(ctx, "ds_permits", permits(1), opts...)
+			must(t, err)
+			if got := rel.ResyncRequired; got != (tc.mode != "update") {
+				t.Fatalf("emulator: v2 resync %v (%s), want mode %s", got, rel.ResyncReason, tc.mode)
+			}
+			_, err = em.Publish(ctx, "ds_parcels", parcels(1))
+			must(t, err)
+			tc.spoil(t, em)
+
+			res, err := r.Sync(ctx)
+			if !errors.Is(err, ErrPartial) || len(res.Failed) != 1 || res.Failed[0] != "ds_permits" {
+				t.Fatalf("sync with bad input: %v, failed %v; want ErrPartial naming ds_permits", err, res.Failed)
+			}
+			if !strings.Contains(err.Error(), "ds_permits") {
+				t.Fatalf("sync error %q does not name the dataset", err)
+			}
+			assertFailed(t, r, tc.wantFile, tc.wantProblem)
+			assertMatchesTruth(t, r, em, "ds_permits", 1) // the last good version, untouched
+			assertMatchesTruth(t, r, em, "ds_parcels", 2) // the other dataset went on
+
+			res, err = r.Sync(ctx)
+			if tc.stillBad {
+				if !errors.Is(err, ErrPartial) || len(res.Failed) != 1 || res.SnapshotsLoaded != 0 {
+					t.Fatalf("second sync, input still bad: %v, %+v; want the dataset tried again and failed", err, res)
+				}
+				file := tc.wantFile
+				if tc.repairFile != "" {
+					file = tc.repairFile
+				}
+				assertFailed(t, r, file, tc.wantProblem)
+				assertMatchesTruth(t, r, em, "ds_permits", 1)
+				em.ClearFaults()
+				must(t, em.RestoreFiles("ds_permits", 2))
+				res = mustSync(t, r)
+			} else if err != nil {
+				t.Fatalf("second sync: %v; want the repair to reload v2's good snapshot", err)
+			}
+			if res.SnapshotsLoaded != 1 {
+				t.Fatalf("recovering sync loaded %d snapshots, want 1 (the repair of ds_permits)", res.SnapshotsLoaded)
+			}
+			assertMatchesTruth(t, r, em, "ds_permits", 2)
+			assertMatchesTruth(t, r, em, "ds_parcels", 2)
+			if d := datasetRow(t, r, "ds_permits"); d.Status != storage.StatusCurrent || d.LastError != "" || d.FailedAt != nil {
+				t.Fatalf("after recovery: %s %q (last error %q)", d.Status, d.StatusReason, d.LastError)
+			}
+			if em.KeyLeaks() != 0 {
+				t.Fatalf("the API key went to the file host %d times", em.KeyLeaks())
+			}
+		})
+	}
+}
+
+func assertFailed(tb testing.TB, r *Replica, wantFile, wantProblem string) {
+	tb.Helper()
+	d := datasetRow(tb, r, "ds_permits")
+	if d.Status != storage.StatusFailed || d.Version != 1 || d.FailedAt == nil {
+		tb.Fatalf("ds_permits: %s at v%d (failed at %v): %q; want failed at v1", d.Status, d.Version, d.FailedAt, d.StatusReason)
+	}
+	for _, want := range []string{wantFile, wantProblem} {
+		if !strings.Contains(d.StatusReason, want) || !strings.Contains(d.LastError, want) {
+			tb.Fatalf("ds_permits reason %q does not say %q", d.StatusReason, want)
+		}
+	}
+}
+
+// Malformed JSON in an answer that is not one dataset's (an events page, a
+// manifest) stops the sync with the error; nothing committed is lost and
+// the next sync goes on from the same cursor.
+func TestSync_MalformedLogAndManifest(t *testing.T) {
+	ctx := context.Background()
+	t.Run("events page", func(t *testing.T) {
+		em := mustEmulator(t)
+		sub, permits, parcels := seedTwo(t, em)
+		r := mustOpen(t, em, sub, "", fastRetries)
+		mustSync(t, r)
+		cursor := mustStatus(t, r).Cursor
+		_, err := em.Publish(ctx, "ds_permits", permits(1))
+		must(t, err)
+		_, err = em.Publish(ctx, "ds_parcels", parcels(1))
+		must(t, err)
+		em.Inject(emulator.Fault{Match: "GET /v1/feeds/subscriptions/*/events", Kind: emulator.FaultCorrupt})
+		_, err = r.Sync(ctx)
+		if !errors.Is(err, fetch.ErrMalformed) || !strings.Contains(err.Error(), "read events of "+sub) ||
+			!strings.Contains(err.Error(), "/events: malformed response: invalid character") {
+			t.Fatalf("sync over a corrupt events page: %v", err)
+		}
+		if got := mustStatus(t, r).Cursor; got != cursor {
+			t.Fatalf("cursor moved from %q to %q", cursor, got)
+		}
+		assertMatchesTruth(t, r, em, "ds_permits", 1)
+		assertMatchesTruth(t, r, em, "ds_parcels", 1)
+		mustSync(t, r)
+		assertMatchesTruth(t, r, em, "ds_permits", 2)
+		assertMatchesTruth(t, r, em, "ds_parcels", 2)
+	})
+	t.Run("manifest", func(t *testing.T) {
+		em := mustEmulator(t)
+		sub, _, _ := seedTwo(t, em)
+		r := mustOpen(t, em, sub, "", fastRetries)
+		em.Inject(emulator.Fault{Match: "GET /v1/feeds/subscriptions/*/manifest", Kind: emulator.FaultTruncate})
+		_, err := r.Sync(ctx)
+		if !errors.Is(err, fetch.ErrMalformed) || !strings.Contains(err.Error(), "get manifest of "+sub) ||
+			!strings.Contains(err.Error(), "malformed response: unexpected end of JSON input") {
+			t.Fatalf("sync over a truncated manifest: %v", err)
+		}
+		if st := mustStatus(t, r); st.Cursor != "" || len(st.Datasets) != 0 {
+			t.Fatalf("after a bad manifest: cursor %q, %d datasets", st.Cursor, len(st.Datasets))
+		}
+		mustSync(t, r)
+		assertMatchesTruth(t, r, em, "ds_permits", 1)
+		assertMatchesTruth(t, r, em, "ds_parcels", 1)
+	})
+}
+
+func mustStatus(tb testing.TB, r *Replica) *Status {
+	tb.Helper()
+	st, err := r.Status(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return st
+}

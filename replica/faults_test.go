@@ -1,0 +1,294 @@
+package replica
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ploti-replica/ploti-replica/emulator"
+	"github.com/ploti-replica/ploti-replica/fetch"
+)
+
+// secretKey is the API key of the fault tests' emulator: distinctive, so
+// that finding it anywhere means it leaked.
+const secretKey = "ploti_sk_live_7Qx9ZfaultTestSecret"
+
+// wireTap is the replica's HTTP transport in the fault tests: it remembers
+// the signature of every signed link the client used and counts answers;
+// with expireLinks, every version or manifest answer moves the emulator
+// clock past the lifetime of the links it carries, so they expire before
+// the client uses them.
+type wireTap struct {
+	base http.RoundTripper
+	em   *emulator.Emulator
+
+	mu          sync.Mutex
+	sigs        map[string]bool
+	statuses    map[int]int
+	dropped     int // connection errors
+	expireLinks bool
+}
+
+func (w *wireTap) RoundTrip(req *http.Request) (*http.Response, error) {
+	if sig := req.URL.Query().Get("sig"); sig != "" {
+		w.mu.Lock()
+		w.sigs[sig] = true
+		w.mu.Unlock()
+	}
+	resp, err := w.base.RoundTrip(req)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err != nil {
+		w.dropped++
+		return nil, err
+	}
+	w.statuses[resp.StatusCode]++
+	p := req.URL.Path
+	if w.expireLinks && resp.StatusCode == http.StatusOK && req.Method == http.MethodGet &&
+		(strings.Contains(p, "/versions/") || strings.HasSuffix(p, "/manifest")) {
+		w.em.Advance(2 * time.Minute) // links live a minute (SetLinkLifetime)
+	}
+	return resp, nil
+}
+
+// lockedLog is a log sink safe for the client's goroutines.
+type lockedLog struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// faultRun is what faultySyncs saw.
+type faultRun struct {
+	em       *emulator.Emulator
+	r        *Replica
+	path     string
+	tap      *wireTap
+	logs     *lockedLog
+	errs     []string // every error a sync returned
+	injected int      // faulty answers injected
+	permits  func(round int) []emulator.Row
+}
+
+func (f *faultRun) inject(fs ...emulator.Fault) {
+	for _, x := range fs {
+		f.em.Inject(x)
+		f.injected += max(x.Count, 1)
+	}
+}
+
+func (f *faultRun) failNext(pattern string, status, n int) {
+	f.em.FailNext(pattern, status, n)
+	f.injected += n
+}
+
+// faultySyncs runs four syncs, each under a different mix of injected
+// faults, and checks after each that the file holds exactly the truth.
+func faultySyncs(t *testing.T) *faultRun {
+	ctx := context.Background()
+	em, err := emulator.New(emulator.Options{NoRateLimit: true, DuckDBThreads: 2, APIKey: secretKey})
+	must(t, err)
+	must(t, em.Start())
+	t.Cleanup(func() { em.Close() })
+	sub, permits, parcels := seedTwo(t, em)
+	f := &faultRun{em: em, logs: &lockedLog{}, path: filepath.Join(t.TempDir(), "replica.duckdb"), permits: permits}
+	f.tap = &wireTap{base: http.DefaultTransport.(*http.Transport).Clone(), em: em, sigs: map[string]bool{}, statuses: map[int]int{}}
+	f.r = mustOpen(t, em, sub, f.path, fastRetries, func(o *Options) {
+		o.Logger = zerolog.New(f.logs).Level(zerolog.DebugLevel)
+		o.HTTPClient = &http.Client{Transport: f.tap}
+		o.PageSize = 2
+		fast := o.FetchOptions
+		o.FetchOptions = func(fo *fetch.Options) {
+			fast(fo)
+			fo.ReadIdleTimeout = 2 * time.Second
+		}
+	})
+	sync := func(round, version int) {
+		t.Helper()
+		res, err := f.r.Sync(ctx)
+		if err != nil {
+			f.errs = append(f.errs, err.Error())
+			t.Fatalf("round %d: sync under faults: %v", round, err)
+		}
+		assertMatchesTruth(t, f.r, em, "ds_permits", version)
+		assertMatchesTruth(t, f.r, em, "ds_parcels", version)
+		t.Logf("round %d: %+v", round, res)
+	}
+	files := "/files/**"
+
+	// Round 0, the bootstrap: a manifest outage, a rate limit on the
+	// dataset calls, dropped and short downloads, slow answers.
+	f.failNext("GET /v1/feeds/subscriptions/*/manifest", http.StatusServiceUnavailable, 2)
+	f.inject(emulator.Fault{Match: "GET /v1/feeds/subscriptions/*/manifest", Kind: emulator.FaultStatus, Status: 500})
+	f.failNext("GET /v1/feeds/datasets/*", http.StatusTooManyRequests, 1)
+	f.inject(emulator.Fault{Match: files, Kind: emulator.FaultReset, Count: 2},
+		emulator.Fault{Match: files, Kind: emulator.FaultTruncate},
+		emulator.Fault{Match: files, Kind: emulator.FaultSlow, Delay: 30 * time.Millisecond, Count: 2})
+	sync(0, 1)
+
+	// Round 1, merges: 429 bursts on the log, 500 and 503 on versions,
+	// downloads cut off halfway (resumed) and corrupted.
+	_, err = em.Publish(ctx, "ds_permits", permits(1))
+	must(t, err)
+	_, err = em.Publish(ctx, "ds_parcels", parcels(1))
+	must(t, err)
+	f.failNext("GET /v1/feeds/subscriptions/*/events", http.StatusTooManyRequests, 3)
+	f.inject(emulator.Fault{Match: "GET /v1/feeds/datasets/*/versions/*", Kind: emulator.FaultStatus, Status: 500, Count: 2})
+	f.failNext("GET /v1/feeds/datasets/*/versions/*", http.StatusServiceUnavailable, 1)
+	f.inject(emulator.Fault{Match: files, Kind: emulator.FaultCutOff, Count: 2},
+		emulator.Fault{Match: files, Kind: emulator.FaultCorrupt})
+	sync(1, 2)
+
+	// Round 2, a snapshot swap: every link expires before it is used, the
+	// links call fails once, the log's connection drops, files are slow.
+	must(t, em.ReRelease("ds_permits", 2))
+	_, err = em.Publish(ctx, "ds_permits", permits(2))
+	must(t, err)
+	_, err = em.Publish(ctx, "ds_parcels", parcels(2))
+	must(t, err)
+	em.SetLinkLifetime(time.Minute)
+	f.tap.mu.Lock()
+	f.tap.expireLinks = true
+	f.tap.mu.Unlock()
+	f.inject(emulator.Fault{Match: "POST /v1/feeds/datasets/*/versions/*/links", Kind: emulator.FaultStatus, Status: 500},
+		emulator.Fault{Match: "GET /v1/feeds/subscriptions/*/events", Kind: emulator.FaultReset, Count: 2},
+		emulator.Fault{Match: files, Kind: emulator.FaultSlow, Delay: 20 * time.Millisecond, Count: 2},
+		emulator.Fault{Match: files, Kind: emulator.FaultReset})
+	sync(2, 3)
+
+	// Round 3, a MINOR change: version answers cut off and reset, schema
+	// files truncated and corrupt, a link refused as expired.
+	cols := append(append([]emulator.Column{}, permitCols...), emulator.Column{Name: "units", Type: "integer"})
+	_, err = em.Publish(ctx, "ds_permits", withUnits(permits(3), 3), emulator.WithSchema(cols, []string{"permit"}))
+	must(t, err)
+	_, err = em.Publish(ctx, "ds_parcels", parcels(3))
+	must(t, err)
+	f.inject(emulator.Fault{Match: "GET /v1/feeds/datasets/*/versions/*", Kind: emulator.FaultCutOff},
+		emulator.Fault{Match: "GET /v1/feeds/datasets/*/versions/*", Kind: emulator.FaultReset},
+		emulator.Fault{Match: "/files/*/*/schema.json", Kind: emulator.FaultTruncate},
+		emulator.Fault{Match: "/files/*/*/schema.json", Kind: emulator.FaultCorrupt},
+		emulator.Fault{Match: files, Kind: emulator.FaultStatus, Status: http.StatusForbidden, Code: "link_expired"})
+	sync(3, 4)
+	return f
+}
+
+// Issue 4, "Emulator fault injection": bursts of 429, 500 and 503 on each
+// endpoint, connection resets, truncated, cut-off and corrupt bodies, slow
+// answers and links that expire early; every sync still ends with exactly
+// the truth, without a failed dataset or a second sync.
+func TestSync_FaultInjection(t *testing.T) {
+	start := time.Now()
+	f := faultySyncs(t)
+	lines := strings.Split(strings.TrimSpace(f.logs.String()), "\n")
+	retries := 0
+	for _, l := range lines {
+		if strings.Contains(l, `"retry after a transient failure"`) || strings.Contains(l, `"download again"`) {
+			retries++
+		}
+	}
+	var codes []string
+	f.tap.mu.Lock()
+	for code, n := range f.tap.statuses {
+		if code >= 300 {
+			codes = append(codes, http.StatusText(code)+": "+itoa(n))
+		}
+	}
+	dropped := f.tap.dropped
+	f.tap.mu.Unlock()
+	sort.Strings(codes)
+	t.Logf("fault injection: %d faults injected, %d retries logged (%d connections dropped; error answers %v), 4 syncs run, 0 content mismatches, in %s",
+		f.injected, retries, dropped, codes, time.Since(start).Round(time.Millisecond))
+	if retries < f.injected-4 { // slow answers need no retry
+		t.Fatalf("%d retries for %d faults: the faults did not reach the client", retries, f.injected)
+	}
+	if f.em.KeyLeaks() != 0 {
+		t.Fatalf("the API key went to the file host %d times", f.em.KeyLeaks())
+	}
+}
+
+// DESIGN.md invariant 5 and issue 4, "Secrets": after faulty syncs, some
+// failing, neither the API key nor the signature of any signed link the
+// client used appears in a log line (at debug), an error, the status, the
+// registry, or the DuckDB file.
+func TestSync_NoSecretsInLogsOrErrors(t *testing.T) {
+	ctx := context.Background()
+	f := faultySyncs(t)
+	// Failures whose errors quote URLs: a file bad at its source, a log
+	// that answers 500 until the client gives up.
+	_, err := f.em.Publish(ctx, "ds_permits", withUnits(f.permits(4), 3))
+	must(t, err)
+	f.inject(emulator.Fault{Match: "/files/**", Kind: emulator.FaultCorrupt, Count: -1})
+	if _, err := f.r.Sync(ctx); !errors.Is(err, ErrPartial) {
+		t.Fatalf("sync with a file corrupt at its source: %v, want ErrPartial", err)
+	} else {
+		f.errs = append(f.errs, err.Error())
+	}
+	f.em.ClearFaults()
+	f.inject(emulator.Fault{Match: "GET /v1/feeds/subscriptions/*/events", Kind: emulator.FaultStatus, Status: 500, Code: "internal", Count: -1})
+	if _, err := f.r.Sync(ctx); err == nil {
+		t.Fatal("sync with the log down: no error")
+	} else {
+		f.errs = append(f.errs, err.Error())
+	}
+	f.em.ClearFaults()
+	st := mustStatus(t, f.r)
+	stJSON, err := json.Marshal(st)
+	must(t, err)
+	must(t, f.r.Close())
+	file, err := os.ReadFile(f.path)
+	must(t, err)
+	if _, err := os.Stat(f.path + ".spool"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the spool folder is left after Close: %v", err)
+	}
+
+	f.tap.mu.Lock()
+	secrets := []string{secretKey}
+	for sig := range f.tap.sigs {
+		secrets = append(secrets, sig)
+	}
+	f.tap.mu.Unlock()
+	if len(secrets) < 10 {
+		t.Fatalf("only %d signatures seen: the test did not exercise signed links", len(secrets)-1)
+	}
+	places := map[string]string{
+		"log lines":       f.logs.String(),
+		"sync errors":     strings.Join(f.errs, "\n"),
+		"status":          string(stJSON),
+		"the DuckDB file": string(file),
+	}
+	if !strings.Contains(places["log lines"], "sha256 mismatch") || !strings.Contains(places["sync errors"], "500") {
+		t.Fatalf("the failures did not happen: errors %q", places["sync errors"])
+	}
+	for where, text := range places {
+		for _, s := range secrets {
+			if strings.Contains(text, s) {
+				i := strings.Index(text, s)
+				t.Fatalf("%s show a secret %q: …%s…", where, s[:6]+"…", text[max(0, i-120):min(len(text), i+len(s)+20)])
+			}
+		}
+	}
+	t.Logf("checked %d log lines, %d errors, the status and %d bytes of file for the key and %d link signatures",
+		strings.Count(places["log lines"], "\n"), len(f.errs), len(file), len(secrets)-1)
+}
