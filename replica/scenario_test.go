@@ -414,3 +414,86 @@ func snapshotRegistry(tb testing.TB, r *Replica) string {
 	}
 	return s
 }
+
+// feed-events.txt, feed.dataset.removed reasons: every reason leaves the
+// rows in place and the dataset removed with the reason; its later versions
+// do not arrive.
+func TestScenario_RemovedEachReason(t *testing.T) {
+	for _, tc := range []struct {
+		reason string
+		leave  func(em *emulator.Emulator, sub string) error
+	}{
+		{"left_coverage", func(em *emulator.Emulator, _ string) error { em.SetCoverage([]string{"fl-orange"}); return nil }},
+		{"plan_changed", func(em *emulator.Emulator, _ string) error { return em.SetPlanClosed("ds_parcels", true) }},
+		{"subscription_changed", func(em *emulator.Emulator, _ string) error { return em.Refile("ds_parcels", "fl-orange", "zoning-land-use") }},
+		{"no_longer_deliverable", func(em *emulator.Emulator, _ string) error { return em.SetDeliverable("ds_parcels", false) }},
+	} {
+		t.Run(tc.reason, func(t *testing.T) {
+			ctx := context.Background()
+			em := mustEmulator(t)
+			sub, _, parcels := seedTwo(t, em)
+			em.AddTopic("zoning-land-use", "Zoning")
+			must(t, em.PatchSubscription(sub, emulator.SubscriptionSpec{Places: []string{"fl-orange", "fl-seminole"}, Topics: []string{"development-activity", "parcels-property"}}))
+			r := mustOpen(t, em, sub, "")
+			mustSync(t, r)
+			must(t, tc.leave(em, sub))
+			_, _ = em.Publish(ctx, "ds_parcels", parcels(1)) // may be refused once undeliverable
+			mustSync(t, r)
+			d := datasetRow(t, r, "ds_parcels")
+			if d.Status != storage.StatusRemoved || !strings.Contains(d.StatusReason, tc.reason) || d.Version != 1 {
+				t.Fatalf("parcels: %s v%d (%s), want removed (%s) at version 1", d.Status, d.Version, d.StatusReason, tc.reason)
+			}
+			assertMatchesTruth(t, r, em, "ds_parcels", 1)
+			assertMatchesTruth(t, r, em, "ds_permits", 1)
+		})
+	}
+}
+
+// feed-events.txt, previous_unavailable: "a version subscribers already had
+// was released again, and there is no id map. After a version is released
+// again, the dataset's next version sent is a resync_required".
+func TestScenario_ReReleaseSendsPreviousUnavailable(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, permits, _ := seedTwo(t, em)
+	r := mustOpen(t, em, sub, "")
+	mustSync(t, r)
+	must(t, em.ReRelease("ds_permits", 1))
+	rel, err := em.Publish(ctx, "ds_permits", permits(1))
+	must(t, err)
+	if rel.ResyncReason != "previous_unavailable" {
+		t.Fatalf("emulator: %+v", rel)
+	}
+	res := mustSync(t, r)
+	if res.SnapshotsLoaded != 1 || res.ChangesMerged != 0 {
+		t.Fatalf("a resync loads the snapshot: %+v", res)
+	}
+	assertMatchesTruth(t, r, em, "ds_permits", rel.Version)
+}
+
+// schemas-and-holds.txt: a key change is MAJOR; it arrives (once Ploti
+// releases it) as resync_required key_columns_changed, held for review by
+// default.
+func TestScenario_KeyColumnsChanged(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, permits, _ := seedTwo(t, em)
+	r := mustOpen(t, em, sub, "")
+	mustSync(t, r)
+	rel, err := em.Publish(ctx, "ds_permits", permits(0), emulator.WithSchema(permitCols, []string{"permit", "issued"}), emulator.SkipReview())
+	must(t, err)
+	if rel.ResyncReason != "key_columns_changed" {
+		t.Fatalf("emulator: %+v", rel)
+	}
+	mustSync(t, r)
+	d := datasetRow(t, r, "ds_permits")
+	if d.Status != storage.StatusHeld || d.Version != 1 {
+		t.Fatalf("after a key change: %s v%d (%s), want held at 1", d.Status, d.Version, d.StatusReason)
+	}
+	must(t, r.Release(ctx, "ds_permits"))
+	d = datasetRow(t, r, "ds_permits")
+	if d.Version != rel.Version || strings.Join(d.KeyColumns, ",") != "permit,issued" {
+		t.Fatalf("after release: v%d keys %v", d.Version, d.KeyColumns)
+	}
+	assertMatchesTruth(t, r, em, "ds_permits", rel.Version)
+}
