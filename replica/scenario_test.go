@@ -425,7 +425,9 @@ func TestScenario_RemovedEachReason(t *testing.T) {
 	}{
 		{"left_coverage", func(em *emulator.Emulator, _ string) error { em.SetCoverage([]string{"fl-orange"}); return nil }},
 		{"plan_changed", func(em *emulator.Emulator, _ string) error { return em.SetPlanClosed("ds_parcels", true) }},
-		{"subscription_changed", func(em *emulator.Emulator, _ string) error { return em.Refile("ds_parcels", "fl-orange", "zoning-land-use") }},
+		{"subscription_changed", func(em *emulator.Emulator, _ string) error {
+			return em.Refile("ds_parcels", "fl-orange", "zoning-land-use")
+		}},
 		{"no_longer_deliverable", func(em *emulator.Emulator, _ string) error { return em.SetDeliverable("ds_parcels", false) }},
 	} {
 		t.Run(tc.reason, func(t *testing.T) {
