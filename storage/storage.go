@@ -78,13 +78,14 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 			opts.OnLocked(err.Error())
 			told = true
 		}
-		if opts.LockTimeout < 0 || time.Now().Add(wait).After(deadline) {
+		left := time.Until(deadline)
+		if opts.LockTimeout < 0 || left <= 0 {
 			return nil, fmt.Errorf("open %s: gave up after %s: %w", path, opts.LockTimeout, err)
 		}
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(wait):
+		case <-time.After(min(wait, left)): // the last try is at the deadline
 		}
 		if wait *= 2; wait > 2*time.Second {
 			wait = 2 * time.Second
@@ -139,8 +140,10 @@ func lockHolder(msg string) string {
 	if i := strings.Index(msg, "Conflicting lock"); i >= 0 {
 		msg = msg[i:]
 	}
-	if i := strings.Index(msg, ". See also"); i >= 0 {
-		msg = msg[:i]
+	for _, tail := range []string{". See also", ". However, you would be able to open"} {
+		if i := strings.Index(msg, tail); i >= 0 {
+			msg = msg[:i]
+		}
 	}
 	return strings.TrimSpace(msg)
 }
