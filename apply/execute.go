@@ -373,6 +373,16 @@ func (x *Executor) load(ctx context.Context, d *storage.Dataset, v *ploti.Versio
 		}
 		return x.commitVersion(ctx, tx, d, v, schema, rows, eventID)
 	})
+	if err == nil {
+		// The replaced table's blocks are free for reuse only after a
+		// checkpoint: take it now, so that the next swap reuses them and the
+		// file stays near twice the table while a replica stays open (issue
+		// 6: without it, each reload in a session added the table's size).
+		// Best effort: DuckDB refuses while another transaction runs.
+		if cerr := x.DB.Checkpoint(ctx); cerr != nil {
+			x.Log.Debug().Str("dataset", d.ID).Err(cerr).Msg("checkpoint after a snapshot swap")
+		}
+	}
 	return rows, err
 }
 
