@@ -26,6 +26,7 @@ type connFlags struct {
 	MemoryLimit  string
 	LockTimeout  time.Duration
 	IDRefs       []string
+	PageSize     int
 }
 
 func (c *connFlags) register(cmd *cobra.Command, api bool) {
@@ -43,6 +44,7 @@ func (c *connFlags) register(cmd *cobra.Command, api bool) {
 	f.StringVar(&c.OnMajor, "on-major", "hold", "on a MAJOR schema change: hold (for review) or reload")
 	f.StringVar(&c.MemoryLimit, "memory-limit", "", "DuckDB memory_limit, e.g. 1GB")
 	f.StringArrayVar(&c.IDRefs, "id-ref", nil, "TABLE.COLUMN=DATASET: a column of yours holding the dataset's record ids, rewritten when Ploti replaces ids (repeatable)")
+	f.IntVar(&c.PageSize, "page-size", replica.DefaultPageSize, "events read per page of the log (1 to 500); the cursor is committed after each page")
 }
 
 // resolve fills unset flags from the environment and defaults.
@@ -73,10 +75,13 @@ func (c *connFlags) options(env *Env, log zerolog.Logger) (replica.Options, erro
 	if err != nil {
 		return replica.Options{}, &usageError{err}
 	}
+	if c.PageSize < 1 || c.PageSize > 500 {
+		return replica.Options{}, &usageError{fmt.Errorf("--page-size %d: want 1 to 500", c.PageSize)}
+	}
 	told := false
 	return replica.Options{
 		APIURL: c.APIURL, APIKey: c.APIKey, SubscriptionID: c.Subscription, Logger: log, OnMajor: c.OnMajor,
-		MemoryLimit: c.MemoryLimit, LockTimeout: c.LockTimeout, IDReferences: refs,
+		MemoryLimit: c.MemoryLimit, LockTimeout: c.LockTimeout, IDReferences: refs, PageSize: c.PageSize,
 		OnLocked: func(msg string) {
 			if !told {
 				log.Warn().Str("db", c.DB).Msg("waiting for the file: " + msg)
