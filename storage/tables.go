@@ -96,16 +96,35 @@ func (tx *Tx) LoadSnapshot(ctx context.Context, table string, cols []ploti.Colum
 	if _, err := tx.tx.ExecContext(ctx, q); err != nil {
 		return 0, &DataError{File: baseNames(files), Detail: "load: " + err.Error()}
 	}
-	var n, nulls, dups int64
-	err = tx.tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*), count(*) - count(%[1]s), count(%[1]s) - count(DISTINCT %[1]s) FROM main.%[2]s`,
-		Ident(ColRecordID), Ident(table))).Scan(&n, &nulls, &dups)
+	n, nulls, dups, err := tx.checkRecordIDs(ctx, table)
 	if err != nil {
-		return 0, fmt.Errorf("check record ids of %s: %w", table, err)
+		return 0, err
 	}
 	if nulls > 0 || dups > 0 {
 		return 0, &DataError{File: baseNames(files), Detail: fmt.Sprintf("snapshot has %d null and %d duplicate _ploti_record_id values", nulls, dups)}
 	}
 	return n, nil
+}
+
+// checkRecordIDs counts a table's rows, null record ids and repeated ones.
+// Repeats are looked for first among the ids' 64-bit hashes, sorted: no two
+// equal hashes means no two equal ids, and at 10M rows this takes half the
+// time of count(DISTINCT) over the strings (issue 6: the check was a sixth
+// of a snapshot load). Equal hashes, a repeat or a collision, are settled
+// by the exact count.
+func (tx *Tx) checkRecordIDs(ctx context.Context, table string) (n, nulls, dups int64, err error) {
+	id, t := Ident(ColRecordID), "main."+Ident(table)
+	var hashDups int64
+	err = tx.tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*), count(*) - count(%[1]s),
+		(SELECT count(*) FROM (SELECT h = lag(h) OVER (ORDER BY h) AS same FROM (SELECT hash(%[1]s) AS h FROM %[2]s WHERE %[1]s IS NOT NULL)) WHERE same)
+		FROM %[2]s`, id, t)).Scan(&n, &nulls, &hashDups)
+	if err == nil && hashDups > 0 {
+		err = tx.tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(%[1]s) - count(DISTINCT %[1]s) FROM %[2]s`, id, t)).Scan(&dups)
+	}
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("check record ids of %s: %w", table, err)
+	}
+	return n, nulls, dups, nil
 }
 
 // columnsFromFile is the fallback when no schema is known: every column the
