@@ -281,3 +281,35 @@ func mustStatus(tb testing.TB, r *Replica) *Status {
 	}
 	return st
 }
+
+// Bad input during the bootstrap: the dataset has no good version to keep;
+// it fails with the reason, holds no table, the other dataset loads, and
+// the next sync loads it once its snapshot is good.
+func TestSync_BadInputAtBootstrap(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, _, _ := seedTwo(t, em)
+	must(t, em.SpoilFileQuery(ctx, "ds_permits", 1, "snapshot", 0,
+		"SELECT * FROM original UNION ALL (SELECT * FROM original ORDER BY _ploti_record_id LIMIT 2)"))
+	r := mustOpen(t, em, sub, "", fastRetries)
+	res, err := r.Sync(ctx)
+	if !errors.Is(err, ErrPartial) || len(res.Failed) != 1 || res.Failed[0] != "ds_permits" || res.SnapshotsLoaded != 1 {
+		t.Fatalf("bootstrap with a bad snapshot: %v, %+v", err, res)
+	}
+	d := datasetRow(t, r, "ds_permits")
+	if d.Status != storage.StatusFailed || d.Version != 0 ||
+		!strings.Contains(d.StatusReason, "ds_permits-v1-snapshot-0.parquet: snapshot has 0 null and 2 duplicate _ploti_record_id values") {
+		t.Fatalf("ds_permits after a bad bootstrap: %s v%d %q", d.Status, d.Version, d.StatusReason)
+	}
+	var tables int
+	must(t, r.DB().QueryRow("SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = ?", d.Table).Scan(&tables))
+	if tables != 0 {
+		t.Fatalf("a table %s was left for a dataset that never loaded", d.Table)
+	}
+	assertMatchesTruth(t, r, em, "ds_parcels", 1)
+	must(t, em.RestoreFiles("ds_permits", 1))
+	if res := mustSync(t, r); res.SnapshotsLoaded != 1 {
+		t.Fatalf("the repair loaded %d snapshots, want 1", res.SnapshotsLoaded)
+	}
+	assertMatchesTruth(t, r, em, "ds_permits", 1)
+}
