@@ -180,21 +180,32 @@ func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, t
 		return st, &DataError{File: name, Detail: "read: " + err.Error()}
 	}
 	defer tx.tx.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS temp._ploti_merge")
-	var n, nulls, dups, bad, addedHeld, missing int64
+	// One pass over the table finds the rows the file names (issue 6: the
+	// check and the delete each scanned the table; the delete now goes by
+	// row id). Record ids are unique in the table, and the file's are
+	// checked below, so each file row meets at most one table row.
+	if _, err := tx.tx.ExecContext(ctx, fmt.Sprintf(`CREATE OR REPLACE TEMP TABLE _ploti_merge_hit AS
+		SELECT t.rowid AS row_id, c.%[2]s AS change FROM main.%[3]s t JOIN temp._ploti_merge c ON t.%[1]s = c.%[1]s`,
+		Ident(ColRecordID), Ident(ColChange), Ident(table))); err != nil {
+		return st, fmt.Errorf("merge %s into %s: match: %w", name, table, err)
+	}
+	defer tx.tx.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS temp._ploti_merge_hit")
+	var n, nulls, dups, bad, addedHeld, heldChanged int64
 	err = tx.tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*),
 			count(*) FILTER (WHERE c.%[1]s IS NULL),
 			count(c.%[1]s) - count(DISTINCT c.%[1]s),
 			count(*) FILTER (WHERE c.%[2]s IS NULL OR c.%[2]s NOT IN ('added', 'changed', 'removed')),
-			count(*) FILTER (WHERE c.%[2]s = 'added' AND t.%[1]s IS NOT NULL),
-			count(*) FILTER (WHERE c.%[2]s IN ('changed', 'removed') AND t.%[1]s IS NULL),
+			(SELECT count(*) FILTER (WHERE change = 'added') FROM temp._ploti_merge_hit),
+			(SELECT count(*) FILTER (WHERE change IN ('changed', 'removed')) FROM temp._ploti_merge_hit),
 			count(*) FILTER (WHERE c.%[2]s = 'added'),
 			count(*) FILTER (WHERE c.%[2]s = 'changed'),
 			count(*) FILTER (WHERE c.%[2]s = 'removed')
-		FROM temp._ploti_merge c LEFT JOIN (SELECT %[1]s FROM main.%[3]s) t ON t.%[1]s = c.%[1]s`,
-		Ident(ColRecordID), Ident(ColChange), Ident(table))).Scan(&n, &nulls, &dups, &bad, &addedHeld, &missing, &st.Added, &st.Changed, &st.Removed)
+		FROM temp._ploti_merge c`,
+		Ident(ColRecordID), Ident(ColChange))).Scan(&n, &nulls, &dups, &bad, &addedHeld, &heldChanged, &st.Added, &st.Changed, &st.Removed)
 	if err != nil {
 		return st, fmt.Errorf("check changes %s: %w", name, err)
 	}
+	missing := st.Changed + st.Removed - heldChanged
 	switch {
 	case nulls > 0 || dups > 0:
 		return st, &DataError{File: name, Detail: fmt.Sprintf("changes file has %d null and %d duplicate _ploti_record_id values", nulls, dups)}
@@ -203,8 +214,8 @@ func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, t
 	case addedHeld > 0 || missing > 0:
 		return st, &DataError{File: name, Detail: fmt.Sprintf("changes file does not fit the held version: %d added ids already held, %d changed or removed ids not held", addedHeld, missing)}
 	}
-	if _, err := tx.tx.ExecContext(ctx, fmt.Sprintf(`DELETE FROM main.%[1]s WHERE %[2]s IN
-		(SELECT %[2]s FROM temp._ploti_merge WHERE %[3]s IN ('changed', 'removed'))`, Ident(table), Ident(ColRecordID), Ident(ColChange))); err != nil {
+	if _, err := tx.tx.ExecContext(ctx, fmt.Sprintf(`DELETE FROM main.%s WHERE rowid IN
+		(SELECT row_id FROM temp._ploti_merge_hit WHERE change IN ('changed', 'removed'))`, Ident(table))); err != nil {
 		return st, fmt.Errorf("merge %s into %s: delete: %w", name, table, err)
 	}
 	cn := columnNames(cols)
