@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"slices"
 
 	"github.com/ploti-replica/ploti-replica/storage"
@@ -12,25 +13,30 @@ import (
 // then costs a handful of statements in all, not several per event. (A
 // DuckDB statement costs a few hundred microseconds even on a table of
 // fifty rows; issue 6 measured 150 events a second with one read and one
-// write per statement.) Every write still lands in the batch's one
-// transaction, before its commit.
+// write per statement.) Every write still lands in the batch's open
+// transaction, before its commit. The cache outlives a commit: the walk
+// is the file's one writer, and a heavy action, which writes a dataset's
+// row and holds in a transaction of its own, makes the batch forget that
+// dataset.
 type pageCache struct {
-	rows       map[string]*storage.Dataset // every registry row, by dataset id
-	holds      map[string][]storage.Hold   // every hold, by dataset id
+	rows       map[string]*storage.Dataset // registry rows, by dataset id
+	holds      map[string][]storage.Hold   // holds, by dataset id
+	stale      map[string]bool             // ids to read again (see forget)
 	dirtyRows  []string                    // ids whose row Flush writes, in first-write order
 	dirtyHolds []string                    // ids whose holds Flush rewrites
 	applied    []string                    // event ids Flush records as applied
 }
 
-// cached loads the whole registry and every hold into the batch, once per
-// transaction.
+// cached returns the batch's cache, loading the whole registry and every
+// hold the first time, and makes sure a transaction is open for the writes
+// the cache will hold back.
 func (b *Batch) cached(ctx context.Context) (*pageCache, error) {
-	if b.cache != nil {
-		return b.cache, nil
-	}
 	tx, err := b.Tx(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if b.cache != nil {
+		return b.cache, nil
 	}
 	all, err := tx.Datasets(ctx)
 	if err != nil {
@@ -40,7 +46,7 @@ func (b *Batch) cached(ctx context.Context) (*pageCache, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &pageCache{rows: make(map[string]*storage.Dataset, len(all)), holds: map[string][]storage.Hold{}}
+	c := &pageCache{rows: make(map[string]*storage.Dataset, len(all)), holds: map[string][]storage.Hold{}, stale: map[string]bool{}}
 	for _, d := range all {
 		c.rows[d.ID] = d
 	}
@@ -58,6 +64,11 @@ func (b *Batch) dataset(ctx context.Context, id string) (*storage.Dataset, []sto
 	if err != nil {
 		return nil, nil, err
 	}
+	if c.stale[id] {
+		if err := b.reload(ctx, id); err != nil {
+			return nil, nil, err
+		}
+	}
 	d := c.rows[id]
 	if d == nil {
 		return nil, slices.Clone(c.holds[id]), nil
@@ -70,6 +81,41 @@ func cloneDataset(d *storage.Dataset) *storage.Dataset {
 	cp.KeyColumns = slices.Clone(d.KeyColumns)
 	cp.Columns = slices.Clone(d.Columns)
 	return &cp
+}
+
+// forget makes the batch read a dataset's row and holds again, after
+// something wrote them outside it.
+func (b *Batch) forget(id string) {
+	if c := b.cache; c != nil {
+		delete(c.rows, id)
+		delete(c.holds, id)
+		c.stale[id] = true
+	}
+}
+
+// reload reads one dataset's row and holds into the cache.
+func (b *Batch) reload(ctx context.Context, id string) error {
+	tx, err := b.Tx(ctx)
+	if err != nil {
+		return err
+	}
+	c := b.cache
+	d, err := tx.Dataset(ctx, id)
+	switch {
+	case errors.Is(err, storage.ErrNoDataset):
+		delete(c.rows, id)
+	case err != nil:
+		return err
+	default:
+		c.rows[id] = d
+	}
+	holds, err := tx.Holds(ctx, id)
+	if err != nil {
+		return err
+	}
+	c.holds[id] = holds
+	delete(c.stale, id)
+	return nil
 }
 
 // putDataset replaces a registry row; Flush writes it.
@@ -106,13 +152,16 @@ func (b *Batch) markApplied(ctx context.Context, id string) error {
 	return nil
 }
 
-// writeBack writes what the cache holds back into the transaction and
-// drops the cache (a heavy action, in a transaction of its own, changes
-// the registry next).
+// writeBack writes what the cache holds back into the open transaction.
 func (b *Batch) writeBack(ctx context.Context) error {
 	c := b.cache
-	if c == nil || b.tx == nil {
-		b.cache = nil
+	if c == nil {
+		return nil
+	}
+	if b.tx == nil {
+		if len(c.dirtyRows)+len(c.dirtyHolds)+len(c.applied) > 0 {
+			return errors.New("batch: bookkeeping held back without a transaction")
+		}
 		return nil
 	}
 	tx := b.tx
@@ -134,6 +183,6 @@ func (b *Batch) writeBack(ctx context.Context) error {
 	if err := tx.MarkApplied(ctx, c.applied...); err != nil {
 		return err
 	}
-	b.cache = nil
+	c.dirtyRows, c.dirtyHolds, c.applied = nil, nil, nil
 	return nil
 }

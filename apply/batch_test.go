@@ -144,3 +144,68 @@ func dump(t *testing.T, db *storage.DB) string {
 	}
 	return string(b)
 }
+
+// Issue 6: the batch's cache outlives the commit before a heavy action. The
+// events after it must still be recorded, and the loaded dataset read again.
+func TestBatch_HeavyActionInThePage(t *testing.T) {
+	at := time.Date(2026, 11, 2, 3, 4, 5, 0, time.UTC)
+	ctx := context.Background()
+	evs := []ploti.Event{
+		feedEvent(ploti.EventStale, "ds_a", nil, func(d *ploti.EventData) { d.LastCheckedAt, d.NextCheckBy = &at, &at }),
+		feedEvent(ploti.EventResyncRequired, "ds_b", ploti.Int(4), func(d *ploti.EventData) { d.Reason = ploti.ReasonPreviousUnavailable }),
+		feedEvent(ploti.EventStale, "ds_b", nil, func(d *ploti.EventData) { d.LastCheckedAt, d.NextCheckBy = &at, &at }),
+		feedEvent(ploti.EventUpdated, "ds_b", ploti.Int(3), func(d *ploti.EventData) { d.PreviousVersion = ploti.Int(2) }),
+		feedEvent(ploti.EventResyncRequired, "ds_a", ploti.Int(5), func(d *ploti.EventData) { d.Reason = ploti.ReasonPreviousUnavailable }),
+		// The last: a skip after a heavy action, with nothing after it that
+		// opens a transaction.
+		feedEvent(ploti.EventUpdated, "ds_b", ploti.Int(2), func(d *ploti.EventData) { d.PreviousVersion = ploti.Int(1) }),
+	}
+	for i := range evs {
+		evs[i].ID = fmt.Sprintf("evt_%03d", i+1)
+		evs[i].Timestamp = at
+	}
+	run := func(perEvent bool) (string, *storage.DB) {
+		db := seedRegistry(t, at)
+		snap := filepath.Join(t.TempDir(), "snapshot.parquet")
+		if _, err := db.SQL().ExecContext(ctx, `COPY (SELECT 'rec_' || i AS _ploti_record_id, 'p' AS _ploti_place_id, 'k' || i AS k
+			FROM range(10) t(i)) TO `+storage.Literal(snap)+` (FORMAT parquet)`); err != nil {
+			t.Fatal(err)
+		}
+		x := &Executor{DB: db, Source: &fileSource{path: snap, schema: &ploti.Schema{SchemaVersion: "1.0",
+			Columns: []ploti.Column{{Name: "k", Type: ploti.Type{Type: ploti.TypeString}}}}}}
+		b := NewBatch(db)
+		defer b.Abort()
+		for _, e := range evs {
+			if _, err := x.Apply(ctx, b, e); err != nil {
+				t.Fatalf("apply %s: %v", e.ID, err)
+			}
+			if perEvent {
+				if err := b.Flush(); err != nil {
+					t.Fatal(err)
+				}
+				b = NewBatch(db)
+			}
+		}
+		if err := b.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		return dump(t, db), db
+	}
+	one, db := run(false)
+	each, _ := run(true)
+	if one != each {
+		t.Fatalf("one batch for the page:\n%s\none batch per event:\n%s", one, each)
+	}
+	for _, id := range []string{"evt_001", "evt_002", "evt_003", "evt_004", "evt_005", "evt_006"} {
+		if ok, err := db.IsApplied(ctx, id); err != nil || !ok {
+			t.Fatalf("%s not recorded as applied (err %v):\n%s", id, err, one)
+		}
+	}
+	d, err := db.Dataset(ctx, "ds_b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Version != 4 || d.StaleLastCheckedAt == nil {
+		t.Fatalf("ds_b after the page: version %d, stale check %v; want version 4 and the stale check after the load", d.Version, d.StaleLastCheckedAt)
+	}
+}

@@ -77,7 +77,6 @@ func (b *Batch) Tx(ctx context.Context) (*storage.Tx, error) {
 // transaction, if any.
 func (b *Batch) Flush() error {
 	if b.tx == nil {
-		b.cache = nil
 		return nil
 	}
 	if err := b.writeBack(b.ctx); err != nil {
@@ -87,6 +86,7 @@ func (b *Batch) Flush() error {
 	tx := b.tx
 	b.tx = nil
 	if err := tx.Commit(); err != nil {
+		b.cache = nil // it holds what did not commit
 		return fmt.Errorf("commit batch: %w", err)
 	}
 	return nil
@@ -147,6 +147,7 @@ func (x *Executor) Apply(ctx context.Context, b *Batch, ev ploti.Event) (Result,
 		return res, err
 	}
 	res.Rows, res.Stats, err = x.heavy(ctx, d, a, link, ev.ID, ev.Data.Reason)
+	b.forget(d.ID) // its own transaction wrote the dataset's row and holds
 	if err != nil {
 		res.Applied = false
 		return res, x.fail(ctx, b, d, a, ev.ID, err)
@@ -253,11 +254,8 @@ func (x *Executor) fail(ctx context.Context, b *Batch, d *storage.Dataset, a Act
 	if terr != nil {
 		return terr
 	}
-	if werr := b.writeBack(ctx); werr != nil { // the failure is written through
-		return werr
-	}
-	fresh, ferr := tx.Dataset(ctx, d.ID)
-	if ferr == nil {
+	fresh, _, ferr := b.dataset(ctx, d.ID)
+	if ferr == nil && fresh != nil {
 		d = fresh
 	}
 	now := tx.Now
@@ -270,11 +268,9 @@ func (x *Executor) fail(ctx context.Context, b *Batch, d *storage.Dataset, a Act
 	default:
 		d.Status, d.StatusReason, d.LastError, d.FailedAt = storage.StatusFailed, err.Error(), err.Error(), &now
 	}
-	if perr := tx.PutDataset(ctx, d); perr != nil {
-		return perr
-	}
+	b.putDataset(d)
 	if eventID != "" {
-		if merr := tx.MarkApplied(ctx, eventID); merr != nil {
+		if merr := b.markApplied(ctx, eventID); merr != nil {
 			return merr
 		}
 	}
