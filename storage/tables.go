@@ -140,6 +140,10 @@ func columnsFromFile(have []string) []ploti.Column {
 	return cols
 }
 
+// colHeld is the merge's column for the row id of the table row a file
+// row names.
+const colHeld = "_ploti_merge_rowid"
+
 // MergeStats counts what a changes file did.
 type MergeStats struct {
 	Added, Changed, Removed int64
@@ -175,37 +179,32 @@ func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, t
 	if err != nil {
 		return st, err
 	}
+	// The file's rows, cast, each with the row id of the table row of the
+	// same record id: one pass over the table serves the checks and the
+	// delete (issue 6: they each scanned it, and small merges paid for
+	// every statement). Record ids are unique in the table, and the file's
+	// are checked below, so each file row meets at most one table row.
 	if _, err := tx.tx.ExecContext(ctx, fmt.Sprintf(`CREATE OR REPLACE TEMP TABLE _ploti_merge AS
-		SELECT CAST(%s AS VARCHAR) AS %s, %s FROM read_parquet(%s)`, Ident(ColChange), Ident(ColChange), sel, fileList(files))); err != nil {
+		SELECT c.*, t.rowid AS %[5]s FROM (SELECT CAST(%[2]s AS VARCHAR) AS %[2]s, %[3]s FROM read_parquet(%[4]s)) c
+		LEFT JOIN main.%[6]s t ON t.%[1]s = c.%[1]s`, Ident(ColRecordID), Ident(ColChange), sel, fileList(files), Ident(colHeld), Ident(table))); err != nil {
 		return st, &DataError{File: name, Detail: "read: " + err.Error()}
 	}
 	defer tx.tx.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS temp._ploti_merge")
-	// One pass over the table finds the rows the file names (issue 6: the
-	// check and the delete each scanned the table; the delete now goes by
-	// row id). Record ids are unique in the table, and the file's are
-	// checked below, so each file row meets at most one table row.
-	if _, err := tx.tx.ExecContext(ctx, fmt.Sprintf(`CREATE OR REPLACE TEMP TABLE _ploti_merge_hit AS
-		SELECT t.rowid AS row_id, c.%[2]s AS change FROM main.%[3]s t JOIN temp._ploti_merge c ON t.%[1]s = c.%[1]s`,
-		Ident(ColRecordID), Ident(ColChange), Ident(table))); err != nil {
-		return st, fmt.Errorf("merge %s into %s: match: %w", name, table, err)
-	}
-	defer tx.tx.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS temp._ploti_merge_hit")
-	var n, nulls, dups, bad, addedHeld, heldChanged int64
+	var n, nulls, dups, bad, addedHeld, missing int64
 	err = tx.tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*),
-			count(*) FILTER (WHERE c.%[1]s IS NULL),
-			count(c.%[1]s) - count(DISTINCT c.%[1]s),
-			count(*) FILTER (WHERE c.%[2]s IS NULL OR c.%[2]s NOT IN ('added', 'changed', 'removed')),
-			(SELECT count(*) FILTER (WHERE change = 'added') FROM temp._ploti_merge_hit),
-			(SELECT count(*) FILTER (WHERE change IN ('changed', 'removed')) FROM temp._ploti_merge_hit),
-			count(*) FILTER (WHERE c.%[2]s = 'added'),
-			count(*) FILTER (WHERE c.%[2]s = 'changed'),
-			count(*) FILTER (WHERE c.%[2]s = 'removed')
-		FROM temp._ploti_merge c`,
-		Ident(ColRecordID), Ident(ColChange))).Scan(&n, &nulls, &dups, &bad, &addedHeld, &heldChanged, &st.Added, &st.Changed, &st.Removed)
+			count(*) FILTER (WHERE %[1]s IS NULL),
+			count(%[1]s) - count(DISTINCT %[1]s),
+			count(*) FILTER (WHERE %[2]s IS NULL OR %[2]s NOT IN ('added', 'changed', 'removed')),
+			count(*) FILTER (WHERE %[2]s = 'added' AND %[3]s IS NOT NULL),
+			count(*) FILTER (WHERE %[2]s IN ('changed', 'removed') AND %[3]s IS NULL),
+			count(*) FILTER (WHERE %[2]s = 'added'),
+			count(*) FILTER (WHERE %[2]s = 'changed'),
+			count(*) FILTER (WHERE %[2]s = 'removed')
+		FROM temp._ploti_merge`,
+		Ident(ColRecordID), Ident(ColChange), Ident(colHeld))).Scan(&n, &nulls, &dups, &bad, &addedHeld, &missing, &st.Added, &st.Changed, &st.Removed)
 	if err != nil {
 		return st, fmt.Errorf("check changes %s: %w", name, err)
 	}
-	missing := st.Changed + st.Removed - heldChanged
 	switch {
 	case nulls > 0 || dups > 0:
 		return st, &DataError{File: name, Detail: fmt.Sprintf("changes file has %d null and %d duplicate _ploti_record_id values", nulls, dups)}
@@ -215,7 +214,7 @@ func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, t
 		return st, &DataError{File: name, Detail: fmt.Sprintf("changes file does not fit the held version: %d added ids already held, %d changed or removed ids not held", addedHeld, missing)}
 	}
 	if _, err := tx.tx.ExecContext(ctx, fmt.Sprintf(`DELETE FROM main.%s WHERE rowid IN
-		(SELECT row_id FROM temp._ploti_merge_hit WHERE change IN ('changed', 'removed'))`, Ident(table))); err != nil {
+		(SELECT %s FROM temp._ploti_merge WHERE %s IN ('changed', 'removed'))`, Ident(table), Ident(colHeld), Ident(ColChange))); err != nil {
 		return st, fmt.Errorf("merge %s into %s: delete: %w", name, table, err)
 	}
 	cn := columnNames(cols)
