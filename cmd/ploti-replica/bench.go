@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ploti-replica/ploti-replica/internal/bench"
+)
+
+type benchCmd struct {
+	env     *Env
+	Rows    string
+	Quick   bool
+	Repeat  int
+	Threads int
+	Dir     string
+	Only    []string
+}
+
+func newBenchCmd(env *Env) *cobra.Command {
+	b := &benchCmd{env: env}
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure the engine against DuckDB's own load and merge speed, side by side",
+		Long: `Build permits-like datasets on the bundled emulator and measure, each three
+times (median and range): a snapshot load against DuckDB's CREATE TABLE AS
+SELECT from read_parquet (the loopback download reported apart), a changes
+merge of 1% (also 0.01% and 10%) against a full reload and against DuckDB's
+bare DELETE and INSERT, a catch-up of the event log, the peak memory of a
+loading process, the file size after reloads, and the demo's time to its
+first answer. The table goes to stdout, then one summary line.
+
+--quick is the smoke test: 1M rows and a smaller catch-up, about a minute
+on two cores.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return b.run(cmd.Context()) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&b.Rows, "rows", "1000000,10000000", "snapshot sizes to load, comma separated (the largest drives merges, memory and file size)")
+	f.BoolVar(&b.Quick, "quick", false, "the smoke test: 1M rows, a smaller catch-up")
+	f.IntVar(&b.Repeat, "repeat", bench.DefaultRepeat, "runs of each measurement")
+	f.IntVar(&b.Threads, "threads", 0, "DuckDB threads for the engine and for DuckDB alone (0: all cores)")
+	f.StringVar(&b.Dir, "dir", "", "scratch directory (default a temporary one, removed after)")
+	f.StringSliceVar(&b.Only, "only", nil, "measure only these sections: "+strings.Join(bench.Sections, ", ")+" (merge runs load too)")
+	return cmd
+}
+
+// newBenchChildCmd is the hidden command bench runs in child processes to
+// measure one step's peak memory on its own.
+func newBenchChildCmd(env *Env) *cobra.Command {
+	return &cobra.Command{
+		Use:    bench.ChildCommand,
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE:   func(cmd *cobra.Command, _ []string) error { return bench.RunChild(cmd.Context(), env.Stdout) },
+	}
+}
+
+func (b *benchCmd) run(ctx context.Context) error {
+	cfg := bench.Config{}
+	if b.Quick {
+		cfg = bench.Quick()
+	} else {
+		sizes, err := parseRows(b.Rows)
+		if err != nil {
+			return &usageError{err}
+		}
+		cfg.Rows = sizes
+	}
+	for _, o := range b.Only {
+		if !slices.Contains(bench.Sections, o) {
+			return &usageError{fmt.Errorf("--only %q: want some of %s", o, strings.Join(bench.Sections, ", "))}
+		}
+	}
+	cfg.Repeat, cfg.Threads, cfg.Dir, cfg.Only, cfg.Log = b.Repeat, b.Threads, b.Dir, b.Only, b.env.Stderr
+	if exe, err := os.Executable(); err == nil {
+		cfg.Exe = exe
+	}
+	rep, err := bench.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	rep.WriteTable(b.env.Stdout)
+	fmt.Fprintln(b.env.Stdout)
+	fmt.Fprintln(b.env.Stdout, rep.SummaryLine())
+	return nil
+}
+
+// parseRows reads "1000000,10000000" (also "1M,10M", "100k").
+func parseRows(s string) ([]int64, error) {
+	var out []int64
+	for _, part := range strings.Split(s, ",") {
+		p := strings.ToLower(strings.TrimSpace(part))
+		mult := int64(1)
+		switch {
+		case strings.HasSuffix(p, "m"):
+			p, mult = strings.TrimSuffix(p, "m"), 1000000
+		case strings.HasSuffix(p, "k"):
+			p, mult = strings.TrimSuffix(p, "k"), 1000
+		}
+		n, err := strconv.ParseInt(strings.ReplaceAll(p, "_", ""), 10, 64)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("--rows %q: want sizes such as 1000000,10000000", s)
+		}
+		out = append(out, n*mult)
+	}
+	return out, nil
+}

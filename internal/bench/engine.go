@@ -1,0 +1,293 @@
+package bench
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/ploti-replica/ploti-replica/apply"
+	"github.com/ploti-replica/ploti-replica/emulator"
+	"github.com/ploti-replica/ploti-replica/fetch"
+	"github.com/ploti-replica/ploti-replica/ploti"
+	"github.com/ploti-replica/ploti-replica/replica"
+	"github.com/ploti-replica/ploti-replica/storage"
+)
+
+// timedAPI is the real API client with a stopwatch on downloads, so the
+// time spent on HTTP transfers can be taken out of the engine's time and
+// reported apart. The replica downloads one file at a time.
+type timedAPI struct {
+	replica.API
+	mu       sync.Mutex
+	download cost
+	bytes    int64
+}
+
+func (t *timedAPI) Download(ctx context.Context, f ploti.File, name string, refresh func(context.Context) (ploti.File, error)) (string, error) {
+	stop := startWatch()
+	p, err := t.API.Download(ctx, f, name, refresh)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.download = t.download.add(stop())
+	if f.Bytes != nil {
+		t.bytes += *f.Bytes
+	}
+	return p, err
+}
+
+// cost is what a step took: wall time, and the process's CPU time (which
+// the other users of a shared machine do not inflate).
+type cost struct {
+	Wall, CPU time.Duration
+}
+
+func (c cost) add(o cost) cost { return cost{c.Wall + o.Wall, c.CPU + o.CPU} }
+func (c cost) sub(o cost) cost { return cost{c.Wall - o.Wall, c.CPU - o.CPU} }
+
+// startWatch starts measuring; the function it returns reads the cost so far.
+func startWatch() func() cost {
+	start, cpu := time.Now(), cpuTime()
+	return func() cost { return cost{time.Since(start), cpuTime() - cpu} }
+}
+
+// syncRun is one engine sync: what it took, the part spent downloading,
+// and what the sync did.
+type syncRun struct {
+	Total, Download cost
+	Bytes           int64
+	Result          replica.SyncResult
+}
+
+// Engine is the sync's cost minus the downloads'.
+func (s syncRun) Engine() cost { return s.Total.sub(s.Download) }
+
+// engineOpts are the replica settings a run uses.
+type engineOpts struct {
+	Threads     int
+	MemoryLimit string
+}
+
+// engineSync opens the replica at path, syncs it with the emulator and
+// closes it (the close checkpoints the file, as the CLI's sync does).
+func engineSync(ctx context.Context, em *emulator.Emulator, sub, path string, eo engineOpts) (syncRun, error) {
+	return syncWith(ctx, em.URL(), em.APIKey(), sub, path, eo)
+}
+
+func syncWith(ctx context.Context, apiURL, key, sub, path string, eo engineOpts) (syncRun, error) {
+	var run syncRun
+	// The client-side rate limit (Ploti's 120 calls a minute) is off: the
+	// emulator has none, and the bench measures the engine, not the wait.
+	client, err := fetch.New(fetch.Options{BaseURL: apiURL, APIKey: key, SpoolDir: path + ".spool", DisableRateLimit: true})
+	if err != nil {
+		return run, err
+	}
+	api := &timedAPI{API: client}
+	stop := startWatch()
+	r, err := replica.Open(ctx, path, replica.Options{APIURL: apiURL, SubscriptionID: sub, API: api,
+		Threads: eo.Threads, MemoryLimit: eo.MemoryLimit})
+	if err != nil {
+		return run, err
+	}
+	run.Result, err = r.Sync(ctx)
+	if cerr := r.Close(); err == nil {
+		err = cerr
+	}
+	run.Total = stop()
+	run.Download, run.Bytes = api.download, api.bytes
+	if err != nil {
+		return run, fmt.Errorf("sync %s: %w", path, err)
+	}
+	return run, nil
+}
+
+// localSource serves a version's files straight from the emulator's
+// directory: the engine's load path with no HTTP at all.
+type localSource struct {
+	em     *emulator.Emulator
+	schema *ploti.Schema
+}
+
+func (s *localSource) Version(ctx context.Context, datasetID string, version int, link string) (*ploti.Version, error) {
+	return &ploti.Version{DatasetID: datasetID, Version: version, SchemaVersion: s.schema.SchemaVersion}, nil
+}
+
+func (s *localSource) Current(ctx context.Context, datasetID string) (int, error) {
+	return 0, errors.New("local source: no current version")
+}
+
+func (s *localSource) Schema(ctx context.Context, v *ploti.Version) (*ploti.Schema, error) {
+	return s.schema, nil
+}
+
+func (s *localSource) Download(ctx context.Context, v *ploti.Version, kind string) ([]string, error) {
+	switch kind {
+	case "snapshot":
+		return s.em.SnapshotFiles(ctx, v.DatasetID, v.Version)
+	case "changes":
+		p, err := s.em.ChangesFile(ctx, v.DatasetID, v.Version)
+		return []string{p}, err
+	}
+	return nil, fmt.Errorf("local source: no %s files", kind)
+}
+
+// Discard keeps the files: they are the emulator's.
+func (s *localSource) Discard([]string) {}
+
+// engineReload loads a version's snapshot over the dataset's table in the
+// file at path, through the engine's own reload (apply.Executor.LoadVersion:
+// snapshot swap, registry row, one transaction), from local files, then
+// closes the file. reloads > 1 loads it that many times in one session,
+// calling each (when not nil) after each.
+func engineReload(ctx context.Context, em *emulator.Emulator, path, datasetID string, version, reloads int, eo engineOpts, each func(i int)) (cost, error) {
+	stop := startWatch()
+	db, err := storage.Open(ctx, path, storage.Options{Threads: eo.Threads, MemoryLimit: eo.MemoryLimit})
+	if err != nil {
+		return cost{}, err
+	}
+	err = func() error {
+		d, err := db.Dataset(ctx, datasetID)
+		if err != nil {
+			return err
+		}
+		src := &localSource{em: em, schema: &ploti.Schema{DatasetID: datasetID, SchemaVersion: d.SchemaVersion, Columns: d.Columns, KeyColumns: d.KeyColumns}}
+		x := &apply.Executor{DB: db, Source: src}
+		v, _ := src.Version(ctx, datasetID, version, "")
+		for i := range reloads {
+			if _, err := x.LoadVersion(ctx, d, v); err != nil {
+				return fmt.Errorf("reload %s v%d: %w", datasetID, version, err)
+			}
+			if each != nil {
+				each(i + 1)
+			}
+		}
+		return nil
+	}()
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	return stop(), err
+}
+
+// rawLoad is DuckDB alone: a fresh file, CREATE TABLE … AS SELECT * FROM
+// read_parquet(…), close.
+func rawLoad(ctx context.Context, path, table string, files []string, eo engineOpts) (cost, error) {
+	stop := startWatch()
+	err := withPlain(ctx, path, eo, func(db *sql.DB) error {
+		_, err := db.ExecContext(ctx, fmt.Sprintf("CREATE TABLE %s AS SELECT * FROM read_parquet(%s)", storage.Ident(table), fileList(files)))
+		return err
+	})
+	return stop(), err
+}
+
+// rawMergeSQL applies one changes file with the two statements a merge by
+// record id needs, in one transaction: no checks, no bookkeeping.
+func rawMergeSQL(table, file string) []string {
+	t, f := storage.Ident(table), fileList([]string{file})
+	return []string{
+		"BEGIN",
+		fmt.Sprintf("DELETE FROM %s WHERE _ploti_record_id IN (SELECT _ploti_record_id FROM read_parquet(%s) WHERE _ploti_change <> 'added')", t, f),
+		fmt.Sprintf("INSERT INTO %s BY NAME SELECT * EXCLUDE (_ploti_change) FROM read_parquet(%s) WHERE _ploti_change <> 'removed'", t, f),
+		"COMMIT",
+	}
+}
+
+// rawMerges applies changes files (table → file) to the file at path, one
+// transaction each, then closes it.
+func rawMerges(ctx context.Context, path string, merges [][2]string, eo engineOpts) (cost, error) {
+	stop := startWatch()
+	err := withPlain(ctx, path, eo, func(db *sql.DB) error {
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		for _, m := range merges {
+			for _, q := range rawMergeSQL(m[0], m[1]) {
+				if _, err := conn.ExecContext(ctx, q); err != nil {
+					return fmt.Errorf("raw merge of %s: %w", m[1], err)
+				}
+			}
+		}
+		return nil
+	})
+	return stop(), err
+}
+
+func withPlain(ctx context.Context, path string, eo engineOpts, fn func(*sql.DB) error) error {
+	db, err := storage.OpenPlain(ctx, path, storage.Options{Threads: eo.Threads, MemoryLimit: eo.MemoryLimit})
+	if err != nil {
+		return err
+	}
+	err = fn(db)
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func fileList(files []string) string {
+	s := "["
+	for i, f := range files {
+		if i > 0 {
+			s += ", "
+		}
+		s += storage.Literal(f)
+	}
+	return s + "]"
+}
+
+// tableRows counts a table's rows in a closed file.
+func tableRows(ctx context.Context, path, table string) (int64, error) {
+	var n int64
+	err := withPlain(ctx, path, engineOpts{}, func(db *sql.DB) error {
+		return db.QueryRowContext(ctx, "SELECT count(*) FROM "+storage.Ident(table)).Scan(&n)
+	})
+	return n, err
+}
+
+// copyDB copies a closed DuckDB file (flushed to disk, so that write-back
+// does not run into the next measurement) and removes any stale WAL of dst.
+func copyDB(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	os.Remove(dst + ".wal")
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// fileSize is a file's size in bytes, with its WAL.
+func fileSize(path string) int64 {
+	var n int64
+	for _, p := range []string{path, path + ".wal"} {
+		if st, err := os.Stat(p); err == nil {
+			n += st.Size()
+		}
+	}
+	return n
+}
+
+// removeDB removes a DuckDB file, its WAL and the replica's spool.
+func removeDB(path string) {
+	os.Remove(path)
+	os.Remove(path + ".wal")
+	os.RemoveAll(path + ".spool")
+}

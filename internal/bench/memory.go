@@ -1,0 +1,160 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ChildCommand is the hidden ploti-replica command that runs one measured
+// step in a process of its own, so its peak memory is that step's alone.
+const ChildCommand = "bench-child"
+
+// childEnv carries the child's job (JSON), so the API key stays off the
+// command line.
+const childEnv = "PLOTI_BENCH_CHILD"
+
+// childJob is what a child process does.
+type childJob struct {
+	Mode        string // "sync" (the engine) or "raw-load" (DuckDB alone)
+	APIURL      string
+	APIKey      string
+	Sub         string
+	Path        string
+	Table       string
+	Files       []string
+	Threads     int
+	MemoryLimit string
+}
+
+// RunChild is the body of ChildCommand: it runs the job in the
+// environment and prints how long it took and the process's peak RSS.
+func RunChild(ctx context.Context, w io.Writer) error {
+	var job childJob
+	if err := json.Unmarshal([]byte(os.Getenv(childEnv)), &job); err != nil {
+		return fmt.Errorf("%s: read job from $%s: %w", ChildCommand, childEnv, err)
+	}
+	eo := engineOpts{Threads: job.Threads, MemoryLimit: job.MemoryLimit}
+	start := time.Now()
+	var err error
+	switch job.Mode {
+	case "sync":
+		_, err = syncWith(ctx, job.APIURL, job.APIKey, job.Sub, job.Path, eo)
+	case "raw-load":
+		_, err = rawLoad(ctx, job.Path, job.Table, job.Files, eo)
+	default:
+		err = fmt.Errorf("unknown mode %q", job.Mode)
+	}
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", ChildCommand, job.Mode, err)
+	}
+	peak, ok := vmHWM()
+	if !ok {
+		return errNoRSS
+	}
+	fmt.Fprintf(w, "%s done in %s\n%s%d\n", job.Mode, time.Since(start).Round(time.Millisecond), peakPrefix, peak)
+	return nil
+}
+
+// vmHWM is the process's peak resident set in bytes, as /proc/self/status
+// tells it (the rusage of a child started by fork and exec may carry its
+// parent's peak, so the child reads its own).
+func vmHWM() (int64, bool) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb * 1024, err == nil
+		}
+	}
+	return 0, false
+}
+
+const peakPrefix = "peak_rss_bytes="
+
+// child runs a job in a child process and returns its peak RSS in bytes.
+func (r *run) child(ctx context.Context, job childJob) (float64, error) {
+	b, err := json.Marshal(job)
+	if err != nil {
+		return 0, err
+	}
+	cmd := exec.CommandContext(ctx, r.cfg.Exe, ChildCommand)
+	cmd.Env = append(os.Environ(), childEnv+"="+string(b))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("child %s: %w: %s", job.Mode, err, bytes.TrimSpace(out.Bytes()))
+	}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), peakPrefix); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("child %s: %q: %w", job.Mode, line, err)
+			}
+			r.logf("child %s (memory limit %q): peak RSS %s", job.Mode, job.MemoryLimit, mib(float64(n)))
+			return float64(n), nil
+		}
+	}
+	return 0, errNoRSS
+}
+
+var errNoRSS = errors.New("peak RSS of a child process is not available on this system")
+
+// memory measures the peak RSS of a process that bootstraps the dataset
+// (the engine), default and with MemoryLimit, against a process that
+// loads the same files with DuckDB alone under the same settings.
+func (r *run) memory(ctx context.Context, b *bigDataset) error {
+	if r.cfg.Exe == "" {
+		r.rep.note("memory: not measured (no binary to run child processes)")
+		return nil
+	}
+	files, err := b.em.SnapshotFiles(ctx, b.id, b.version)
+	if err != nil {
+		return err
+	}
+	worst := math.NaN()
+	for _, limit := range []string{"", MemoryLimit} {
+		var eng, raw Quantity
+		for range r.cfg.Repeat {
+			p := r.path("rss-engine")
+			rss, err := r.child(ctx, childJob{Mode: "sync", APIURL: b.em.URL(), APIKey: b.em.APIKey(), Sub: b.sub, Path: p,
+				Threads: r.cfg.Threads, MemoryLimit: limit})
+			removeDB(p)
+			if err != nil {
+				return err
+			}
+			eng.Add(rss)
+			p = r.path("rss-raw")
+			rss, err = r.child(ctx, childJob{Mode: "raw-load", Path: p, Table: b.table, Files: files, Threads: r.cfg.Threads, MemoryLimit: limit})
+			removeDB(p)
+			if err != nil {
+				return err
+			}
+			raw.Add(rss)
+		}
+		ratio := eng.Median() / raw.Median()
+		if math.IsNaN(worst) || ratio > worst {
+			worst = ratio
+		}
+		setting := "memory_limit default"
+		if limit != "" {
+			setting = "Options.MemoryLimit " + limit
+		}
+		r.rep.target(Line{What: "4. peak RSS of a process loading the snapshot", Size: fmt.Sprintf("%s rows, %s", rows(b.n), setting),
+			Engine: eng.Format(mib), Versus: "DuckDB alone: " + raw.Format(mib), Ratio: ratio}, 1.2, true)
+	}
+	r.rep.Summary["rss_ratio"] = worst
+	return nil
+}

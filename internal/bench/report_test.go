@@ -1,0 +1,46 @@
+package bench
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The summary line is the last line of `bench`, keys in the issue's order.
+func TestReport_SummaryLine(t *testing.T) {
+	r := newReport()
+	r.Summary["file_growth"] = 1.5
+	r.Summary["load_ratio"] = 1.0412
+	r.Summary["events_per_s"] = 3104.6
+	r.Summary["rss_ratio"] = math.NaN()
+	got := r.SummaryLine()
+	want := "load_ratio=1.04 merge_vs_reload=- merge_vs_raw=- events_per_s=3105 updates_vs_raw=- rss_ratio=- file_growth=1.50"
+	if got != want {
+		t.Fatalf("summary:\n got %s\nwant %s", got, want)
+	}
+}
+
+func TestLine_Holds(t *testing.T) {
+	r := newReport()
+	r.target(Line{Ratio: 1.2}, 1.1, true)
+	r.target(Line{Ratio: 2500}, 2000, false)
+	r.add(Line{Ratio: math.NaN()})
+	var got []string
+	for _, l := range r.Lines {
+		got = append(got, l.Target+":"+l.Holds())
+	}
+	if s, want := strings.Join(got, " "), "≤ 1.10:misses ≥ 2000:holds :"; s != want {
+		t.Fatalf("got %q, want %q", s, want)
+	}
+}
+
+func TestStat(t *testing.T) {
+	var s Stat
+	for _, d := range []time.Duration{3 * time.Second, time.Second, 2 * time.Second} {
+		s.Add(d)
+	}
+	if got, want := s.String(), "2.00 s (1.00–3.00)"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,329 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/ploti-replica/ploti-replica/emulator"
+	"github.com/ploti-replica/ploti-replica/storage"
+)
+
+// bigDataset is one permits dataset of n rows on the emulator, with its
+// own subscription, and the files that hold its latest state in the
+// engine's format and in DuckDB's alone.
+type bigDataset struct {
+	em       *emulator.Emulator
+	id, sub  string
+	table    string
+	n        int64
+	version  int
+	engine   string   // a closed replica file at version
+	raw      string   // a closed plain DuckDB file at version
+	files    []string // the first version's snapshot parts
+	history  []churn
+	parquetB int64
+}
+
+// mergeStep is a version published for a merge: its release and changes file.
+type mergeStep struct {
+	rel     emulator.Release
+	changes string
+	f       float64
+}
+
+// snapshots measures, for each size, the snapshot load; for the largest
+// also the merges, the peak memory and the file size.
+func (r *run) snapshots(ctx context.Context) error {
+	if !r.want("load") && !r.want("memory") && !r.want("file") {
+		return nil
+	}
+	em, err := r.newEmulator("emulator-snapshots", emulator.Options{})
+	if err != nil {
+		return err
+	}
+	defer closeEmulator(em)
+	for i, n := range r.cfg.Rows {
+		b, err := r.newBig(ctx, em, n)
+		if err != nil {
+			return err
+		}
+		if r.want("load") {
+			if err := r.load(ctx, b); err != nil {
+				return err
+			}
+		}
+		if i == len(r.cfg.Rows)-1 {
+			for _, step := range []struct {
+				name string
+				fn   func(context.Context, *bigDataset) error
+			}{{"merge", r.merges}, {"memory", r.memory}, {"file", r.fileGrowth}} {
+				if !r.want(step.name) {
+					continue
+				}
+				if err := step.fn(ctx, b); err != nil {
+					return err
+				}
+			}
+		}
+		removeDB(b.engine)
+		removeDB(b.raw)
+	}
+	return nil
+}
+
+// newBig adds a permits dataset of n rows, with a subscription of its
+// own, and publishes its first version.
+func (r *run) newBig(ctx context.Context, em *emulator.Emulator, n int64) (*bigDataset, error) {
+	id := "ds_permits_" + rows(n)
+	sub, err := addPermits(em, id)
+	if err != nil {
+		return nil, err
+	}
+	r.logf("emulator: building %s rows of %s", rows(n), id)
+	start := time.Now()
+	if _, err := em.PublishQuery(ctx, id, permitsSQL(n, nil)); err != nil {
+		return nil, err
+	}
+	r.logf("emulator: built in %s", time.Since(start).Round(time.Millisecond))
+	b := &bigDataset{em: em, id: id, sub: sub, table: storage.TableName(id), n: n, version: 1}
+	files, err := em.SnapshotFiles(ctx, id, 1)
+	if err != nil {
+		return nil, err
+	}
+	b.files = files
+	for _, f := range files {
+		if st, err := os.Stat(f); err == nil {
+			b.parquetB += st.Size()
+		}
+	}
+	return b, nil
+}
+
+// loadEngineOnce bootstraps a replica of the dataset into a fresh file.
+func (r *run) loadEngineOnce(ctx context.Context, b *bigDataset, path string) (syncRun, error) {
+	run, err := engineSync(ctx, b.em, b.sub, path, r.eo)
+	if err == nil && run.Result.SnapshotsLoaded != 1 {
+		err = fmt.Errorf("bootstrap of %s loaded %d snapshots, want 1: %w", b.id, run.Result.SnapshotsLoaded, errMismatch)
+	}
+	return run, err
+}
+
+// loadRawOnce loads the dataset's first snapshot with DuckDB alone.
+func (r *run) loadRawOnce(ctx context.Context, b *bigDataset, path string) (cost, error) {
+	return rawLoad(ctx, path, b.table, b.files, r.eo)
+}
+
+// load measures a replica bootstrap of the dataset's first version against
+// DuckDB's CREATE TABLE … AS SELECT * FROM read_parquet of the same files.
+func (r *run) load(ctx context.Context, b *bigDataset) error {
+	var eng, raw, dl Costs
+	for i := range r.cfg.Repeat {
+		ep, rp := r.path("load-engine"), r.path("load-raw")
+		engineRun := func() error {
+			run, err := r.loadEngineOnce(ctx, b, ep)
+			eng.Add(run.Engine())
+			dl.Add(run.Download)
+			return err
+		}
+		rawRun := func() error {
+			d, err := r.loadRawOnce(ctx, b, rp)
+			raw.Add(d)
+			return err
+		}
+		order := []func() error{engineRun, rawRun}
+		if i%2 == 1 {
+			order[0], order[1] = order[1], order[0]
+		}
+		for _, f := range order {
+			if err := f(); err != nil {
+				return err
+			}
+		}
+		r.logf("load %s, run %d: engine %s (+ download %s), DuckDB alone %s", rows(b.n), i+1,
+			secs(eng.Wall.Runs[i]), secs(dl.Wall.Runs[i]), secs(raw.Wall.Runs[i]))
+		if i < r.cfg.Repeat-1 {
+			removeDB(ep)
+			removeDB(rp)
+		} else {
+			b.engine, b.raw = ep, rp
+		}
+	}
+	if err := checkRows(ctx, b.engine, b.table, b.n); err != nil {
+		return err
+	}
+	ratio, cpu := ratios(eng, raw)
+	size := fmt.Sprintf("%s rows, %s Parquet", rows(b.n), mib(float64(b.parquetB)))
+	r.rep.target(Line{What: "1. snapshot load (replica bootstrap, download excluded)", Size: size, Engine: eng.String(),
+		Versus: "DuckDB CTAS from read_parquet: " + raw.String(), Ratio: ratio, CPURatio: cpu}, 1.10, true)
+	r.rep.add(Line{What: "1. download on loopback (reported apart)", Size: mib(float64(b.parquetB)), Engine: dl.Wall.String(),
+		Versus: fmt.Sprintf("%.0f MB/s", float64(b.parquetB)/1e6/dl.Wall.Seconds()), Ratio: math.NaN()})
+	r.rep.Summary["load_ratio"] = ratio
+	return nil
+}
+
+func checkRows(ctx context.Context, path, table string, want int64) error {
+	got, err := tableRows(ctx, path, table)
+	if err != nil {
+		return err
+	}
+	if got != want {
+		return fmt.Errorf("%s in %s has %d rows, want %d: %w", table, path, got, want, errMismatch)
+	}
+	return nil
+}
+
+// merges publishes one version per merge size (each from the one before)
+// and measures, from the file at the previous version: the replica's
+// merge of its changes file, the engine's full reload of the same version,
+// and DuckDB's bare DELETE and INSERT of the same file.
+func (r *run) merges(ctx context.Context, b *bigDataset) error {
+	for _, f := range r.cfg.Merges {
+		st, err := r.nextVersion(ctx, b, f)
+		if err != nil {
+			return err
+		}
+		rel := st.rel
+		var eng, raw, reload, dl Costs
+		var nextE, nextR string
+		for i := range r.cfg.Repeat {
+			ep, rp, lp := r.path("merge-engine"), r.path("merge-raw"), r.path("merge-reload")
+			for _, cp := range [][2]string{{b.engine, ep}, {b.raw, rp}, {b.engine, lp}} {
+				if err := copyDB(cp[0], cp[1]); err != nil {
+					return err
+				}
+			}
+			d, down, err := r.mergeOnce(ctx, b, st, "engine", ep)
+			if err != nil {
+				return err
+			}
+			eng.Add(d)
+			dl.Add(down)
+			if d, _, err = r.mergeOnce(ctx, b, st, "duckdb", rp); err != nil {
+				return err
+			}
+			raw.Add(d)
+			if d, _, err = r.mergeOnce(ctx, b, st, "reload", lp); err != nil {
+				return err
+			}
+			reload.Add(d)
+			r.logf("merge %s of %s, run %d: engine %s (+ download %s), reload %s, DuckDB alone %s", pct(f), rows(b.n), i+1,
+				secs(eng.Wall.Runs[i]), secs(dl.Wall.Runs[i]), secs(reload.Wall.Runs[i]), secs(raw.Wall.Runs[i]))
+			removeDB(lp)
+			if i < r.cfg.Repeat-1 {
+				removeDB(ep)
+				removeDB(rp)
+			} else {
+				nextE, nextR = ep, rp
+			}
+		}
+		for _, p := range []string{nextE, nextR} {
+			if err := checkRows(ctx, p, b.table, rel.RowCount); err != nil {
+				return err
+			}
+		}
+		removeDB(b.engine)
+		removeDB(b.raw)
+		b.engine, b.raw, b.version = nextE, nextR, rel.Version
+		size := fmt.Sprintf("%s of %s rows: +%d ~%d −%d", pct(f), rows(b.n), rel.Added, rel.Changed, rel.Removed)
+		vsReload, cpuReload := ratios(eng, reload)
+		vsRaw, cpuRaw := ratios(eng, raw)
+		line := Line{What: "2a. changes merge vs full reload of the same version", Size: size, Engine: eng.String(),
+			Versus: "engine reload: " + reload.String(), Ratio: vsReload, CPURatio: cpuReload}
+		if f == 0.01 {
+			r.rep.target(line, 0.15, true)
+			r.rep.Summary["merge_vs_reload"] = vsReload
+		} else {
+			r.rep.add(line)
+		}
+		line = Line{What: "2b. changes merge vs DuckDB's DELETE + INSERT", Size: size, Engine: eng.String(),
+			Versus: "DuckDB alone: " + raw.String(), Ratio: vsRaw, CPURatio: cpuRaw}
+		if f == 0.01 {
+			r.rep.target(line, 1.2, true)
+			r.rep.Summary["merge_vs_raw"] = vsRaw
+		} else {
+			r.rep.add(line)
+		}
+	}
+	return nil
+}
+
+// nextVersion publishes the dataset's next version with a fraction f of
+// its rows changed (a half changed, a quarter added, a quarter removed).
+func (r *run) nextVersion(ctx context.Context, b *bigDataset, f float64) (*mergeStep, error) {
+	b.history = append(b.history, churn{f})
+	r.logf("emulator: building the next version of %s (%s changed)", b.id, pct(f))
+	start := time.Now()
+	rel, err := b.em.PublishQuery(ctx, b.id, permitsSQL(b.n, b.history))
+	if err != nil {
+		return nil, err
+	}
+	r.logf("emulator: built version %d in %s: %d added, %d changed, %d removed", rel.Version, time.Since(start).Round(time.Millisecond), rel.Added, rel.Changed, rel.Removed)
+	if rel.ResyncRequired || rel.Held {
+		return nil, fmt.Errorf("version %d of %s is a resync or held: %w", rel.Version, b.id, errMismatch)
+	}
+	changes, err := b.em.ChangesFile(ctx, b.id, rel.Version)
+	if err != nil {
+		return nil, err
+	}
+	return &mergeStep{rel: rel, changes: changes, f: f}, nil
+}
+
+// mergeOnce brings the file at path (a copy of the previous version's
+// file, the engine's or DuckDB's alone) to the step's version: "engine" by
+// a replica sync (download excluded from the time, and returned apart),
+// "reload" by the engine's full reload, "duckdb" by DuckDB's bare DELETE
+// and INSERT of the changes file.
+func (r *run) mergeOnce(ctx context.Context, b *bigDataset, st *mergeStep, kind, path string) (cost, cost, error) {
+	switch kind {
+	case "engine":
+		run, err := engineSync(ctx, b.em, b.sub, path, r.eo)
+		if err == nil && (run.Result.ChangesMerged != 1 || run.Result.SnapshotsLoaded != 0) {
+			err = fmt.Errorf("sync of version %d merged %d and loaded %d, want one merge: %w", st.rel.Version, run.Result.ChangesMerged, run.Result.SnapshotsLoaded, errMismatch)
+		}
+		return run.Engine(), run.Download, err
+	case "reload":
+		d, err := engineReload(ctx, b.em, path, b.id, st.rel.Version, 1, r.eo, nil)
+		return d, cost{}, err
+	}
+	d, err := rawMerges(ctx, path, [][2]string{{b.table, st.changes}}, r.eo)
+	return d, cost{}, err
+}
+
+func pct(f float64) string {
+	return fmt.Sprintf("%g%%", f*100)
+}
+
+// fileGrowth bootstraps a fresh file, then reloads the same dataset
+// Config.Reloads times in one session, and compares the file's sizes.
+func (r *run) fileGrowth(ctx context.Context, b *bigDataset) error {
+	p := r.path("file-size")
+	defer removeDB(p)
+	if _, err := engineSync(ctx, b.em, b.sub, p, r.eo); err != nil {
+		return err
+	}
+	s0 := fileSize(p)
+	r.logf("file size after the bootstrap: %s; reloading %d times", mib(float64(s0)), r.cfg.Reloads)
+	var sizes []string
+	peak := s0
+	if _, err := engineReload(ctx, b.em, p, b.id, b.version, r.cfg.Reloads, r.eo, func(i int) {
+		s := fileSize(p)
+		peak = max(peak, s)
+		sizes = append(sizes, fmt.Sprintf("%.0f", float64(s)/(1<<20)))
+	}); err != nil {
+		return err
+	}
+	s1 := fileSize(p)
+	peak = max(peak, s1)
+	growth := float64(peak) / float64(s0)
+	// A swap keeps the replaced table until it commits, so the file must
+	// hold two tables at its peak: bounded means about twice the first.
+	r.rep.target(Line{What: "5. file size: largest over reloads of the same dataset, one open session", Size: fmt.Sprintf("%s rows, %d reloads", rows(b.n), r.cfg.Reloads),
+		Engine: fmt.Sprintf("%s; %s after closing", mib(float64(peak)), mib(float64(s1))), Versus: "after the bootstrap: " + mib(float64(s0)), Ratio: growth}, 2.1, true)
+	r.rep.note("file size in MiB after each reload (in one session): %s; after closing: %.0f", strings.Join(sizes, ", "), float64(s1)/(1<<20))
+	r.rep.Summary["file_growth"] = growth
+	return nil
+}
