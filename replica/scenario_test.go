@@ -499,3 +499,21 @@ func TestScenario_KeyColumnsChanged(t *testing.T) {
 	}
 	assertMatchesTruth(t, r, em, "ds_permits", rel.Version)
 }
+
+// Regression (review H1): a dataset that joins with no version and gets its
+// first version before the next sync is registered and loaded in one walk.
+func TestScenario_AddedAndFirstVersionInOneSync(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, _, _ := seedTwo(t, em)
+	r := mustOpen(t, em, sub, "")
+	mustSync(t, r)
+	must(t, em.AddDataset(emulator.DatasetSpec{ID: "ds_new", Title: "New", PlaceID: "fl-orange", KeyColumns: []string{"permit"}, Columns: permitCols}))
+	_, err := em.Publish(ctx, "ds_new", []emulator.Row{{"permit": "N-1", "valuation": "1.00", "geometry": "POINT (1 2)"}})
+	must(t, err)
+	mustSync(t, r)
+	assertMatchesTruth(t, r, em, "ds_new", 1)
+	if d := datasetRow(t, r, "ds_new"); d.Table != "ds_new" || d.Status != storage.StatusCurrent {
+		t.Fatalf("ds_new: table %q status %s (%s)", d.Table, d.Status, d.StatusReason)
+	}
+}

@@ -175,8 +175,15 @@ func (tx *Tx) PutDataset(ctx context.Context, d *Dataset) error {
 		if n, err := res.RowsAffected(); err == nil && n > 0 {
 			return nil
 		}
-	} else if err := tx.tx.QueryRowContext(ctx, "SELECT count(*) > 0 FROM _ploti.datasets WHERE dataset_id = ?", d.ID).Scan(&exists); err != nil {
-		return fmt.Errorf("put dataset %s: %w", d.ID, err)
+	} else {
+		// No table name given: keep the one the row has, never write ''.
+		err := tx.tx.QueryRowContext(ctx, "SELECT table_name FROM _ploti.datasets WHERE dataset_id = ?", d.ID).Scan(&d.Table)
+		switch {
+		case err == nil:
+			exists = true
+		case !errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("put dataset %s: %w", d.ID, err)
+		}
 	}
 	q := update
 	if !exists {

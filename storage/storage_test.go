@@ -244,3 +244,23 @@ func TestTx_LoadSnapshot_plainWKBGeometry(t *testing.T) {
 		t.Fatalf("geometry = %q", wkt)
 	}
 }
+
+// Regression (review H1): a write without a table name keeps the row's.
+func TestTx_PutDataset_keepsTableName(t *testing.T) {
+	ctx := context.Background()
+	db := mustOpen(t)
+	if err := db.Update(ctx, func(tx *Tx) error { return tx.PutDataset(ctx, &Dataset{ID: "ds_a"}) }); err != nil {
+		t.Fatal(err)
+	}
+	d := &Dataset{ID: "ds_a", Status: StatusCurrent, Version: 2}
+	if err := db.Update(ctx, func(tx *Tx) error { return tx.PutDataset(ctx, d) }); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.Dataset(ctx, "ds_a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Table != "ds_a" || d.Table != "ds_a" || got.Version != 2 {
+		t.Fatalf("table %q (given back %q), version %d", got.Table, d.Table, got.Version)
+	}
+}
