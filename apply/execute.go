@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/rs/zerolog"
 
@@ -167,7 +166,7 @@ func (x *Executor) onMajor() string {
 func (x *Executor) light(ctx context.Context, b *Batch, tx *storage.Tx, d *storage.Dataset, a Action, ev ploti.Event) error {
 	switch a.Kind {
 	case Pending:
-		d.Status, d.StatusReason, d.SkipUntilRemoved = storage.StatusPending, "added with no released version yet", false
+		d.Status, d.StatusReason, d.SkipUntilRemoved = storage.StatusPending, storage.ReasonAwaitingFirstVersion, false
 		d.Version, d.PreviousVersion = 0, 0
 	case AlterSchema:
 		// Ploti released a version past the held one: its delay is over.
@@ -194,17 +193,16 @@ func (x *Executor) light(ctx context.Context, b *Batch, tx *storage.Tx, d *stora
 		b.deleteHolds(d.ID, storage.HoldServer)
 		detail, _ := json.Marshal(map[string]any{"pendingVersion": a.Version, "schemaVersion": ev.Data.SchemaVersion, "schemaChange": ev.Data.SchemaChange})
 		since := ev.Timestamp
-		reason := fmt.Sprintf("MAJOR schema change to %s in version %d", ev.Data.SchemaVersion, a.Version)
 		b.putHold(storage.Hold{DatasetID: d.ID, Version: d.Version, Kind: storage.HoldLocal,
 			Reason: "schema_review", Since: &since, Detail: detail})
-		d.Status, d.StatusReason = storage.StatusHeld, "held for review: "+reason+"; run `ploti-replica holds release "+d.ID+"`"
+		d.Status, d.StatusReason = storage.StatusHeld, storage.ReasonMajorSchemaChange
 	case Removed:
-		d.Status, d.StatusReason, d.SkipUntilRemoved = storage.StatusRemoved, "removed: "+ev.Data.Reason, false
+		d.Status, d.StatusReason, d.SkipUntilRemoved = storage.StatusRemoved, ev.Data.Reason, false
 		b.deleteHolds(d.ID, "")
 	case Stale:
 		d.StaleLastCheckedAt, d.StaleNextCheckBy = ev.Data.LastCheckedAt, ev.Data.NextCheckBy
 		if d.Status == storage.StatusCurrent || d.StatusReason == "" {
-			d.StatusReason = staleReason(ev)
+			d.StatusReason = storage.ReasonStale
 		}
 	case Delayed:
 		since := ev.Data.Since
@@ -213,26 +211,17 @@ func (x *Executor) light(ctx context.Context, b *Batch, tx *storage.Tx, d *stora
 		}
 		b.putHold(storage.Hold{DatasetID: d.ID, Version: a.Version, Kind: storage.HoldServer,
 			Reason: ev.Data.Reason, Since: since})
-		reason := fmt.Sprintf("delayed by Ploti (%s) since %s", ev.Data.Reason, since.UTC().Format(time.RFC3339))
 		// feed-events.txt: "version is the version you hold, which stays
 		// current meanwhile": the status stays; the hold row and the reason
 		// tell of the wait.
 		if d.Version == 0 {
-			d.Status, d.StatusReason = storage.StatusPending, reason
+			d.Status, d.StatusReason = storage.StatusPending, ev.Data.Reason
 		} else if d.Status == storage.StatusCurrent {
-			d.StatusReason = reason + "; version " + fmt.Sprint(d.Version) + " stays current"
+			d.StatusReason = ev.Data.Reason
 		}
 	}
 	b.putDataset(d)
 	return nil
-}
-
-func staleReason(ev ploti.Event) string {
-	s := "stale: source check missed"
-	if ev.Data.NextCheckBy != nil {
-		s += " (next check was due " + ev.Data.NextCheckBy.UTC().Format(time.RFC3339) + ")"
-	}
-	return s
 }
 
 // fail records a dataset-level failure in the batch and marks the event
@@ -262,9 +251,9 @@ func (x *Executor) fail(ctx context.Context, b *Batch, d *storage.Dataset, a Act
 	switch {
 	case gone:
 		d.SkipUntilRemoved = true
-		d.StatusReason = "left the subscription (" + cause.Error() + "); skipping its events until feed.dataset.removed"
+		d.StatusReason, d.LastError = storage.ReasonLeftSubscription, err.Error()
 	case errors.Is(cause, ErrNoCurrent):
-		d.Status, d.StatusReason = storage.StatusPending, "no released version to load yet"
+		d.Status, d.StatusReason = storage.StatusPending, storage.ReasonAwaitingFirstVersion
 	default:
 		d.Status, d.StatusReason, d.LastError, d.FailedAt = storage.StatusFailed, err.Error(), err.Error(), &now
 	}
@@ -459,7 +448,7 @@ func (x *Executor) holdFromSchema(ctx context.Context, d *storage.Dataset, v *pl
 			return err
 		}
 		d.Status = storage.StatusHeld
-		d.StatusReason = fmt.Sprintf("held for review: MAJOR schema change to %s in version %d; run `ploti-replica holds release %s`", schema.SchemaVersion, v.Version, d.ID)
+		d.StatusReason = storage.ReasonMajorSchemaChange
 		if err := tx.PutDataset(ctx, d); err != nil {
 			return err
 		}

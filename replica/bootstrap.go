@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/ploti-replica/ploti-replica/apply"
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
 )
-
-const rebuildingReason = "files being rebuilt"
 
 // bootstrap loads every dataset the manifest lists, registers the
 // unavailable ones as pending, marks held datasets the manifest no longer
@@ -52,7 +49,7 @@ func (r *Replica) bootstrap(ctx context.Context, sub *storage.Subscription, res 
 			if listed[d.ID] || d.Status == storage.StatusRemoved {
 				continue
 			}
-			d.Status, d.StatusReason, d.SkipUntilRemoved = storage.StatusRemoved, "removed: no longer in the subscription's manifest", false
+			d.Status, d.StatusReason, d.SkipUntilRemoved = storage.StatusRemoved, storage.ReasonNotInManifest, false
 			if err := tx.DeleteHolds(ctx, d.ID, ""); err != nil {
 				return err
 			}
@@ -140,26 +137,18 @@ func markUnavailable(ctx context.Context, tx *storage.Tx, u ploti.Unavailable) e
 	if err != nil {
 		return err
 	}
-	if d.Status == storage.StatusCurrent && d.Version > 0 && u.Reason != "rebuilding" {
+	if d.Status == storage.StatusCurrent && d.Version > 0 && u.Reason != storage.ReasonRebuilding {
 		return nil
 	}
-	reason := u.Reason
-	if u.Reason == "rebuilding" {
-		reason = rebuildingReason
-		if u.Version != nil {
-			reason += fmt.Sprintf(" (version %d)", *u.Version)
-		}
-		if d.Version > 0 {
-			// Rows of the held version stay; the next sync loads the new one.
-			reason += fmt.Sprintf("; version %d stays loaded", d.Version)
-		}
-	} else {
-		reason = "no released version yet (" + u.Reason + ")"
-	}
-	if d.Version == 0 {
+	// A dataset listed again is delivered again: it is no longer removed.
+	d.SkipUntilRemoved = false
+	switch {
+	case d.Version == 0:
 		d.Status = storage.StatusPending
+	case d.Status == storage.StatusRemoved:
+		d.Status = storage.StatusCurrent // its rows stay until the repair loads the rebuilt files
 	}
-	d.StatusReason = reason
+	d.StatusReason = u.Reason // rebuilding, or the dataset's status: building, held, failed, awaiting_release
 	return tx.PutDataset(ctx, d)
 }
 
@@ -171,7 +160,7 @@ func (r *Replica) repair(ctx context.Context, res *SyncResult) error {
 		return err
 	}
 	for _, d := range all {
-		if d.Status != storage.StatusFailed && !strings.HasPrefix(d.StatusReason, rebuildingReason) {
+		if d.Status != storage.StatusFailed && d.StatusReason != storage.ReasonRebuilding {
 			continue
 		}
 		if d.SkipUntilRemoved || d.Status == storage.StatusRemoved {

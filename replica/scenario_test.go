@@ -99,7 +99,7 @@ func TestScenario_MajorSchemaChangeHoldThenRelease(t *testing.T) {
 	mustSync(t, r)
 	d := datasetRow(t, r, "ds_permits")
 	hs := holdsOf(t, r, "ds_permits")
-	if d.Status != storage.StatusCurrent || !strings.Contains(d.StatusReason, "delayed") || len(hs) != 1 || hs[0].Kind != storage.HoldServer || hs[0].Version != 1 {
+	if d.Status != storage.StatusCurrent || d.StatusReason != "schema_review" || len(hs) != 1 || hs[0].Kind != storage.HoldServer || hs[0].Version != 1 {
 		t.Fatalf("after delayed: status %s (%s), holds %+v; want current (\"stays current meanwhile\") with a server hold at version 1", d.Status, d.StatusReason, hs)
 	}
 	assertMatchesTruth(t, r, em, "ds_permits", 1) // "version is the version you hold, which stays current meanwhile"
@@ -176,7 +176,7 @@ func TestScenario_RemovedKeepsRows(t *testing.T) {
 	must(t, err)
 	mustSync(t, r)
 	d := datasetRow(t, r, "ds_parcels")
-	if d.Status != storage.StatusRemoved || !strings.Contains(d.StatusReason, "subscription_changed") {
+	if d.Status != storage.StatusRemoved || d.StatusReason != "subscription_changed" {
 		t.Fatalf("parcels: %s (%s), want removed: subscription_changed", d.Status, d.StatusReason)
 	}
 	assertMatchesTruth(t, r, em, "ds_parcels", 1)
@@ -247,7 +247,7 @@ func TestScenario_StaleAndDelayed(t *testing.T) {
 	em.Advance(49 * time.Hour)
 	mustSync(t, r)
 	d := datasetRow(t, r, "ds_permits")
-	if d.StaleNextCheckBy == nil || !strings.HasPrefix(d.StatusReason, "stale") || d.Status != storage.StatusCurrent {
+	if d.StaleNextCheckBy == nil || d.StatusReason != storage.ReasonStale || d.Status != storage.StatusCurrent {
 		t.Fatalf("after a missed check: %s (%s), nextCheckBy %v", d.Status, d.StatusReason, d.StaleNextCheckBy)
 	}
 	rel, err := em.Publish(ctx, "ds_permits", permits(1), emulator.Hold("data_check"))
@@ -356,7 +356,7 @@ func TestScenario_ManifestRebuilding(t *testing.T) {
 	mustSync(t, r)
 	assertMatchesTruth(t, r, em, "ds_permits", 1)
 	d := datasetRow(t, r, "ds_parcels")
-	if d.Status != storage.StatusPending || !strings.Contains(d.StatusReason, "rebuilt") {
+	if d.Status != storage.StatusPending || d.StatusReason != storage.ReasonRebuilding {
 		t.Fatalf("rebuilding dataset: %s (%s), want pending", d.Status, d.StatusReason)
 	}
 	must(t, em.SetRebuilding("ds_parcels", false))
@@ -442,7 +442,7 @@ func TestScenario_RemovedEachReason(t *testing.T) {
 			_, _ = em.Publish(ctx, "ds_parcels", parcels(1)) // may be refused once undeliverable
 			mustSync(t, r)
 			d := datasetRow(t, r, "ds_parcels")
-			if d.Status != storage.StatusRemoved || !strings.Contains(d.StatusReason, tc.reason) || d.Version != 1 {
+			if d.Status != storage.StatusRemoved || d.StatusReason != tc.reason || d.Version != 1 {
 				t.Fatalf("parcels: %s v%d (%s), want removed (%s) at version 1", d.Status, d.Version, d.StatusReason, tc.reason)
 			}
 			assertMatchesTruth(t, r, em, "ds_parcels", 1)

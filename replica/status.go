@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
 )
 
@@ -22,7 +24,8 @@ type DatasetStatus struct {
 	KeyColumns    []string   `json:"keyColumns,omitempty"`
 	Rows          int64      `json:"rows"`
 	Status        string     `json:"status"`
-	Reason        string     `json:"reason,omitempty"`
+	Reason        string     `json:"reason,omitempty"` // a code (the docs' own where they give one), or a failed dataset's error
+	Detail        string     `json:"detail,omitempty"` // the reason in words, with what to do`
 	Stale         bool       `json:"stale,omitempty"`
 	NextCheckBy   *time.Time `json:"nextCheckBy,omitempty"`
 	LastError     string     `json:"lastError,omitempty"`
@@ -86,6 +89,7 @@ func ReadStatus(ctx context.Context, db *storage.DB) (*Status, error) {
 			Topic: d.Topic, Version: d.Version, SchemaVersion: d.SchemaVersion, KeyColumns: d.KeyColumns, Rows: d.RowCount,
 			Status: d.Status, Reason: d.StatusReason, Stale: d.StaleNextCheckBy != nil || d.StaleLastCheckedAt != nil,
 			NextCheckBy: d.StaleNextCheckBy, LastError: d.LastError, UpdatedAt: d.UpdatedAt, Holds: byDS[d.ID]})
+		st.Datasets[len(st.Datasets)-1].Detail = explain(st.Datasets[len(st.Datasets)-1])
 	}
 	return st, nil
 }
@@ -151,4 +155,57 @@ func (r *Replica) Release(ctx context.Context, datasetID string) error {
 		return err
 	}
 	return nil
+}
+
+// explain puts a dataset's state in words, with what to do about it.
+func explain(d DatasetStatus) string {
+	var parts []string
+	switch d.Status {
+	case storage.StatusRemoved:
+		parts = append(parts, "left the subscription ("+d.Reason+"); its rows stay and stop updating")
+	case storage.StatusFailed:
+		parts = append(parts, "failed: "+d.Reason+"; the last good version stays and the next sync tries again")
+	}
+	switch d.Reason {
+	case storage.ReasonAwaitingFirstVersion:
+		parts = append(parts, "no released version yet; its first version arrives as resync_required first_version")
+	case storage.ReasonMajorSchemaChange:
+		s := "held for review after a MAJOR schema change"
+		for _, h := range d.Holds {
+			var det struct {
+				PendingVersion int    `json:"pendingVersion"`
+				SchemaVersion  string `json:"schemaVersion"`
+			}
+			if h.Kind == storage.HoldLocal && json.Unmarshal(h.Detail, &det) == nil && det.PendingVersion > 0 {
+				s = fmt.Sprintf("held for review: version %d brings a MAJOR schema change (to %s)", det.PendingVersion, det.SchemaVersion)
+			}
+		}
+		parts = append(parts, s+"; review, then `ploti-replica holds release "+d.DatasetID+"`")
+	case ploti.DelaySchemaReview, ploti.DelayDataCheck, ploti.DelayProcessing:
+		s := "Ploti holds the next version for review (" + d.Reason + ")"
+		for _, h := range d.Holds {
+			if h.Kind == storage.HoldServer && h.Since != nil {
+				s += " since " + h.Since.UTC().Format(time.RFC3339)
+			}
+		}
+		if d.Version > 0 {
+			s += fmt.Sprintf("; version %d stays current", d.Version)
+		}
+		parts = append(parts, s)
+	case storage.ReasonStale:
+		s := "stale: Ploti missed a check of the source"
+		if d.NextCheckBy != nil {
+			s += " (due " + d.NextCheckBy.UTC().Format(time.RFC3339) + ")"
+		}
+		parts = append(parts, s)
+	case storage.ReasonRebuilding:
+		parts = append(parts, "Ploti is rebuilding its files; the next sync loads it")
+	case storage.ReasonLeftSubscription:
+		parts = append(parts, "the API says it is no longer delivered; its events are skipped until feed.dataset.removed")
+	case storage.ReasonNotInManifest:
+		parts = append(parts, "no longer in the subscription's manifest; its rows stay")
+	case "building", "held", "failed", "awaiting_release":
+		parts = append(parts, "no released version yet (Ploti: "+d.Reason+")")
+	}
+	return strings.Join(parts, "; ")
 }

@@ -412,3 +412,18 @@ func (db *DB) IsApplied(ctx context.Context, id string) (bool, error) {
 	err := db.sql.QueryRowContext(ctx, "SELECT count(*) FROM _ploti.applied_events WHERE event_id = ?", id).Scan(&n)
 	return n > 0, err
 }
+
+// Reasons in _ploti.datasets.status_reason: the docs' own codes where they
+// give one (removed: left_coverage, plan_changed, subscription_changed,
+// no_longer_deliverable; delayed: schema_review, data_check, processing;
+// manifest unavailable: rebuilding, building, held, failed,
+// awaiting_release), and these for the replica's own states. A failed
+// dataset's reason is the error, naming the file and the problem.
+const (
+	ReasonAwaitingFirstVersion = "awaiting_first_version" // added with version null
+	ReasonMajorSchemaChange    = "major_schema_change"    // held locally for review
+	ReasonStale                = "stale"                  // a source check was missed
+	ReasonLeftSubscription     = "left_subscription"      // 409/404 from links.version: skipping until removed
+	ReasonNotInManifest        = "not_in_manifest"        // a reload from the manifest no longer lists it
+	ReasonRebuilding           = "rebuilding"             // the manifest lists its files as being rebuilt
+)

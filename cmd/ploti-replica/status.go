@@ -105,7 +105,11 @@ func printStatus(w io.Writer, path string, st *replica.Status) {
 		if d.Version > 0 {
 			v = fmt.Sprint(d.Version)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.DatasetID, d.Table, v, orDash(d.SchemaVersion), d.Rows, d.Status, orDash(d.Reason))
+		why := d.Detail
+		if why == "" {
+			why = d.Reason
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.DatasetID, d.Table, v, orDash(d.SchemaVersion), d.Rows, d.Status, orDash(why))
 	}
 	tw.Flush()
 	var holds []string

@@ -55,9 +55,9 @@ func TestStatus_everyState(t *testing.T) {
 	checks := []struct {
 		id, status, reason, holdKind string
 	}{
-		{"ds_fl_orange_zoning", "pending", "added with no released version", ""},
-		{emulator.DemoPermits, "current", "delayed by Ploti (data_check)", "server"},
-		{emulator.DemoInspections, "held", "MAJOR schema change", "local"},
+		{"ds_fl_orange_zoning", "pending", "awaiting_first_version", ""},
+		{emulator.DemoPermits, "current", "data_check", "server"},
+		{emulator.DemoInspections, "held", "major_schema_change", "local"},
 		{emulator.DemoParcels, "removed", "subscription_changed", ""},
 	}
 	for _, c := range checks {
@@ -70,7 +70,8 @@ func TestStatus_everyState(t *testing.T) {
 		}
 	}
 	_, text, _ := cli(t, vars, "status")
-	for _, want := range []string{"pending", "delayed by Ploti", "held for review", "removed: subscription_changed", "holds:", "server", "local"} {
+	for _, want := range []string{"pending", "Ploti holds the next version for review (data_check)", "held for review", "holds release " + emulator.DemoInspections,
+		"left the subscription (subscription_changed)", "holds:", "server", "local"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("status text lacks %q:\n%s", want, text)
 		}
