@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/rs/zerolog"
 
@@ -293,7 +294,7 @@ func (x *Executor) heavy(ctx context.Context, d *storage.Dataset, a Action, link
 	if err != nil {
 		return 0, storage.MergeStats{}, err
 	}
-	if a.CheckMajor && schema.ChangeFromPrevious.IsMajor() {
+	if a.CheckMajor && schema.ChangeFromPrevious.IsMajor() || a.Kind == ReloadCurrent && x.review(d, schema) {
 		return 0, storage.MergeStats{}, x.holdFromSchema(ctx, d, v, schema, eventID)
 	}
 	if a.Kind == Merge && len(v.Files.Changes) > 0 && sameOrAdded(d.Columns, schema.Columns) {
@@ -452,17 +453,40 @@ func (x *Executor) holdFromSchema(ctx context.Context, d *storage.Dataset, v *pl
 		if err := tx.PutDataset(ctx, d); err != nil {
 			return err
 		}
+		if eventID == "" {
+			return nil
+		}
 		return tx.MarkApplied(ctx, eventID)
 	})
+}
+
+// review reports whether loading schema over the held version would skip a
+// MAJOR schema change the hold policy wants reviewed: a reload from the
+// current version (after a failure, a 410, an updated out of order) must
+// not slip one past the review.
+func (x *Executor) review(d *storage.Dataset, schema *ploti.Schema) bool {
+	return x.onMajor() == OnMajorHold && d.Version > 0 && majorChanged(d.SchemaVersion, schema.SchemaVersion)
+}
+
+// majorChanged compares the MAJOR parts of two MAJOR.MINOR schema versions.
+func majorChanged(old, cur string) bool {
+	major := func(v string) string { m, _, _ := strings.Cut(v, "."); return m }
+	return old != "" && cur != "" && major(old) != major(cur)
 }
 
 // LoadVersion loads a version's snapshot outside the event walk (bootstrap,
 // repair, release), ending any holds. Errors come back unclassified: pass
 // them to Fail.
-func (x *Executor) LoadVersion(ctx context.Context, d *storage.Dataset, v *ploti.Version) (int64, error) {
+// With review set, a version that brings a MAJOR schema change over the
+// held one is held for review instead (the hold policy); Release loads
+// without review.
+func (x *Executor) LoadVersion(ctx context.Context, d *storage.Dataset, v *ploti.Version, review bool) (int64, error) {
 	schema, err := x.Source.Schema(ctx, v)
 	if err != nil {
 		return 0, err
+	}
+	if review && x.review(d, schema) {
+		return 0, x.holdFromSchema(ctx, d, v, schema, "")
 	}
 	return x.load(ctx, d, v, schema, "", "")
 }

@@ -56,7 +56,7 @@ func TestLoad_ReloadsInOneSessionKeepTheFileBounded(t *testing.T) {
 	d := &storage.Dataset{ID: "ds_x", Status: storage.StatusPending}
 	load := func() int64 {
 		t.Helper()
-		if _, err := x.LoadVersion(ctx, d, &ploti.Version{DatasetID: "ds_x", Version: 1, SchemaVersion: "1.0"}); err != nil {
+		if _, err := x.LoadVersion(ctx, d, &ploti.Version{DatasetID: "ds_x", Version: 1, SchemaVersion: "1.0"}, false); err != nil {
 			t.Fatal(err)
 		}
 		st, err := os.Stat(db.Path())

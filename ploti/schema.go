@@ -1,5 +1,7 @@
 package ploti
 
+import "strings"
+
 // Column types (CONTRACT.md section 2).
 const (
 	TypeString    = "string"
@@ -75,8 +77,8 @@ func (c *SchemaChange) IsMajor() bool {
 	if c == nil {
 		return false
 	}
-	if c.Bump != nil {
-		return *c.Bump == BumpMajor
+	if c.Bump != nil && *c.Bump != "" {
+		return strings.EqualFold(*c.Bump, BumpMajor) // the docs write MAJOR and MINOR
 	}
 	return len(c.Removed) > 0 || len(c.Retyped) > 0 || c.KeyColumns != nil
 }

@@ -76,6 +76,10 @@ func (r *Replica) loadListed(ctx context.Context, md ploti.ManifestDataset, res 
 		return err
 	}
 	if d.Version == md.Version && d.Status == storage.StatusCurrent {
+		if d.SkipUntilRemoved { // listed: it is delivered after all
+			d.SkipUntilRemoved, d.StatusReason = false, ""
+			return r.db.Update(ctx, func(tx *storage.Tx) error { return tx.PutDataset(ctx, d) })
+		}
 		return nil
 	}
 	if d.Status == storage.StatusHeld {
@@ -90,7 +94,7 @@ func (r *Replica) loadListed(ctx context.Context, md ploti.ManifestDataset, res 
 		d.KeyColumns = md.KeyColumns
 	}
 	r.progress(Progress{Phase: "load", DatasetID: md.DatasetID, Version: md.Version})
-	if _, err := r.exec.LoadVersion(ctx, d, v); err != nil {
+	if _, err := r.exec.LoadVersion(ctx, d, v, true); err != nil {
 		if ferr := r.exec.Fail(ctx, d, md.Version, err); !isDatasetError(ferr) {
 			return ferr
 		}
@@ -169,7 +173,7 @@ func (r *Replica) repair(ctx context.Context, res *SyncResult) error {
 		if err := r.stopped(); err != nil {
 			return err
 		}
-		if err := r.reloadCurrent(ctx, d); err != nil {
+		if err := r.reloadCurrent(ctx, d, true); err != nil {
 			if !isDatasetError(err) {
 				return err
 			}
@@ -182,16 +186,22 @@ func (r *Replica) repair(ctx context.Context, res *SyncResult) error {
 }
 
 // reloadCurrent loads the dataset's current version (dataset → current.version
-// → that version's snapshot), recording a dataset-level failure on it.
-func (r *Replica) reloadCurrent(ctx context.Context, d *storage.Dataset) error {
+// → that version's snapshot), recording a dataset-level failure on it. With
+// review, a MAJOR schema change over the held version is held instead.
+// A 404 or 409 here is a failure to retry, not "the dataset has left":
+// CONTRACT.md 8.5 reads that only from a version an event named.
+func (r *Replica) reloadCurrent(ctx context.Context, d *storage.Dataset, review bool) error {
 	src := &source{api: r.api}
 	cur, err := src.Current(ctx, d.ID)
 	if err == nil {
 		var v *ploti.Version
 		if v, err = src.Version(ctx, d.ID, cur, ""); err == nil {
 			r.progress(Progress{Phase: "load", DatasetID: d.ID, Version: cur})
-			_, err = r.exec.LoadVersion(ctx, d, v)
+			_, err = r.exec.LoadVersion(ctx, d, v, review)
 		}
+	}
+	if errors.Is(err, apply.ErrGone) {
+		err = fmt.Errorf("reload %s from its current version: %s", d.ID, err.Error())
 	}
 	if err != nil {
 		return r.exec.Fail(ctx, d, 0, err)

@@ -517,3 +517,35 @@ func TestScenario_AddedAndFirstVersionInOneSync(t *testing.T) {
 		t.Fatalf("ds_new: table %q status %s (%s)", d.Table, d.Status, d.StatusReason)
 	}
 }
+
+// Regression (review L1): the repair of a failed dataset reloads its current
+// version, but must not slip a MAJOR schema change past the hold policy.
+func TestScenario_RepairKeepsMajorChangeForReview(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, permits, _ := seedTwo(t, em)
+	r := mustOpen(t, em, sub, "")
+	mustSync(t, r)
+	rel, err := em.Publish(ctx, "ds_permits", permits(1))
+	must(t, err)
+	must(t, em.SpoilFileQuery(ctx, "ds_permits", rel.Version, "changes", 0, "SELECT * FROM original UNION ALL (SELECT * FROM original LIMIT 1)"))
+	if _, err := r.Sync(ctx); !errors.Is(err, ErrPartial) {
+		t.Fatalf("a spoiled changes file should fail the dataset: %v", err)
+	}
+	cols := append(append([]emulator.Column{}, permitCols[:4]...), permitCols[5]) // drop final: MAJOR
+	rows := permits(2)
+	for _, row := range rows {
+		delete(row, "final")
+	}
+	must(t, em.RestoreFiles("ds_permits", rel.Version))
+	major, err := em.Publish(ctx, "ds_permits", rows, emulator.WithSchema(cols, []string{"permit"}), emulator.SkipReview())
+	must(t, err)
+	mustSync(t, r)
+	d := datasetRow(t, r, "ds_permits")
+	if d.Status != storage.StatusHeld || d.Version != 1 || d.StatusReason != storage.ReasonMajorSchemaChange {
+		t.Fatalf("after repair over a MAJOR change: %s v%d (%s), want held at version 1", d.Status, d.Version, d.StatusReason)
+	}
+	assertMatchesTruth(t, r, em, "ds_permits", 1)
+	must(t, r.Release(ctx, "ds_permits"))
+	assertMatchesTruth(t, r, em, "ds_permits", major.Version)
+}

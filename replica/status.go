@@ -147,7 +147,7 @@ func (r *Replica) Release(ctx context.Context, datasetID string) error {
 	if !local {
 		return fmt.Errorf("release %s: %w (status %s)", datasetID, ErrNotHeld, d.Status)
 	}
-	if err := r.reloadCurrent(ctx, d); err != nil {
+	if err := r.reloadCurrent(ctx, d, false); err != nil {
 		var ae interface{ Unwrap() error }
 		if errors.As(err, &ae) {
 			return fmt.Errorf("release %s: %w", datasetID, err)

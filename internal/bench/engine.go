@@ -158,7 +158,7 @@ func engineReload(ctx context.Context, em *emulator.Emulator, path, datasetID st
 		x := &apply.Executor{DB: db, Source: src}
 		v, _ := src.Version(ctx, datasetID, version, "")
 		for i := range reloads {
-			if _, err := x.LoadVersion(ctx, d, v); err != nil {
+			if _, err := x.LoadVersion(ctx, d, v, false); err != nil {
 				return fmt.Errorf("reload %s v%d: %w", datasetID, version, err)
 			}
 			if each != nil {
