@@ -501,3 +501,25 @@ func (x *Executor) Fail(ctx context.Context, d *storage.Dataset, version int, ca
 	}
 	return err
 }
+
+// Unreadable records an event that cannot be applied as read (DecodeErr,
+// a field missing) as its dataset's bad input: the dataset fails and keeps
+// its last good version, the walk goes on, and the next sync repairs it by
+// reloading the current version. An event with no dataset is only marked
+// seen. Either way an *Error comes back, for the sync's count of failures.
+func (x *Executor) Unreadable(ctx context.Context, b *Batch, ev ploti.Event, cause error) error {
+	if ev.Data.DatasetID == "" {
+		if err := b.markApplied(ctx, ev.ID); err != nil {
+			return err
+		}
+		return &Error{Op: "read", EventID: ev.ID, Err: fmt.Errorf("%w: %w", ErrBadInput, cause)}
+	}
+	d, _, err := x.State(ctx, b, ev.Data.DatasetID)
+	if err != nil {
+		return err
+	}
+	if d == nil {
+		d = &storage.Dataset{ID: ev.Data.DatasetID, Status: storage.StatusPending}
+	}
+	return x.fail(ctx, b, d, Action{Kind: Skip}, ev.ID, fmt.Errorf("%w: %w", ErrBadInput, cause))
+}

@@ -203,7 +203,9 @@ func DecodeEventPage(b []byte) (*ploti.EventPage, error) {
 	if err := json.Unmarshal(b, &p); err != nil {
 		return nil, err
 	}
-	if p.NextCursor == "" {
+	if p.NextCursor == "" && len(p.Events) > 0 {
+		// With events, a missing cursor would restart the log; an empty
+		// last page without one just means caught up.
 		return nil, errors.New("page has no nextCursor")
 	}
 	return &p, nil

@@ -243,7 +243,7 @@ func TestClient_Malformed(t *testing.T) {
 	}{
 		{"not json", `<html>oops</html>`, func(ctx context.Context, c *Client) error { _, err := c.Dataset(ctx, "ds_a"); return err }, "get dataset ds_a: GET /v1/feeds/datasets/ds_a: malformed response: invalid character"},
 		{"null version", `null`, func(ctx context.Context, c *Client) error { _, err := c.Version(ctx, "ds_a", 1); return err }, "get version ds_a v1: GET /v1/feeds/datasets/ds_a/versions/1: malformed response: version has no datasetId"},
-		{"page without cursor", `{"events": []}`, func(ctx context.Context, c *Client) error { _, err := c.Events(ctx, "s", "c", 0, nil); return err }, "page has no nextCursor"},
+		{"page of events without cursor", `{"events": [{"id": "e1", "type": "ping", "timestamp": "2026-11-20T10:00:01Z", "data": {}}]}`, func(ctx context.Context, c *Client) error { _, err := c.Events(ctx, "s", "c", 0, nil); return err }, "page has no nextCursor"},
 		{"manifest without cursor", `{"datasets": []}`, func(ctx context.Context, c *Client) error { _, err := c.Manifest(ctx, "s", ""); return err }, "manifest has no eventCursor"},
 		{"wrong type", `{"id": 5}`, func(ctx context.Context, c *Client) error { _, err := c.Subscription(ctx, "s"); return err }, "cannot unmarshal number"},
 		{"schemas wrong shape", `{"x": 1}`, func(ctx context.Context, c *Client) error { _, err := c.Schemas(ctx, "ds_a"); return err }, `no "schemas" list`},
@@ -388,5 +388,16 @@ func TestClient_EventsLimit(t *testing.T) {
 	}
 	if got, want := c.endpoint(nil, "v1", "feeds", "datasets", "a b/c"), "http://127.0.0.1:1/v1/feeds/datasets/a%20b%2Fc"; !reflect.DeepEqual(got, want) {
 		t.Fatalf("endpoint = %q, want %q", got, want)
+	}
+}
+
+// An empty last page without nextCursor means caught up, not a malformed
+// answer (a tolerant reader: CONTRACT.md asks to accept an absent field).
+func TestClient_EmptyPageWithoutCursor(t *testing.T) {
+	srv := newRecorder(t, func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{"events": [], "nextCursor": null}`)) })
+	c, _ := MustClient(t, srv.URL)
+	p, err := c.Events(context.Background(), "s", "c", 0, nil)
+	if err != nil || len(p.Events) != 0 {
+		t.Fatalf("page %+v, err %v", p, err)
 	}
 }

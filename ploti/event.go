@@ -75,19 +75,42 @@ type Event struct {
 	RawData        json.RawMessage `json:"data"`
 	// Links at the top level are accepted too (CONTRACT.md section 3).
 	Links *Links `json:"links,omitempty"`
+	// DecodeErr is set when the event's id, type and datasetId could be
+	// read but another field could not: the event is then its dataset's
+	// bad input, not the whole page's (Validate returns it).
+	DecodeErr error `json:"-"`
 }
 
-// UnmarshalJSON decodes an event and, for feed events, its data.
+// UnmarshalJSON decodes an event and, for feed events, its data. An event
+// whose fields past id, type and data.datasetId do not decode is kept with
+// DecodeErr set, so that one odd event fails its dataset, not the page.
 func (e *Event) UnmarshalJSON(b []byte) error {
 	type plain Event
 	var p plain
 	if err := json.Unmarshal(b, &p); err != nil {
-		return err
+		var min struct {
+			ID   string `json:"id"`
+			Type string `json:"type"`
+			Data struct {
+				DatasetID string `json:"datasetId"`
+			} `json:"data"`
+		}
+		if json.Unmarshal(b, &min) != nil || min.ID == "" {
+			return err
+		}
+		*e = Event{ID: min.ID, Type: min.Type, DecodeErr: fmt.Errorf("decode event %s (%s): %w", min.ID, min.Type, err)}
+		e.Data.DatasetID = min.Data.DatasetID
+		return nil
 	}
 	*e = Event(p)
 	if e.IsFeed() && len(e.RawData) > 0 && string(e.RawData) != "null" {
 		if err := json.Unmarshal(e.RawData, &e.Data); err != nil {
-			return fmt.Errorf("decode data of event %s (%s): %w", e.ID, e.Type, err)
+			var min struct {
+				DatasetID string `json:"datasetId"`
+			}
+			json.Unmarshal(e.RawData, &min)
+			e.Data = EventData{DatasetID: min.DatasetID}
+			e.DecodeErr = fmt.Errorf("decode data of event %s (%s): %w", e.ID, e.Type, err)
 		}
 	}
 	if e.Data.Links == nil && e.Links != nil {
@@ -116,6 +139,9 @@ func (e *Event) IsFeed() bool { return strings.HasPrefix(e.Type, "feed.") }
 
 // Validate checks what every feed event must carry.
 func (e *Event) Validate() error {
+	if e.DecodeErr != nil {
+		return e.DecodeErr
+	}
 	if e.ID == "" {
 		return fmt.Errorf("event without id (type %q)", e.Type)
 	}

@@ -50,3 +50,26 @@ func TestEvent_decodesDataAndTopLevelLinks(t *testing.T) {
 		t.Fatalf("ping: %v feed=%v", err, ping.IsFeed())
 	}
 }
+
+// One odd event is its dataset's bad input, not the whole page's: the page
+// decodes, the event keeps its id and dataset, and Validate reports it.
+func TestEventPage_oddEventDoesNotSpoilThePage(t *testing.T) {
+	in := `{"events": [
+		{"id": "evt_1", "type": "feed.dataset.updated", "timestamp": "2026-11-20T10:00:01Z", "data": {"datasetId": "ds_a", "version": 2, "previousVersion": 1}},
+		{"id": "evt_2", "type": "feed.dataset.updated", "timestamp": "yesterday", "data": {"datasetId": "ds_b", "version": 2}},
+		{"id": "evt_3", "type": "feed.dataset.schema_changed", "timestamp": "2026-11-20T10:00:01Z", "data": {"datasetId": "ds_c", "version": "two"}}],
+		"nextCursor": "c3"}`
+	var p EventPage
+	if err := json.Unmarshal([]byte(in), &p); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Events) != 3 || p.Events[0].Validate() != nil {
+		t.Fatalf("page: %+v", p)
+	}
+	for i, want := range []string{"ds_b", "ds_c"} {
+		e := p.Events[i+1]
+		if e.Data.DatasetID != want || e.Validate() == nil || e.DecodeErr == nil {
+			t.Fatalf("event %s: dataset %q, validate %v", e.ID, e.Data.DatasetID, e.Validate())
+		}
+	}
+}

@@ -1,8 +1,16 @@
 package replica
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -548,4 +556,57 @@ func TestScenario_RepairKeepsMajorChangeForReview(t *testing.T) {
 	assertMatchesTruth(t, r, em, "ds_permits", 1)
 	must(t, r.Release(ctx, "ds_permits"))
 	assertMatchesTruth(t, r, em, "ds_permits", major.Version)
+}
+
+// Invariant 4: one event the client cannot read fails its dataset only; the
+// others go on, and the next sync repairs it. A proxy in front of the
+// emulator spoils the parcels' updated event in the log.
+func TestScenario_UnreadableEventFailsItsDatasetOnly(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, permits, parcels := seedTwo(t, em)
+	target, _ := url.Parse(em.URL())
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.ModifyResponse = func(resp *http.Response) error {
+		if !strings.HasSuffix(resp.Request.URL.Path, "/events") || resp.StatusCode != http.StatusOK {
+			return nil
+		}
+		var page map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
+			return err
+		}
+		for _, e := range page["events"].([]any) {
+			ev := e.(map[string]any)
+			if data, _ := ev["data"].(map[string]any); data["datasetId"] == "ds_parcels" && ev["type"] == "feed.dataset.updated" {
+				data["version"] = "two" // not a number
+			}
+		}
+		b, _ := json.Marshal(page)
+		resp.Body = io.NopCloser(bytes.NewReader(b))
+		resp.ContentLength = int64(len(b))
+		resp.Header.Set("Content-Length", strconv.Itoa(len(b)))
+		return nil
+	}
+	srv := httptest.NewServer(proxy)
+	t.Cleanup(srv.Close)
+	path := filepath.Join(t.TempDir(), "r.duckdb")
+	r := mustOpen(t, em, sub, path, func(o *Options) { o.APIURL = srv.URL })
+	mustSync(t, r)
+	_, err := em.Publish(ctx, "ds_permits", permits(1))
+	must(t, err)
+	_, err = em.Publish(ctx, "ds_parcels", parcels(1))
+	must(t, err)
+	res, err := r.Sync(ctx)
+	if !errors.Is(err, ErrPartial) || len(res.Failed) != 1 || res.Failed[0] != "ds_parcels" {
+		t.Fatalf("sync: %v, failed %v; want only ds_parcels failed", err, res.Failed)
+	}
+	assertMatchesTruth(t, r, em, "ds_permits", 2)
+	assertMatchesTruth(t, r, em, "ds_parcels", 1)
+	if d := datasetRow(t, r, "ds_parcels"); d.Status != storage.StatusFailed || !strings.Contains(d.StatusReason, "evt_") {
+		t.Fatalf("parcels: %s (%s)", d.Status, d.StatusReason)
+	}
+	r.Close()
+	direct := mustOpen(t, em, sub, path)
+	mustSync(t, direct)
+	assertMatchesTruth(t, direct, em, "ds_parcels", 2)
 }

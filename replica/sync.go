@@ -177,8 +177,20 @@ func (r *Replica) applyPage(ctx context.Context, sub *storage.Subscription, page
 			res.EventsSkipped++
 			continue
 		}
-		if err := ev.Validate(); err != nil {
-			return fmt.Errorf("read events of %s: %w", sub.ID, err)
+		if verr := ev.Validate(); verr != nil {
+			err := r.exec.Unreadable(ctx, b, ev, verr)
+			var ae *apply.Error
+			if !errors.As(err, &ae) {
+				return err
+			}
+			name := ae.DatasetID
+			if name == "" {
+				name = "event " + ev.ID
+			}
+			res.Failed = appendOnce(res.Failed, name)
+			res.EventsSkipped++
+			r.log.Warn().Str("event", ev.ID).Err(verr).Msg("event not applied")
+			continue
 		}
 		seen[ev.ID] = true
 		r.progress(Progress{Phase: "events", DatasetID: ev.Data.DatasetID, Done: i + 1, Total: len(page.Events)})
