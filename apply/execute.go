@@ -130,12 +130,24 @@ func (x *Executor) Apply(ctx context.Context, b *Batch, ev ploti.Event) (Result,
 	}
 	res.Applied = true
 	if !a.Kind.Heavy() {
+		if a.Kind == AlterSchema {
+			// DDL that fails aborts its transaction: give it one with
+			// nothing else in it, so a failure costs only this dataset.
+			if err := b.Flush(); err != nil {
+				return res, err
+			}
+		}
 		tx, err := b.Tx(ctx)
 		if err != nil {
 			return res, err
 		}
 		if err := x.light(ctx, b, tx, d, a, ev); err != nil {
-			return res, err
+			if a.Kind != AlterSchema {
+				return res, err
+			}
+			b.Abort()
+			res.Applied = false
+			return res, x.fail(ctx, b, d, a, ev.ID, err)
 		}
 		return res, b.markApplied(ctx, ev.ID)
 	}

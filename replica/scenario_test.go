@@ -610,3 +610,19 @@ func TestScenario_UnreadableEventFailsItsDatasetOnly(t *testing.T) {
 	mustSync(t, direct)
 	assertMatchesTruth(t, direct, em, "ds_parcels", 2)
 }
+
+// Regression (review M3): a first sync with a mistyped subscription fails
+// and does not tie the file to it.
+func TestSync_MistypedSubscriptionDoesNotBindTheFile(t *testing.T) {
+	em := mustEmulator(t)
+	sub, _, _ := seedTwo(t, em)
+	path := filepath.Join(t.TempDir(), "r.duckdb")
+	typo := mustOpen(t, em, "sub_typo", path)
+	if _, err := typo.Sync(context.Background()); err == nil {
+		t.Fatal("a sync of an unknown subscription should fail")
+	}
+	typo.Close()
+	r := mustOpen(t, em, sub, path)
+	mustSync(t, r)
+	assertMatchesTruth(t, r, em, "ds_permits", 1)
+}

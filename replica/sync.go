@@ -72,6 +72,13 @@ func (r *Replica) subscription(ctx context.Context) (*storage.Subscription, erro
 	if err != nil {
 		return nil, err
 	}
+	if sub != nil && sub.Cursor == "" && r.opts.SubscriptionID != "" && sub.ID != r.opts.SubscriptionID {
+		// Never bootstrapped (a mistyped id whose manifest failed): the file
+		// holds nothing of it yet, so it may take the new one.
+		if ds, err := r.db.Datasets(ctx); err == nil && len(ds) == 0 {
+			sub = nil
+		}
+	}
 	if sub != nil {
 		if r.opts.SubscriptionID != "" && sub.ID != r.opts.SubscriptionID {
 			return nil, fmt.Errorf("sync %s: %s already replicates %s; use another file: %w", r.opts.SubscriptionID, r.db.Path(), sub.ID, ErrWrongSubscription)
@@ -93,6 +100,7 @@ func (r *Replica) sync(ctx context.Context, sub *storage.Subscription, res *Sync
 	} else if err := r.repair(ctx, res); err != nil {
 		return err
 	}
+	reloads := 0
 	for {
 		if err := r.stopped(); err != nil {
 			return err
@@ -102,6 +110,9 @@ func (r *Replica) sync(ctx context.Context, sub *storage.Subscription, res *Sync
 		case errors.Is(err, fetch.ErrExpired):
 			// feed-events.txt: "A cursor older than retention … returns 410
 			// expired … Reload from the subscription's manifest".
+			if reloads++; reloads > 2 {
+				return fmt.Errorf("read events of %s: the cursor of a fresh manifest expired again (%d reloads in one sync): %w", sub.ID, reloads-1, err)
+			}
 			r.log.Info().Str("subscription", sub.ID).Msg("cursor expired: reloading from the manifest")
 			if err := r.bootstrap(ctx, sub, res); err != nil {
 				return err
@@ -123,6 +134,9 @@ func (r *Replica) sync(ctx context.Context, sub *storage.Subscription, res *Sync
 				res.Cursor = sub.Cursor
 			}
 			return r.finish(ctx)
+		}
+		if page.NextCursor == sub.Cursor {
+			return fmt.Errorf("read events of %s after cursor %q: a page of %d events gave the same cursor back; stopping rather than reading it forever", sub.ID, sub.Cursor, len(page.Events))
 		}
 		if err := r.applyPage(ctx, sub, page, res); err != nil {
 			return err
