@@ -30,6 +30,36 @@ type Source interface {
 	Discard(paths []string)
 }
 
+// Describer is a Source that can also tell a dataset's title, place and
+// topic, for the registry row of a dataset that arrives through the log.
+type Describer interface {
+	Describe(ctx context.Context, datasetID string) (*ploti.Dataset, error)
+}
+
+// describe fills a registry row's title, place, topic and key from the API
+// (best effort: a failure leaves them as they are).
+func (x *Executor) describe(ctx context.Context, d *storage.Dataset) {
+	src, ok := x.Source.(Describer)
+	if !ok || d.Title != "" {
+		return
+	}
+	info, err := src.Describe(ctx, d.ID)
+	if err != nil {
+		x.Log.Debug().Str("dataset", d.ID).Err(err).Msg("describe dataset")
+		return
+	}
+	d.Title = info.Title
+	if info.Place != nil && info.Place.ID != nil {
+		d.PlaceID = *info.Place.ID
+	}
+	if info.Topic != nil {
+		d.Topic = *info.Topic
+	}
+	if len(d.KeyColumns) == 0 {
+		d.KeyColumns = info.KeyColumns
+	}
+}
+
 // Executor carries actions out.
 type Executor struct {
 	DB     *storage.DB
@@ -179,6 +209,7 @@ func (x *Executor) onMajor() string {
 func (x *Executor) light(ctx context.Context, b *Batch, tx *storage.Tx, d *storage.Dataset, a Action, ev ploti.Event) error {
 	switch a.Kind {
 	case Pending:
+		x.describe(ctx, d)
 		d.Status, d.StatusReason, d.SkipUntilRemoved = storage.StatusPending, storage.ReasonAwaitingFirstVersion, false
 		d.Version, d.PreviousVersion = 0, 0
 	case AlterSchema:
@@ -337,6 +368,7 @@ func sameOrAdded(old, cols []ploti.Column) bool {
 }
 
 func (x *Executor) load(ctx context.Context, d *storage.Dataset, v *ploti.Version, schema *ploti.Schema, eventID, reason string) (int64, error) {
+	x.describe(ctx, d)
 	paths, err := x.Source.Download(ctx, v, "snapshot")
 	if err != nil {
 		return 0, err

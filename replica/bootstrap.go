@@ -87,7 +87,6 @@ func (r *Replica) loadListed(ctx context.Context, md ploti.ManifestDataset, res 
 		// review; Release loads the current version.
 		return nil
 	}
-	r.describe(ctx, d)
 	v := &ploti.Version{DatasetID: md.DatasetID, Version: md.Version, SchemaVersion: md.SchemaVersion, RowCount: md.RowCount,
 		Files: md.Files, LinksExpireAt: md.LinksExpireAt}
 	if len(md.KeyColumns) > 0 {
@@ -108,29 +107,6 @@ func (r *Replica) loadListed(ctx context.Context, md ploti.ManifestDataset, res 
 func isDatasetError(err error) bool {
 	var ae *apply.Error
 	return errors.As(err, &ae)
-}
-
-// describe fills a new registry row's title, place and topic from the API
-// (best effort: a failure leaves them empty).
-func (r *Replica) describe(ctx context.Context, d *storage.Dataset) {
-	if d.Title != "" {
-		return
-	}
-	info, err := r.api.Dataset(ctx, d.ID)
-	if err != nil {
-		r.log.Debug().Str("dataset", d.ID).Err(err).Msg("describe dataset")
-		return
-	}
-	d.Title = info.Title
-	if info.Place != nil && info.Place.ID != nil {
-		d.PlaceID = *info.Place.ID
-	}
-	if info.Topic != nil {
-		d.Topic = *info.Topic
-	}
-	if len(d.KeyColumns) == 0 {
-		d.KeyColumns = info.KeyColumns
-	}
 }
 
 func markUnavailable(ctx context.Context, tx *storage.Tx, u ploti.Unavailable) error {

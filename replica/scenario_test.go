@@ -234,7 +234,7 @@ func TestScenario_AddedWithoutVersionThenFirstVersion(t *testing.T) {
 	mustSync(t, r)
 	must(t, em.AddDataset(emulator.DatasetSpec{ID: "ds_new", Title: "New", PlaceID: "fl-orange", KeyColumns: []string{"permit"}, Columns: permitCols}))
 	mustSync(t, r)
-	if d := datasetRow(t, r, "ds_new"); d.Status != storage.StatusPending || d.Version != 0 {
+	if d := datasetRow(t, r, "ds_new"); d.Status != storage.StatusPending || d.Version != 0 || d.Title != "New" {
 		t.Fatalf("ds_new after added null: %s v%d", d.Status, d.Version)
 	}
 	_, err := em.Publish(ctx, "ds_new", []emulator.Row{{"permit": "N-1", "valuation": "1.00", "geometry": "POINT (1 2)"}})
@@ -521,7 +521,7 @@ func TestScenario_AddedAndFirstVersionInOneSync(t *testing.T) {
 	must(t, err)
 	mustSync(t, r)
 	assertMatchesTruth(t, r, em, "ds_new", 1)
-	if d := datasetRow(t, r, "ds_new"); d.Table != "ds_new" || d.Status != storage.StatusCurrent {
+	if d := datasetRow(t, r, "ds_new"); d.Table != "ds_new" || d.Status != storage.StatusCurrent || d.Title != "New" || d.PlaceID != "fl-orange" {
 		t.Fatalf("ds_new: table %q status %s (%s)", d.Table, d.Status, d.StatusReason)
 	}
 }

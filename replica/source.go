@@ -158,3 +158,8 @@ func fileName(datasetID string, version int, kind string, part int, ext string) 
 	}, datasetID)
 	return fmt.Sprintf("%s-v%d-%s-%d%s", safe, version, kind, part, ext)
 }
+
+// Describe is apply.Describer: the dataset's title, place and topic.
+func (s *source) Describe(ctx context.Context, datasetID string) (*ploti.Dataset, error) {
+	return s.api.Dataset(ctx, datasetID)
+}
