@@ -166,3 +166,24 @@ func TestDemo(t *testing.T) {
 		}
 	}
 }
+
+// A file remembers what it replicates: later commands need only the key.
+func TestCommands_readTheStoredSubscription(t *testing.T) {
+	_, d, vars := demoWorld(t)
+	if code, _, errs := cli(t, vars, "sync"); code != exitOK {
+		t.Fatalf("sync: %d %s", code, errs)
+	}
+	if err := d.Next(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	keyOnly := map[string]string{"PLOTI_API_KEY": vars["PLOTI_API_KEY"], "PLOTI_DB": vars["PLOTI_DB"]}
+	if code, out, errs := cli(t, keyOnly, "status", "--behind"); code != exitOK || !strings.Contains(out, "behind:        3 event(s)") {
+		t.Fatalf("status --behind with the key only: %d\n%s\n%s", code, out, errs)
+	}
+	if code, out, errs := cli(t, keyOnly, "sync"); code != exitOK || !strings.Contains(out, "3 changes file(s) merged") {
+		t.Fatalf("sync with the key only: %d\n%s\n%s", code, out, errs)
+	}
+	if code, _, errs := cli(t, vars, "sync", "--on-major", "nope"); code != exitUsage || !strings.Contains(errs, "hold or reload") {
+		t.Fatalf("--on-major nope: %d %s", code, errs)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -10,7 +11,9 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"github.com/ploti-replica/ploti-replica/apply"
 	"github.com/ploti-replica/ploti-replica/replica"
+	"github.com/ploti-replica/ploti-replica/storage"
 )
 
 // connFlags are the flags every command that talks to Ploti shares; each
@@ -58,9 +61,37 @@ func (c *connFlags) resolve(env *Env) {
 		}
 	}
 	pick(&c.DB, "PLOTI_DB", "ploti.duckdb")
-	pick(&c.APIURL, "PLOTI_API_URL", replica.DefaultAPIURL)
+	pick(&c.APIURL, "PLOTI_API_URL", "")
 	pick(&c.APIKey, "PLOTI_API_KEY", "")
 	pick(&c.Subscription, "PLOTI_SUBSCRIPTION", "")
+	if c.APIURL == "" || c.Subscription == "" {
+		// A file remembers what it replicates: holds release, status
+		// --behind and the next sync need not be told again.
+		if id, api := storedSubscription(c.DB); id != "" && (c.Subscription == "" || c.Subscription == id) {
+			pick(&c.Subscription, "", id)
+			pick(&c.APIURL, "", api)
+		}
+	}
+	pick(&c.APIURL, "", replica.DefaultAPIURL)
+}
+
+// storedSubscription reads the subscription a file replicates, if the file
+// exists and can be read now; "" otherwise.
+func storedSubscription(path string) (id, apiURL string) {
+	if _, err := os.Stat(path); err != nil {
+		return "", ""
+	}
+	ctx := context.Background()
+	db, err := storage.Open(ctx, path, storage.Options{ReadOnly: true, LockTimeout: -1})
+	if err != nil {
+		return "", ""
+	}
+	defer db.Close()
+	sub, err := db.Subscription(ctx)
+	if err != nil || sub == nil {
+		return "", ""
+	}
+	return sub.ID, sub.APIURL
 }
 
 func (c *connFlags) options(env *Env, log zerolog.Logger) (replica.Options, error) {
@@ -74,6 +105,9 @@ func (c *connFlags) options(env *Env, log zerolog.Logger) (replica.Options, erro
 	refs, err := parseIDRefs(c.IDRefs)
 	if err != nil {
 		return replica.Options{}, &usageError{err}
+	}
+	if c.OnMajor != apply.OnMajorHold && c.OnMajor != apply.OnMajorReload {
+		return replica.Options{}, &usageError{fmt.Errorf("--on-major %q: want hold or reload", c.OnMajor)}
 	}
 	if c.PageSize < 1 || c.PageSize > 500 {
 		return replica.Options{}, &usageError{fmt.Errorf("--page-size %d: want 1 to 500", c.PageSize)}
