@@ -129,6 +129,30 @@ type Subscription struct {
 	UpdatedAt  time.Time `json:"updatedAt"`
 }
 
+// UnmarshalJSON decodes a version's files, taking a one-item list where a
+// single file object (idMap, schema) is shown, as FileList takes an object
+// where a list is shown.
+func (f *Files) UnmarshalJSON(b []byte) error {
+	type plain Files
+	var p struct {
+		plain
+		IDMap  FileList `json:"idMap"`
+		Schema FileList `json:"schema"`
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*f = Files(p.plain)
+	f.IDMap, f.Schema = nil, nil
+	if len(p.IDMap) > 0 {
+		f.IDMap = &p.IDMap[0]
+	}
+	if len(p.Schema) > 0 {
+		f.Schema = &p.Schema[0]
+	}
+	return nil
+}
+
 // FileList is one or more file parts. It also accepts a single file object
 // where the contract shows a list (a tolerant reader: CONTRACT.md asks
 // clients to accept what a server may reasonably send).

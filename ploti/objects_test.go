@@ -73,3 +73,18 @@ func TestEventPage_oddEventDoesNotSpoilThePage(t *testing.T) {
 		}
 	}
 }
+
+func TestFiles_singleFilesAcceptAList(t *testing.T) {
+	var f Files
+	in := `{"snapshot": [{"url": "s"}], "idMap": [{"url": "m", "sha256": "ab"}], "schema": {"url": "x"}, "changes": null}`
+	if err := json.Unmarshal([]byte(in), &f); err != nil {
+		t.Fatal(err)
+	}
+	if f.IDMap == nil || f.IDMap.URL != "m" || f.Schema == nil || f.Schema.URL != "x" || len(f.Snapshot) != 1 {
+		t.Fatalf("files: %+v", f)
+	}
+	var none Files
+	if err := json.Unmarshal([]byte(`{"idMap": null}`), &none); err != nil || none.IDMap != nil || none.Schema != nil {
+		t.Fatalf("null files: %+v %v", none, err)
+	}
+}

@@ -20,9 +20,6 @@ import (
 const (
 	DefaultAPIURL   = "https://api.ploti.ai"
 	DefaultPageSize = 500
-	// DefaultRebuildAttempts is how often a sync asks the manifest again for
-	// a dataset whose files are being rebuilt.
-	DefaultRebuildAttempts = 3
 )
 
 // IDRef names a user table column that holds a dataset's record ids; when

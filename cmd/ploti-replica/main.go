@@ -16,6 +16,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -64,14 +65,19 @@ func run(ctx context.Context, env *Env, args []string) int {
 		fmt.Fprintln(env.Stderr, "ploti-replica: interrupted; the last committed state stays")
 		return exitFailure
 	case errors.Is(err, replica.ErrPartial):
-		fmt.Fprintf(env.Stderr, "ploti-replica: %v\n", err)
+		fmt.Fprintf(env.Stderr, "ploti-replica: %s\n", oneLine(err))
 		return exitPartial
 	case errors.Is(err, storage.ErrLocked):
-		fmt.Fprintf(env.Stderr, "ploti-replica: %v\n", err)
+		fmt.Fprintf(env.Stderr, "ploti-replica: %s\n", oneLine(err))
 		return exitLocked
 	}
-	fmt.Fprintf(env.Stderr, "ploti-replica: %v\n", err)
+	fmt.Fprintf(env.Stderr, "ploti-replica: %s\n", oneLine(err))
 	return exitFailure
+}
+
+// oneLine folds an error (DuckDB's run over several lines) onto one line.
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(err.Error()), " ")
 }
 
 type usageError struct{ err error }
