@@ -96,12 +96,5 @@ func newRoot(env *Env) *cobra.Command {
 	root.SetErr(env.Stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	root.AddCommand(newSyncCmd(env), newStatusCmd(env), newHoldsCmd(env), newDemoCmd(env), newEmulatorCmd(env), newBenchCmd(env), newBenchChildCmd(env), newServeCmd(env), newWebhooksCmd(env), newSubscriptionsCmd(env))
-	for _, extra := range extraCommands {
-		root.AddCommand(extra(env))
-	}
 	return root
 }
-
-// extraCommands lets commands in other files register themselves without
-// touching newRoot (serve, bench).
-var extraCommands []func(*Env) *cobra.Command
