@@ -24,7 +24,7 @@ func TestTx_checkRecordIDs(t *testing.T) {
 				if _, err := tx.Exec(ctx, "CREATE OR REPLACE TABLE main.ids AS SELECT * FROM (VALUES "+tc.ids+") v(_ploti_record_id)"); err != nil {
 					return err
 				}
-				n, nulls, repeats, err := tx.checkRecordIDs(ctx, "ids")
+				n, nulls, repeats, err := tx.checkRecordIDs(ctx, "main.ids")
 				if err != nil {
 					return err
 				}
