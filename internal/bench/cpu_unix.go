@@ -7,6 +7,11 @@ import (
 	"time"
 )
 
+// settle writes every dirty page to disk before a measurement starts, so
+// that no step pays for the write-back of the one before it (an fsync on
+// ext4 can wait for other files' data).
+func settle() { syscall.Sync() }
+
 // cpuTime is the process's CPU time so far, user and system, all threads:
 // DuckDB's work whatever else the machine runs.
 func cpuTime() time.Duration {

@@ -87,6 +87,7 @@ func syncWith(ctx context.Context, apiURL, key, sub, path string, eo engineOpts)
 		return run, err
 	}
 	api := &timedAPI{API: client}
+	settle()
 	stop := startWatch()
 	r, err := replica.Open(ctx, path, replica.Options{APIURL: apiURL, SubscriptionID: sub, API: api,
 		Threads: eo.Threads, MemoryLimit: eo.MemoryLimit})
@@ -144,6 +145,7 @@ func (s *localSource) Discard([]string) {}
 // closes the file. reloads > 1 loads it that many times in one session,
 // calling each (when not nil) after each.
 func engineReload(ctx context.Context, em *emulator.Emulator, path, datasetID string, version, reloads int, eo engineOpts, each func(i int)) (cost, error) {
+	settle()
 	stop := startWatch()
 	db, err := storage.Open(ctx, path, storage.Options{Threads: eo.Threads, MemoryLimit: eo.MemoryLimit})
 	if err != nil {
@@ -176,6 +178,7 @@ func engineReload(ctx context.Context, em *emulator.Emulator, path, datasetID st
 // rawLoad is DuckDB alone: a fresh file, CREATE TABLE … AS SELECT * FROM
 // read_parquet(…), close.
 func rawLoad(ctx context.Context, path, table string, files []string, eo engineOpts) (cost, error) {
+	settle()
 	stop := startWatch()
 	err := withPlain(ctx, path, eo, func(db *sql.DB) error {
 		_, err := db.ExecContext(ctx, fmt.Sprintf("CREATE TABLE %s AS SELECT * FROM read_parquet(%s)", storage.Ident(table), fileList(files)))
@@ -199,6 +202,7 @@ func rawMergeSQL(table, file string) []string {
 // rawMerges applies changes files (table → file) to the file at path, one
 // transaction each, then closes it.
 func rawMerges(ctx context.Context, path string, merges [][2]string, eo engineOpts) (cost, error) {
+	settle()
 	stop := startWatch()
 	err := withPlain(ctx, path, eo, func(db *sql.DB) error {
 		conn, err := db.Conn(ctx)
