@@ -374,13 +374,23 @@ func (x *Executor) load(ctx context.Context, d *storage.Dataset, v *ploti.Versio
 		return 0, err
 	}
 	defer x.Source.Discard(paths)
-	var idMap []string
+	var maps []idMapFile
 	if v.Files.IDMap != nil && (reason == ploti.ReasonRecordIDsChanged || (v.ResyncReason != nil && *v.ResyncReason == ploti.ReasonRecordIDsChanged)) {
-		if idMap, err = x.Source.Download(ctx, v, "idMap"); err != nil {
+		m, err := x.Source.Download(ctx, v, "idMap")
+		if err != nil {
 			return 0, err
 		}
-		defer x.Source.Discard(idMap)
+		defer x.Source.Discard(m)
+		maps = append(maps, idMapFile{v.Version, m})
 	}
+	skipped, err := x.skippedIDMaps(ctx, d, v)
+	if err != nil {
+		return 0, err
+	}
+	for _, m := range skipped {
+		defer x.Source.Discard(m.paths)
+	}
+	maps = append(skipped, maps...)
 	var rows int64
 	err = x.DB.Update(ctx, func(tx *storage.Tx) error {
 		if d.Table == "" {
@@ -396,9 +406,11 @@ func (x *Executor) load(ctx context.Context, d *storage.Dataset, v *ploti.Versio
 		if rows, err = tx.LoadSnapshot(ctx, d.Table, schema.Columns, paths); err != nil {
 			return err
 		}
-		for _, p := range idMap {
-			if _, err := tx.ApplyIDMap(ctx, d.ID, v.Version, p, x.IDRefs); err != nil {
-				return err
+		for _, m := range maps {
+			for _, p := range m.paths {
+				if _, err := tx.ApplyIDMap(ctx, d.ID, m.version, p, x.IDRefs); err != nil {
+					return err
+				}
 			}
 		}
 		return x.commitVersion(ctx, tx, d, v, schema, rows, eventID)
@@ -566,4 +578,41 @@ func (x *Executor) Unreadable(ctx context.Context, b *Batch, ev ploti.Event, cau
 		d = &storage.Dataset{ID: ev.Data.DatasetID, Status: storage.StatusPending}
 	}
 	return x.fail(ctx, b, d, Action{Kind: Skip}, ev.ID, fmt.Errorf("%w: %w", ErrBadInput, cause))
+}
+
+// idMapFile is a version's downloaded id map.
+type idMapFile struct {
+	version int
+	paths   []string
+}
+
+// skippedIDMaps finds the id maps of versions a reload jumps over: between
+// the held version and v, following previousVersion back, every
+// record_ids_changed version's map, oldest first. Only when user columns
+// reference the dataset (IDRefs): they must follow each replacement, or
+// they would keep ids that no longer exist.
+func (x *Executor) skippedIDMaps(ctx context.Context, d *storage.Dataset, v *ploti.Version) ([]idMapFile, error) {
+	refs := false
+	for _, r := range x.IDRefs {
+		refs = refs || r.DatasetID == d.ID
+	}
+	if !refs || d.Version == 0 {
+		return nil, nil
+	}
+	var out []idMapFile
+	for prev := v.PreviousVersion; prev != nil && *prev > d.Version; {
+		pv, err := x.Source.Version(ctx, d.ID, *prev, "")
+		if err != nil {
+			return nil, fmt.Errorf("follow version %d back for its id map: %w", *prev, err)
+		}
+		if pv.Files.IDMap != nil && pv.ResyncReason != nil && *pv.ResyncReason == ploti.ReasonRecordIDsChanged {
+			paths, err := x.Source.Download(ctx, pv, "idMap")
+			if err != nil {
+				return nil, err
+			}
+			out = append([]idMapFile{{pv.Version, paths}}, out...)
+		}
+		prev = pv.PreviousVersion
+	}
+	return out, nil
 }

@@ -626,3 +626,45 @@ func TestSync_MistypedSubscriptionDoesNotBindTheFile(t *testing.T) {
 	mustSync(t, r)
 	assertMatchesTruth(t, r, em, "ds_permits", 1)
 }
+
+// Review L3: a reload that jumps over a record_ids_changed version (here,
+// the release of a review hold) still rewrites the user's references with
+// that version's id map.
+func TestScenario_ReleaseAppliesSkippedIDMaps(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, permits, _ := seedTwo(t, em)
+	refs := []IDRef{{Table: "my_notes", Column: "permit_record", DatasetID: "ds_permits"}}
+	r := mustOpen(t, em, sub, "", func(o *Options) { o.IDReferences = refs })
+	mustSync(t, r)
+	_, err := r.DB().Exec(`CREATE TABLE my_notes AS SELECT _ploti_record_id AS permit_record, permit FROM ds_permits`)
+	must(t, err)
+	cols := append(append([]emulator.Column{}, permitCols...), emulator.Column{Name: "note", Type: "string"})
+	cols = append(cols[:4:4], cols[5:]...) // drop final, add note: MAJOR
+	rows := permits(0)
+	for _, row := range rows {
+		delete(row, "final")
+	}
+	_, err = em.Publish(ctx, "ds_permits", rows, emulator.WithSchema(cols, []string{"permit"}), emulator.SkipReview())
+	must(t, err)
+	mustSync(t, r) // held for review at version 1
+	replaced, err := em.Publish(ctx, "ds_permits", rows, emulator.WithReplacedIDs(1))
+	must(t, err)
+	last, err := em.Publish(ctx, "ds_permits", rows[1:])
+	must(t, err)
+	mustSync(t, r)
+	if d := datasetRow(t, r, "ds_permits"); d.Version != 1 || d.Status != storage.StatusHeld {
+		t.Fatalf("want held at 1, got %s v%d", d.Status, d.Version)
+	}
+	if replaced.ResyncReason != "record_ids_changed" {
+		t.Fatalf("emulator: %+v", replaced)
+	}
+	must(t, r.Release(ctx, "ds_permits"))
+	assertMatchesTruth(t, r, em, "ds_permits", last.Version)
+	var wrong, total int
+	must(t, r.DB().QueryRow(`SELECT count(*) FILTER (WHERE p._ploti_record_id IS NULL OR p.permit <> n.permit), count(*)
+		FROM my_notes n LEFT JOIN ds_permits p ON p._ploti_record_id = n.permit_record WHERE n.permit <> 'P-000'`).Scan(&wrong, &total))
+	if wrong != 0 || total != 39 {
+		t.Fatalf("references after a release over an id replacement: %d of %d wrong", wrong, total)
+	}
+}
