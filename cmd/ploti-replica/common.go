@@ -94,7 +94,13 @@ func storedSubscription(path string) (id, apiURL string) {
 	return sub.ID, sub.APIURL
 }
 
-func (c *connFlags) options(env *Env, log zerolog.Logger) (replica.Options, error) {
+// options builds the replica's options from the flags and the environment,
+// with the CLI's logger (on env.Stderr) in Options.Logger.
+func (c *connFlags) options(env *Env) (replica.Options, error) {
+	log, err := c.logger(env.Stderr)
+	if err != nil {
+		return replica.Options{}, err
+	}
 	c.resolve(env)
 	if c.APIKey == "" {
 		return replica.Options{}, &usageError{fmt.Errorf("no API key: set PLOTI_API_KEY (or --api-key)")}

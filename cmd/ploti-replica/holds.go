@@ -73,11 +73,7 @@ func (h *holdsCmd) list(ctx context.Context) error {
 }
 
 func (h *holdsCmd) release(ctx context.Context, datasetID string) error {
-	log, err := h.conn.logger(h.env.Stderr)
-	if err != nil {
-		return err
-	}
-	opts, err := h.conn.options(h.env, log)
+	opts, err := h.conn.options(h.env)
 	if err != nil {
 		return err
 	}

@@ -122,14 +122,11 @@ SIGINT or SIGTERM lets the transaction under way commit, then exits 0.`,
 // is cancelled; then it lets the transaction under way commit and returns
 // nil.
 func (s *serveCmd) run(ctx context.Context) error {
-	log, err := s.conn.logger(s.env.Stderr)
+	opts, err := s.conn.options(s.env)
 	if err != nil {
 		return err
 	}
-	opts, err := s.conn.options(s.env, log)
-	if err != nil {
-		return err
-	}
+	log := opts.Logger
 	if err := s.check(); err != nil {
 		return err
 	}

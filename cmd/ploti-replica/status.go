@@ -44,11 +44,7 @@ func (s *statusCmd) run(ctx context.Context) error {
 	}
 	var st *replica.Status
 	if s.Behind {
-		log, err := s.conn.logger(s.env.Stderr)
-		if err != nil {
-			return err
-		}
-		opts, err := s.conn.options(s.env, log)
+		opts, err := s.conn.options(s.env)
 		if err != nil {
 			return err
 		}

@@ -38,11 +38,7 @@ versions stay; the next sync retries them), 4 the file is locked.`,
 }
 
 func (s *syncCmd) run(ctx context.Context) error {
-	log, err := s.conn.logger(s.env.Stderr)
-	if err != nil {
-		return err
-	}
-	opts, err := s.conn.options(s.env, log)
+	opts, err := s.conn.options(s.env)
 	if err != nil {
 		return err
 	}
