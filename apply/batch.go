@@ -93,6 +93,17 @@ func (b *Batch) forget(id string) {
 	}
 }
 
+// remember puts a dataset's row, as a transaction of its own committed it
+// with no holds, into the cache (issue 6: reading it back cost two
+// statements per update in a catch-up of small updates).
+func (b *Batch) remember(d *storage.Dataset) {
+	if c := b.cache; c != nil {
+		c.rows[d.ID] = cloneDataset(d)
+		c.holds[d.ID] = nil
+		delete(c.stale, d.ID)
+	}
+}
+
 // reload reads one dataset's row and holds into the cache.
 func (b *Batch) reload(ctx context.Context, id string) error {
 	tx, err := b.Tx(ctx)

@@ -146,7 +146,11 @@ func (x *Executor) State(ctx context.Context, b *Batch, datasetID string) (*stor
 // A dataset-level failure (bad input, a gone dataset) is recorded on the
 // dataset and returned as an *Error; the caller goes on with other events.
 func (x *Executor) Apply(ctx context.Context, b *Batch, ev ploti.Event) (Result, error) {
-	d, st, err := x.State(ctx, b, ev.Data.DatasetID)
+	d, holds, err := b.dataset(ctx, ev.Data.DatasetID)
+	var st State
+	if d != nil {
+		st = StateOf(d, holds)
+	}
 	if err != nil {
 		return Result{}, err
 	}
@@ -188,8 +192,13 @@ func (x *Executor) Apply(ctx context.Context, b *Batch, ev ploti.Event) (Result,
 	if err := b.Flush(); err != nil {
 		return res, err
 	}
-	res.Rows, res.Stats, err = x.heavy(ctx, d, a, link, ev.ID, ev.Data.Reason)
-	b.forget(d.ID) // its own transaction wrote the dataset's row and holds
+	var committed bool
+	res.Rows, res.Stats, committed, err = x.heavy(ctx, d, a, link, ev.ID, ev.Data.Reason, len(holds) == 0)
+	if committed {
+		b.remember(d) // the row its transaction wrote, and no holds
+	} else {
+		b.forget(d.ID) // its own transaction may have written the row and holds
+	}
 	if err != nil {
 		res.Applied = false
 		return res, x.fail(ctx, b, d, a, ev.ID, err)
@@ -316,36 +325,38 @@ func (x *Executor) fail(ctx context.Context, b *Batch, d *storage.Dataset, a Act
 	return err
 }
 
-// heavy loads or merges in a transaction of its own.
-func (x *Executor) heavy(ctx context.Context, d *storage.Dataset, a Action, link, eventID, reason string) (int64, storage.MergeStats, error) {
+// heavy loads or merges in a transaction of its own. committed tells that
+// it wrote d as the dataset's registry row, with no holds. noHolds says the
+// dataset has none to end.
+func (x *Executor) heavy(ctx context.Context, d *storage.Dataset, a Action, link, eventID, reason string, noHolds bool) (rows int64, st storage.MergeStats, committed bool, err error) {
 	version := a.Version
 	if a.Kind == ReloadCurrent {
 		cur, err := x.Source.Current(ctx, d.ID)
 		if err != nil {
-			return 0, storage.MergeStats{}, err
+			return 0, st, false, err
 		}
 		version, link = cur, ""
 		if d.Version == cur && d.Status == storage.StatusCurrent {
-			return d.RowCount, storage.MergeStats{}, x.DB.Update(ctx, func(tx *storage.Tx) error { return tx.MarkApplied(ctx, eventID) })
+			return d.RowCount, st, false, x.DB.Update(ctx, func(tx *storage.Tx) error { return tx.MarkApplied(ctx, eventID) })
 		}
 	}
 	v, err := x.Source.Version(ctx, d.ID, version, link)
 	if err != nil {
-		return 0, storage.MergeStats{}, err
+		return 0, st, false, err
 	}
 	schema, err := x.Source.Schema(ctx, v)
 	if err != nil {
-		return 0, storage.MergeStats{}, err
+		return 0, st, false, err
 	}
 	if a.CheckMajor && schema.ChangeFromPrevious.IsMajor() || a.Kind == ReloadCurrent && x.review(d, schema) {
-		return 0, storage.MergeStats{}, x.holdFromSchema(ctx, d, v, schema, eventID)
+		return 0, st, false, x.holdFromSchema(ctx, d, v, schema, eventID)
 	}
 	if a.Kind == Merge && len(v.Files.Changes) > 0 && sameOrAdded(d.Columns, schema.Columns) {
-		st, err := x.merge(ctx, d, v, schema, eventID)
-		return st.Rows, st, err
+		st, err = x.merge(ctx, d, v, schema, eventID, noHolds)
+		return st.Rows, st, err == nil, err
 	}
-	n, err := x.load(ctx, d, v, schema, eventID, reason)
-	return n, storage.MergeStats{}, err
+	rows, err = x.load(ctx, d, v, schema, eventID, reason)
+	return rows, st, err == nil, err
 }
 
 // sameOrAdded reports whether the new columns keep the old ones in order
@@ -413,7 +424,7 @@ func (x *Executor) load(ctx context.Context, d *storage.Dataset, v *ploti.Versio
 				}
 			}
 		}
-		return x.commitVersion(ctx, tx, d, v, schema, rows, eventID)
+		return x.commitVersion(ctx, tx, d, v, schema, rows, eventID, true)
 	})
 	if err == nil {
 		// The replaced table's blocks are free for reuse only after a
@@ -428,7 +439,7 @@ func (x *Executor) load(ctx context.Context, d *storage.Dataset, v *ploti.Versio
 	return rows, err
 }
 
-func (x *Executor) merge(ctx context.Context, d *storage.Dataset, v *ploti.Version, schema *ploti.Schema, eventID string) (storage.MergeStats, error) {
+func (x *Executor) merge(ctx context.Context, d *storage.Dataset, v *ploti.Version, schema *ploti.Schema, eventID string, noHolds bool) (storage.MergeStats, error) {
 	paths, err := x.Source.Download(ctx, v, "changes")
 	if err != nil {
 		return storage.MergeStats{}, err
@@ -441,24 +452,31 @@ func (x *Executor) merge(ctx context.Context, d *storage.Dataset, v *ploti.Versi
 				return err
 			}
 		}
+		// The registry's row count is the table's (every version it records
+		// was committed with its count); unknown or zero, the merge counts.
+		rows := d.RowCount
+		if rows <= 0 {
+			rows = -1
+		}
 		for _, p := range paths {
-			st, err := tx.MergeChanges(ctx, d.ID, v.Version, d.Table, schema.Columns, p)
+			st, err := tx.MergeChanges(ctx, d.ID, v.Version, d.Table, schema.Columns, p, rows)
 			if err != nil {
 				return err
 			}
 			total.Added += st.Added
 			total.Changed += st.Changed
 			total.Removed += st.Removed
-			total.Rows = st.Rows
+			total.Rows, rows = st.Rows, st.Rows
 		}
-		return x.commitVersion(ctx, tx, d, v, schema, total.Rows, eventID)
+		return x.commitVersion(ctx, tx, d, v, schema, total.Rows, eventID, !noHolds)
 	})
 	return total, err
 }
 
 // commitVersion writes the registry row for a newly held version, ends
-// server holds, and records the event, inside the data's transaction.
-func (x *Executor) commitVersion(ctx context.Context, tx *storage.Tx, d *storage.Dataset, v *ploti.Version, schema *ploti.Schema, rows int64, eventID string) error {
+// its holds (endHolds: the caller does not know it has none), and records
+// the event, inside the data's transaction.
+func (x *Executor) commitVersion(ctx context.Context, tx *storage.Tx, d *storage.Dataset, v *ploti.Version, schema *ploti.Schema, rows int64, eventID string, endHolds bool) error {
 	d.Version = v.Version
 	d.PreviousVersion = 0
 	if v.PreviousVersion != nil {
@@ -475,8 +493,10 @@ func (x *Executor) commitVersion(ctx context.Context, tx *storage.Tx, d *storage
 	d.RowCount = rows
 	d.Status, d.StatusReason, d.LastError, d.FailedAt, d.SkipUntilRemoved = storage.StatusCurrent, "", "", nil, false
 	d.StaleLastCheckedAt, d.StaleNextCheckBy = nil, nil
-	if err := tx.DeleteHolds(ctx, d.ID, ""); err != nil {
-		return err
+	if endHolds {
+		if err := tx.DeleteHolds(ctx, d.ID, ""); err != nil {
+			return err
+		}
 	}
 	if err := tx.PutDataset(ctx, d); err != nil {
 		return err

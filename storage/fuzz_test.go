@@ -200,7 +200,7 @@ func FuzzMergeChanges(f *testing.F) {
 			t.Fatal(err)
 		}
 		defer tx.Rollback()
-		st, err := tx.MergeChanges(ctx, "ds", 2, "permits", fuzzCols, path)
+		st, err := tx.MergeChanges(ctx, "ds", 2, "permits", fuzzCols, path, -1)
 		var de *DataError
 		switch {
 		case err != nil && !errors.As(err, &de):

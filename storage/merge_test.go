@@ -41,7 +41,7 @@ func TestTx_MergeChanges_afterChangesInTheSameTransaction(t *testing.T) {
 			return err
 		}
 		for _, f := range []string{first, second, third} {
-			if _, err := tx.MergeChanges(ctx, "ds", 2, "permits", withUnits, f); err != nil {
+			if _, err := tx.MergeChanges(ctx, "ds", 2, "permits", withUnits, f, -1); err != nil {
 				return err
 			}
 		}

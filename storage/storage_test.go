@@ -92,7 +92,7 @@ func TestTx_LoadSnapshotAndMerge(t *testing.T) {
 	}
 	var st MergeStats
 	err = db.Update(ctx, func(tx *Tx) error {
-		st, err = tx.MergeChanges(ctx, "ds", 2, "permits", testCols, changes)
+		st, err = tx.MergeChanges(ctx, "ds", 2, "permits", testCols, changes, -1)
 		return err
 	})
 	if err != nil {
@@ -145,7 +145,7 @@ func TestTx_MergeChanges_refusesWhatDoesNotFit(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := mustParquet(t, db, tc.query)
-			err := db.Update(ctx, func(tx *Tx) error { _, err := tx.MergeChanges(ctx, "ds", 2, "permits", testCols, f); return err })
+			err := db.Update(ctx, func(tx *Tx) error { _, err := tx.MergeChanges(ctx, "ds", 2, "permits", testCols, f, -1); return err })
 			if !errors.Is(err, ErrBadData) {
 				t.Fatalf("err = %v, want ErrBadData", err)
 			}
@@ -176,7 +176,7 @@ func TestTx_AddColumnsThenMerge(t *testing.T) {
 	if err := db.Update(ctx, func(tx *Tx) error { return tx.AddColumns(ctx, "permits", cols2[len(testCols):]) }); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Update(ctx, func(tx *Tx) error { _, err := tx.MergeChanges(ctx, "ds", 2, "permits", cols2, changes); return err }); err != nil {
+	if err := db.Update(ctx, func(tx *Tx) error { _, err := tx.MergeChanges(ctx, "ds", 2, "permits", cols2, changes, -1); return err }); err != nil {
 		t.Fatal(err)
 	}
 	var withUnits, nulls int
