@@ -228,9 +228,12 @@ func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, t
 	if err != nil {
 		return st, fmt.Errorf("merge %s into %s: delete: %w", name, table, err)
 	}
-	if want := st.Changed + st.Removed; deleted != want {
-		// The caller rolls the transaction back: nothing was changed.
+	// The caller rolls the transaction back on an error: nothing changes.
+	switch want := st.Changed + st.Removed; {
+	case deleted < want:
 		return st, notFit(want - deleted)
+	case deleted > want:
+		return st, &DataError{File: name, Detail: fmt.Sprintf("changes file does not fit the held version: its %d changed or removed ids match %d held rows", want, deleted)}
 	}
 	cn := columnNames(cols)
 	if _, err := tx.tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s FROM %s WHERE CAST(%s AS VARCHAR) IN ('added', 'changed')`,
