@@ -59,14 +59,19 @@ func (b *Batch) cached(ctx context.Context) (*pageCache, error) {
 
 // dataset returns a copy of a registry row (nil when there is none) and of
 // its holds.
+// A warm cache answers without opening a transaction (issue 6: in a run
+// of updates, each merge's Flush committed an empty one).
 func (b *Batch) dataset(ctx context.Context, id string) (*storage.Dataset, []storage.Hold, error) {
-	c, err := b.cached(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	if c.stale[id] {
-		if err := b.reload(ctx, id); err != nil {
+	c := b.cache
+	if c == nil || c.stale[id] {
+		var err error
+		if c, err = b.cached(ctx); err != nil {
 			return nil, nil, err
+		}
+		if c.stale[id] {
+			if err := b.reload(ctx, id); err != nil {
+				return nil, nil, err
+			}
 		}
 	}
 	d := c.rows[id]

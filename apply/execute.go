@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/rs/zerolog"
 
@@ -384,7 +385,17 @@ func (x *Executor) load(ctx context.Context, d *storage.Dataset, v *ploti.Versio
 	if err != nil {
 		return 0, err
 	}
-	defer x.Source.Discard(paths)
+	// Once the table holds the snapshot, its files are removed while the
+	// commit writes (issue 6: unlinking a 484 MiB file took 0.15 s of a
+	// 10M-row load when it came after).
+	var discard sync.WaitGroup
+	discarded := false
+	defer func() {
+		discard.Wait()
+		if !discarded {
+			x.Source.Discard(paths)
+		}
+	}()
 	var maps []idMapFile
 	if v.Files.IDMap != nil && (reason == ploti.ReasonRecordIDsChanged || (v.ResyncReason != nil && *v.ResyncReason == ploti.ReasonRecordIDsChanged)) {
 		m, err := x.Source.Download(ctx, v, "idMap")
@@ -416,6 +427,10 @@ func (x *Executor) load(ctx context.Context, d *storage.Dataset, v *ploti.Versio
 		}
 		if rows, err = tx.LoadSnapshot(ctx, d.Table, schema.Columns, paths); err != nil {
 			return err
+		}
+		if !discarded {
+			discarded = true
+			discard.Go(func() { x.Source.Discard(paths) })
 		}
 		for _, m := range maps {
 			for _, p := range m.paths {
