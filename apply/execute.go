@@ -83,6 +83,10 @@ type Result struct {
 // Batch holds the page's open transaction for state-only actions, so that
 // a page's bookkeeping commits together (and with the cursor).
 type Batch struct {
+	// Share lets small merges join the batch's transaction (see
+	// sharedMerge); the walk sets it, and applies a page again without it
+	// when Apply returns ErrRetryPage.
+	Share bool
 	db    *storage.DB
 	tx    *storage.Tx
 	ctx   context.Context // the context of the transaction, for Flush's writes
@@ -190,11 +194,32 @@ func (x *Executor) Apply(ctx context.Context, b *Batch, ev ploti.Event) (Result,
 	if ev.Data.Links != nil {
 		link = ev.Data.Links.Version
 	}
-	if err := b.Flush(); err != nil {
-		return res, err
-	}
 	var committed bool
-	res.Rows, res.Stats, committed, err = x.heavy(ctx, d, a, link, ev.ID, ev.Data.Reason, len(holds) == 0)
+	if b.Share && a.Kind == Merge {
+		v, schema, err := x.versionAndSchema(ctx, d.ID, a.Version, link)
+		if err != nil {
+			res.Applied = false
+			return res, x.fail(ctx, b, d, a, ev.ID, err)
+		}
+		if shareable(d, a, v, schema) {
+			res.Stats, err = x.sharedMerge(ctx, b, d, v, schema, ev.ID, len(holds) == 0)
+			res.Rows = res.Stats.Rows
+			if err != nil && !errors.Is(err, ErrRetryPage) {
+				res.Applied = false
+				return res, x.fail(ctx, b, d, a, ev.ID, err)
+			}
+			return res, err
+		}
+		if err := b.Flush(); err != nil {
+			return res, err
+		}
+		res.Rows, res.Stats, committed, err = x.heavyWith(ctx, d, a, v, schema, ev.ID, ev.Data.Reason, len(holds) == 0)
+	} else {
+		if err := b.Flush(); err != nil {
+			return res, err
+		}
+		res.Rows, res.Stats, committed, err = x.heavy(ctx, d, a, link, ev.ID, ev.Data.Reason, len(holds) == 0)
+	}
 	if committed {
 		b.remember(d) // the row its transaction wrote, and no holds
 	} else {
@@ -341,14 +366,28 @@ func (x *Executor) heavy(ctx context.Context, d *storage.Dataset, a Action, link
 			return d.RowCount, st, false, x.DB.Update(ctx, func(tx *storage.Tx) error { return tx.MarkApplied(ctx, eventID) })
 		}
 	}
-	v, err := x.Source.Version(ctx, d.ID, version, link)
+	v, schema, err := x.versionAndSchema(ctx, d.ID, version, link)
 	if err != nil {
 		return 0, st, false, err
+	}
+	return x.heavyWith(ctx, d, a, v, schema, eventID, reason, noHolds)
+}
+
+// versionAndSchema asks the API for a version and its schema.
+func (x *Executor) versionAndSchema(ctx context.Context, datasetID string, version int, link string) (*ploti.Version, *ploti.Schema, error) {
+	v, err := x.Source.Version(ctx, datasetID, version, link)
+	if err != nil {
+		return nil, nil, err
 	}
 	schema, err := x.Source.Schema(ctx, v)
 	if err != nil {
-		return 0, st, false, err
+		return nil, nil, err
 	}
+	return v, schema, nil
+}
+
+// heavyWith is heavy once the version and its schema are known.
+func (x *Executor) heavyWith(ctx context.Context, d *storage.Dataset, a Action, v *ploti.Version, schema *ploti.Schema, eventID, reason string, noHolds bool) (rows int64, st storage.MergeStats, committed bool, err error) {
 	if a.CheckMajor && schema.ChangeFromPrevious.IsMajor() || a.Kind == ReloadCurrent && x.review(d, schema) {
 		return 0, st, false, x.holdFromSchema(ctx, d, v, schema, eventID)
 	}
@@ -358,6 +397,78 @@ func (x *Executor) heavy(ctx context.Context, d *storage.Dataset, a Action, link
 	}
 	rows, err = x.load(ctx, d, v, schema, eventID, reason)
 	return rows, st, err == nil, err
+}
+
+// ErrRetryPage says that a merge in the batch's transaction failed, which
+// aborted the transaction with everything the page had done in it: the
+// walk applies the page again, with Batch.Share off.
+var ErrRetryPage = errors.New("a merge in the page's transaction failed")
+
+// sharedMergeBytes bounds the changes files a merge may bring into the
+// batch's transaction: larger merges commit on their own, so that a
+// failure sends little work to be done again.
+const sharedMergeBytes = 16 << 20
+
+// shareable reports whether a merge can join the batch's transaction: the
+// same columns (no DDL, which fails a transaction on error), no MAJOR
+// change to review, and small changes files of known size.
+func shareable(d *storage.Dataset, a Action, v *ploti.Version, schema *ploti.Schema) bool {
+	if a.CheckMajor && schema.ChangeFromPrevious.IsMajor() || len(v.Files.Changes) == 0 ||
+		len(schema.Columns) != len(d.Columns) || !sameOrAdded(d.Columns, schema.Columns) || d.Table == "" {
+		return false
+	}
+	var n int64
+	for _, f := range v.Files.Changes {
+		if f.Bytes == nil {
+			return false
+		}
+		n += *f.Bytes
+	}
+	return n <= sharedMergeBytes
+}
+
+// sharedMerge merges a small changes file in the batch's transaction, so
+// that a run of updates shares the page's commit and bookkeeping instead of
+// paying a commit each (issue 6: about a sixth of a 100-row update). The
+// version, its registry row and its event id still commit together, with
+// the page's cursor. Errors from the API and downloads leave the batch as
+// it was; an error in the transaction returns ErrRetryPage.
+func (x *Executor) sharedMerge(ctx context.Context, b *Batch, d *storage.Dataset, v *ploti.Version, schema *ploti.Schema, eventID string, noHolds bool) (storage.MergeStats, error) {
+	var total storage.MergeStats
+	paths, err := x.Source.Download(ctx, v, "changes")
+	if err != nil {
+		return total, err
+	}
+	defer x.Source.Discard(paths)
+	tx, err := b.Tx(ctx)
+	if err != nil {
+		return total, err
+	}
+	retry := func(err error) error {
+		if cerr := ctx.Err(); cerr != nil { // a stopped sync: no retry, and say so
+			return fmt.Errorf("%w: %w", cerr, err)
+		}
+		return fmt.Errorf("%w: %s v%d: %w", ErrRetryPage, d.ID, v.Version, err)
+	}
+	rows := d.RowCount
+	if rows <= 0 {
+		rows = -1
+	}
+	for _, p := range paths {
+		st, err := tx.MergeChanges(ctx, d.ID, v.Version, d.Table, schema.Columns, p, rows)
+		if err != nil {
+			return total, retry(err)
+		}
+		total.Added += st.Added
+		total.Changed += st.Changed
+		total.Removed += st.Removed
+		total.Rows, rows = st.Rows, st.Rows
+	}
+	if err := x.commitVersion(ctx, tx, d, v, schema, total.Rows, eventID, !noHolds); err != nil {
+		return total, retry(err)
+	}
+	b.remember(d)
+	return total, nil
 }
 
 // sameOrAdded reports whether the new columns keep the old ones in order

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ploti-replica/ploti-replica/apply"
@@ -168,10 +169,26 @@ func (r *Replica) finish(ctx context.Context) error {
 	return r.db.Update(ctx, func(tx *storage.Tx) error { return tx.SetLastSync(ctx, tx.Now) })
 }
 
-// applyPage applies one page of events; state-only events share one
-// transaction with the page's cursor, loads and merges commit on their own.
+// applyPage applies one page of events; state-only events and small merges
+// share one transaction with the page's cursor, loads and other merges
+// commit on their own. A merge that fails in the shared transaction aborts
+// it: the page is then applied again with every merge on its own, so that
+// the failure costs only its dataset.
 func (r *Replica) applyPage(ctx context.Context, sub *storage.Subscription, page *ploti.EventPage, res *SyncResult) error {
+	before := *res
+	before.Failed = slices.Clone(res.Failed)
+	err := r.applyPageWith(ctx, sub, page, res, true)
+	if errors.Is(err, apply.ErrRetryPage) && ctx.Err() == nil {
+		r.log.Info().Err(err).Msg("applying the page again, each merge in a transaction of its own")
+		*res = before
+		err = r.applyPageWith(ctx, sub, page, res, false)
+	}
+	return err
+}
+
+func (r *Replica) applyPageWith(ctx context.Context, sub *storage.Subscription, page *ploti.EventPage, res *SyncResult, share bool) error {
 	b := apply.NewBatch(r.db)
+	b.Share = share
 	defer b.Abort()
 	tx, err := b.Tx(ctx)
 	if err != nil {
