@@ -202,6 +202,12 @@ func rawMergeSQL(table, file string) []string {
 // rawMerges applies changes files (table → file) to the file at path, one
 // transaction each, then closes it.
 func rawMerges(ctx context.Context, path string, merges [][2]string, eo engineOpts) (cost, error) {
+	return rawMergesIn(ctx, path, merges, eo, false)
+}
+
+// rawMergesIn is rawMerges, with one transaction for all the files when
+// oneTx is set.
+func rawMergesIn(ctx context.Context, path string, merges [][2]string, eo engineOpts, oneTx bool) (cost, error) {
 	settle()
 	stop := startWatch()
 	err := withPlain(ctx, path, eo, func(db *sql.DB) error {
@@ -210,12 +216,27 @@ func rawMerges(ctx context.Context, path string, merges [][2]string, eo engineOp
 			return err
 		}
 		defer conn.Close()
+		exec := func(q string) error {
+			_, err := conn.ExecContext(ctx, q)
+			return err
+		}
+		if oneTx {
+			if err := exec("BEGIN"); err != nil {
+				return err
+			}
+		}
 		for _, m := range merges {
 			for _, q := range rawMergeSQL(m[0], m[1]) {
-				if _, err := conn.ExecContext(ctx, q); err != nil {
+				if oneTx && (q == "BEGIN" || q == "COMMIT") {
+					continue
+				}
+				if err := exec(q); err != nil {
 					return fmt.Errorf("raw merge of %s: %w", m[1], err)
 				}
 			}
+		}
+		if oneTx {
+			return exec("COMMIT")
 		}
 		return nil
 	})
