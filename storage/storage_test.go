@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -136,18 +137,19 @@ func TestTx_MergeChanges_refusesWhatDoesNotFit(t *testing.T) {
 	if err := db.Update(ctx, func(tx *Tx) error { _, err := tx.LoadSnapshot(ctx, "permits", testCols, []string{snap}); return err }); err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct{ name, query string }{
-		{"added id already held", "SELECT 'added' AS _ploti_change, * FROM (" + snapQuery + ") LIMIT 1"},
-		{"removed id not held", "SELECT 'removed' AS _ploti_change, * REPLACE ('zz' AS _ploti_record_id) FROM (" + snapQuery + ") LIMIT 1"},
-		{"missing column", "SELECT 'changed' AS _ploti_change, * EXCLUDE (tags) FROM (" + snapQuery + ") LIMIT 1"},
-		{"extra column", "SELECT 'changed' AS _ploti_change, 1 AS surprise, * FROM (" + snapQuery + ") LIMIT 1"},
-		{"bad change kind", "SELECT 'moved' AS _ploti_change, * FROM (" + snapQuery + ") LIMIT 1"},
+	for _, tc := range []struct{ name, query, want string }{
+		{"added id already held", "SELECT 'added' AS _ploti_change, * FROM (" + snapQuery + ") WHERE _ploti_record_id = 'r3'", "added id r3 is already held"},
+		{"removed id not held", "SELECT 'removed' AS _ploti_change, * REPLACE ('zz' AS _ploti_record_id) FROM (" + snapQuery + ") LIMIT 1", "removed id zz is not held"},
+		{"changed id not held, among ids that are", "SELECT CASE WHEN _ploti_record_id = 'r2' THEN 'changed' ELSE 'removed' END AS _ploti_change, * REPLACE (CASE WHEN _ploti_record_id = 'r2' THEN 'r2x' ELSE _ploti_record_id END AS _ploti_record_id) FROM (" + snapQuery + ")", "changed id r2x is not held"},
+		{"missing column", "SELECT 'changed' AS _ploti_change, * EXCLUDE (tags) FROM (" + snapQuery + ") LIMIT 1", "lacks column(s) tags"},
+		{"extra column", "SELECT 'changed' AS _ploti_change, 1 AS surprise, * FROM (" + snapQuery + ") LIMIT 1", "has column surprise"},
+		{"bad change kind", "SELECT 'moved' AS _ploti_change, * FROM (" + snapQuery + ") LIMIT 1", "not added, changed or removed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := mustParquet(t, db, tc.query)
 			err := db.Update(ctx, func(tx *Tx) error { _, err := tx.MergeChanges(ctx, "ds", 2, "permits", testCols, f, -1); return err })
-			if !errors.Is(err, ErrBadData) {
-				t.Fatalf("err = %v, want ErrBadData", err)
+			if !errors.Is(err, ErrBadData) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want ErrBadData saying %q", err, tc.want)
 			}
 			var n int
 			db.SQL().QueryRow("SELECT count(*) FROM permits").Scan(&n)

@@ -145,6 +145,9 @@ func columnsFromFile(have []string) []ploti.Column {
 	return cols
 }
 
+// fitMark starts the merge's own errors, to tell them from DuckDB's.
+const fitMark = "ploti: "
+
 // MergeStats counts what a changes file did.
 type MergeStats struct {
 	Added, Changed, Removed int64
@@ -191,37 +194,40 @@ func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, t
 		return st, &DataError{File: name, Detail: "read: " + err.Error()}
 	}
 	defer tx.tx.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS temp._ploti_merge")
-	// The file's own checks, and whether an added id is held already: a
-	// semi-join, for which DuckDB filters the table's scan by the file's
-	// ids (min, max and a Bloom filter). Whether every changed or removed
-	// id is held is told by the DELETE's count, below: record ids are
-	// unique in the table and, checked here, in the file.
-	var n, nulls, dups, bad, addedHeld int64
+	// The file's own checks: ids, kinds of change, and their counts.
+	var n, nulls, dups, bad int64
 	err = tx.tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*),
 			count(*) FILTER (WHERE %[1]s IS NULL),
 			count(%[1]s) - count(DISTINCT %[1]s),
 			count(*) FILTER (WHERE %[2]s IS NULL OR %[2]s NOT IN ('added', 'changed', 'removed')),
 			count(*) FILTER (WHERE %[2]s = 'added'),
 			count(*) FILTER (WHERE %[2]s = 'changed'),
-			count(*) FILTER (WHERE %[2]s = 'removed'),
-			(SELECT count(*) FROM %[3]s WHERE %[1]s IN (SELECT %[1]s FROM temp._ploti_merge WHERE %[2]s = 'added'))
-		FROM temp._ploti_merge`, id, change, t)).Scan(&n, &nulls, &dups, &bad, &st.Added, &st.Changed, &st.Removed, &addedHeld)
+			count(*) FILTER (WHERE %[2]s = 'removed')
+		FROM temp._ploti_merge`, id, change)).Scan(&n, &nulls, &dups, &bad, &st.Added, &st.Changed, &st.Removed)
 	if err != nil {
 		return st, fmt.Errorf("check changes %s: %w", name, err)
-	}
-	notFit := func(missing int64) error {
-		return &DataError{File: name, Detail: fmt.Sprintf("changes file does not fit the held version: %d added ids already held, %d changed or removed ids not held", addedHeld, missing)}
 	}
 	switch {
 	case nulls > 0 || dups > 0:
 		return st, &DataError{File: name, Detail: fmt.Sprintf("changes file has %d null and %d duplicate _ploti_record_id values", nulls, dups)}
 	case bad > 0:
 		return st, &DataError{File: name, Detail: fmt.Sprintf("changes file has %d rows whose _ploti_change is not added, changed or removed", bad)}
-	case addedHeld > 0:
-		return st, notFit(0)
 	}
-	res, err := tx.tx.ExecContext(ctx, fmt.Sprintf(`DELETE FROM %s WHERE %s IN (SELECT %s FROM temp._ploti_merge WHERE %s IN ('changed', 'removed'))`, t, id, id, change))
+	// One pass over the table deletes the changed and removed rows and
+	// checks that the file fits the held version: an added id must not be
+	// held, a changed or removed one must (issue 6: a semi-join for the
+	// added ids and the DELETE each scanned the table's ids; MERGE's error
+	// clauses do both in the DELETE's scan). Record ids are unique in the
+	// table and, checked above, in the file.
+	res, err := tx.tx.ExecContext(ctx, fmt.Sprintf(`MERGE INTO %[3]s t USING temp._ploti_merge m ON t.%[1]s = m.%[1]s
+		WHEN MATCHED AND m.%[2]s = 'added' THEN ERROR concat('%[4]sadded id ', m.%[1]s, ' is already held')
+		WHEN MATCHED THEN DELETE
+		WHEN NOT MATCHED BY TARGET AND m.%[2]s <> 'added' THEN ERROR concat('%[4]s', m.%[2]s, ' id ', m.%[1]s, ' is not held')`,
+		id, change, t, fitMark))
 	if err != nil {
+		if _, why, ok := strings.Cut(err.Error(), fitMark); ok {
+			return st, &DataError{File: name, Detail: "changes file does not fit the held version: " + why}
+		}
 		return st, fmt.Errorf("merge %s into %s: delete: %w", name, table, err)
 	}
 	deleted, err := res.RowsAffected()
@@ -229,10 +235,7 @@ func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, t
 		return st, fmt.Errorf("merge %s into %s: delete: %w", name, table, err)
 	}
 	// The caller rolls the transaction back on an error: nothing changes.
-	switch want := st.Changed + st.Removed; {
-	case deleted < want:
-		return st, notFit(want - deleted)
-	case deleted > want:
+	if want := st.Changed + st.Removed; deleted != want {
 		return st, &DataError{File: name, Detail: fmt.Sprintf("changes file does not fit the held version: its %d changed or removed ids match %d held rows", want, deleted)}
 	}
 	cn := columnNames(cols)
