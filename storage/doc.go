@@ -6,7 +6,8 @@
 // It is the only package that imports the DuckDB driver. Bulk data moves
 // with DuckDB's own read_parquet, never row by row through Go.
 //
-// The _ploti schema (migration 1):
+// The _ploti schema (migration 2; migration 2 stores _ploti.changes.record_id
+// uncompressed, for faster checkpoints of a merge's log):
 //
 //	_ploti.subscription(subscription_id, api_url, cursor, last_sync_at, manifest_at)
 //	_ploti.datasets(dataset_id, table_name, title, place_id, topic, version,

@@ -266,3 +266,51 @@ func TestTx_PutDataset_keepsTableName(t *testing.T) {
 		t.Fatalf("table %q (given back %q), version %d", got.Table, d.Table, got.Version)
 	}
 }
+
+// Migration 2 rebuilds _ploti.changes with its record ids uncompressed: a
+// file at migration 1 keeps its log rows, and new rows are written that way.
+func TestOpen_migration2KeepsTheChangesLog(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.duckdb")
+	plain, err := OpenPlain(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := migrationFS.ReadFile("migrations/0001_init.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"CREATE SCHEMA _ploti", string(first),
+		"CREATE TABLE _ploti.schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL)",
+		"INSERT INTO _ploti.schema_migrations VALUES (1, now())",
+		"INSERT INTO _ploti.changes VALUES ('ds', 2, 'r1', 'added'), ('ds', 2, 'r2', 'removed')"} {
+		if _, err := plain.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := plain.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.SQL().ExecContext(ctx, "INSERT INTO _ploti.changes VALUES ('ds', 3, 'r3', 'changed'); CHECKPOINT"); err != nil {
+		t.Fatal(err)
+	}
+	var log, compression string
+	if err := db.SQL().QueryRowContext(ctx, "SELECT string_agg(version || ':' || record_id || ':' || change, ' ' ORDER BY version, record_id) FROM _ploti.changes").Scan(&log); err != nil {
+		t.Fatal(err)
+	}
+	if want := "2:r1:added 2:r2:removed 3:r3:changed"; log != want {
+		t.Fatalf("log after migration = %q, want %q", log, want)
+	}
+	if err := db.SQL().QueryRowContext(ctx, `SELECT string_agg(DISTINCT compression, ',') FROM pragma_storage_info('_ploti.changes')
+		WHERE column_name = 'record_id' AND segment_type = 'VARCHAR'`).Scan(&compression); err != nil {
+		t.Fatal(err)
+	}
+	if compression != "Uncompressed" {
+		t.Fatalf("record_id stored as %q, want Uncompressed", compression)
+	}
+}
