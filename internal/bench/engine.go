@@ -18,13 +18,16 @@ import (
 	"github.com/ploti-replica/ploti-replica/storage"
 )
 
-// timedAPI is the real API client with a stopwatch on downloads, so the
-// time spent on HTTP transfers can be taken out of the engine's time and
-// reported apart. The replica downloads one file at a time.
+// timedAPI is the real API client with a stopwatch on downloads and on
+// the API's other calls, so the time spent on HTTP (and, for the calls, in
+// the emulator's handlers, which run on the same cores) can be taken out of
+// the engine's time and reported apart. The replica makes one call at a
+// time.
 type timedAPI struct {
 	replica.API
 	mu       sync.Mutex
 	download cost
+	calls    cost
 	bytes    int64
 }
 
@@ -38,6 +41,44 @@ func (t *timedAPI) Download(ctx context.Context, f ploti.File, name string, refr
 		t.bytes += *f.Bytes
 	}
 	return p, err
+}
+
+// call times one API call.
+func timed[T any](t *timedAPI, call func() (T, error)) (T, error) {
+	stop := startWatch()
+	v, err := call()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.calls = t.calls.add(stop())
+	return v, err
+}
+
+func (t *timedAPI) Manifest(ctx context.Context, sub, asOf string) (*ploti.Manifest, error) {
+	return timed(t, func() (*ploti.Manifest, error) { return t.API.Manifest(ctx, sub, asOf) })
+}
+
+func (t *timedAPI) Events(ctx context.Context, sub, cursor string, limit int, types []string) (*ploti.EventPage, error) {
+	return timed(t, func() (*ploti.EventPage, error) { return t.API.Events(ctx, sub, cursor, limit, types) })
+}
+
+func (t *timedAPI) Dataset(ctx context.Context, id string) (*ploti.Dataset, error) {
+	return timed(t, func() (*ploti.Dataset, error) { return t.API.Dataset(ctx, id) })
+}
+
+func (t *timedAPI) Version(ctx context.Context, id string, version int) (*ploti.Version, error) {
+	return timed(t, func() (*ploti.Version, error) { return t.API.Version(ctx, id, version) })
+}
+
+func (t *timedAPI) VersionByLink(ctx context.Context, link string) (*ploti.Version, error) {
+	return timed(t, func() (*ploti.Version, error) { return t.API.VersionByLink(ctx, link) })
+}
+
+func (t *timedAPI) Links(ctx context.Context, id string, version int, files []string) (*ploti.Version, error) {
+	return timed(t, func() (*ploti.Version, error) { return t.API.Links(ctx, id, version, files) })
+}
+
+func (t *timedAPI) Schema(ctx context.Context, id string, version int) (*ploti.Schema, error) {
+	return timed(t, func() (*ploti.Schema, error) { return t.API.Schema(ctx, id, version) })
 }
 
 // cost is what a step took: wall time, and the process's CPU time (which
@@ -55,16 +96,19 @@ func startWatch() func() cost {
 	return func() cost { return cost{time.Since(start), cpuTime() - cpu} }
 }
 
-// syncRun is one engine sync: what it took, the part spent downloading,
-// and what the sync did.
+// syncRun is one engine sync: what it took, the parts spent downloading
+// and in the API's other calls, and what the sync did.
 type syncRun struct {
-	Total, Download cost
-	Bytes           int64
-	Result          replica.SyncResult
+	Total, Download, API cost
+	Bytes                int64
+	Result               replica.SyncResult
 }
 
-// Engine is the sync's cost minus the downloads'.
-func (s syncRun) Engine() cost { return s.Total.sub(s.Download) }
+// Engine is the sync's cost minus the downloads' and the API calls'.
+func (s syncRun) Engine() cost { return s.Total.sub(s.Download).sub(s.API) }
+
+// Network is what the downloads and API calls took.
+func (s syncRun) Network() cost { return s.Download.add(s.API) }
 
 // engineOpts are the replica settings a run uses.
 type engineOpts struct {
@@ -99,7 +143,7 @@ func syncWith(ctx context.Context, apiURL, key, sub, path string, eo engineOpts)
 		err = cerr
 	}
 	run.Total = stop()
-	run.Download, run.Bytes = api.download, api.bytes
+	run.Download, run.API, run.Bytes = api.download, api.calls, api.bytes
 	if err != nil {
 		return run, fmt.Errorf("sync %s: %w", path, err)
 	}
