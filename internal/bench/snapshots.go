@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -158,12 +159,17 @@ func (r *run) load(ctx context.Context, b *bigDataset) error {
 	}
 	ratio, cpu := ratios(eng, raw)
 	size := fmt.Sprintf("%s rows, %s Parquet", rows(b.n), mib(float64(b.parquetB)))
-	r.rep.target(Line{What: "1. snapshot load (replica bootstrap, download and API calls excluded)", Size: size, Engine: eng.String(),
-		Versus: "DuckDB CTAS from read_parquet: " + raw.String(), Ratio: ratio, CPURatio: cpu}, 1.10, true)
+	line := Line{What: "1. snapshot load (replica bootstrap, download and API calls excluded)", Size: size, Engine: eng.String(),
+		Versus: "DuckDB CTAS from read_parquet: " + raw.String(), Ratio: ratio, CPURatio: cpu}
+	if b.n == slices.Max(r.cfg.Rows) { // the target is at the largest size
+		r.rep.target(line, 1.10, true)
+		r.rep.Summary["load_ratio"] = ratio
+	} else {
+		r.rep.add(line)
+	}
 	r.rep.add(Line{What: "1. download and API calls on loopback (reported apart)", Size: mib(float64(b.parquetB)),
 		Engine: fmt.Sprintf("download %s; API calls %s", dl.Wall.String(), api.Wall.String()),
 		Versus: fmt.Sprintf("%.0f MB/s", float64(b.parquetB)/1e6/dl.Wall.Seconds()), Ratio: math.NaN()})
-	r.rep.Summary["load_ratio"] = ratio
 	return nil
 }
 
