@@ -450,19 +450,8 @@ func (x *Executor) sharedMerge(ctx context.Context, b *Batch, d *storage.Dataset
 		}
 		return fmt.Errorf("%w: %s v%d: %w", ErrRetryPage, d.ID, v.Version, err)
 	}
-	rows := d.RowCount
-	if rows <= 0 {
-		rows = -1
-	}
-	for _, p := range paths {
-		st, err := tx.MergeChanges(ctx, d.ID, v.Version, d.Table, schema.Columns, p, rows)
-		if err != nil {
-			return total, retry(err)
-		}
-		total.Added += st.Added
-		total.Changed += st.Changed
-		total.Removed += st.Removed
-		total.Rows, rows = st.Rows, st.Rows
+	if total, err = mergeFiles(ctx, tx, d, v, schema, paths); err != nil {
+		return total, retry(err)
 	}
 	if err := x.commitVersion(ctx, tx, d, v, schema, total.Rows, eventID, !noHolds); err != nil {
 		return total, retry(err)
@@ -578,25 +567,35 @@ func (x *Executor) merge(ctx context.Context, d *storage.Dataset, v *ploti.Versi
 				return err
 			}
 		}
-		// The registry's row count is the table's (every version it records
-		// was committed with its count); unknown or zero, the merge counts.
-		rows := d.RowCount
-		if rows <= 0 {
-			rows = -1
-		}
-		for _, p := range paths {
-			st, err := tx.MergeChanges(ctx, d.ID, v.Version, d.Table, schema.Columns, p, rows)
-			if err != nil {
-				return err
-			}
-			total.Added += st.Added
-			total.Changed += st.Changed
-			total.Removed += st.Removed
-			total.Rows, rows = st.Rows, st.Rows
+		var err error
+		if total, err = mergeFiles(ctx, tx, d, v, schema, paths); err != nil {
+			return err
 		}
 		return x.commitVersion(ctx, tx, d, v, schema, total.Rows, eventID, !noHolds)
 	})
 	return total, err
+}
+
+// mergeFiles merges a version's changes files into the dataset's table.
+func mergeFiles(ctx context.Context, tx *storage.Tx, d *storage.Dataset, v *ploti.Version, schema *ploti.Schema, paths []string) (storage.MergeStats, error) {
+	var total storage.MergeStats
+	// The registry's row count is the table's (every version it records
+	// was committed with its count); unknown or zero, the merge counts.
+	rows := d.RowCount
+	if rows <= 0 {
+		rows = -1
+	}
+	for _, p := range paths {
+		st, err := tx.MergeChanges(ctx, d.ID, v.Version, d.Table, schema.Columns, p, rows)
+		if err != nil {
+			return total, err
+		}
+		total.Added += st.Added
+		total.Changed += st.Changed
+		total.Removed += st.Removed
+		total.Rows, rows = st.Rows, st.Rows
+	}
+	return total, nil
 }
 
 // commitVersion writes the registry row for a newly held version, ends
