@@ -26,9 +26,13 @@
 // The walk hands Apply a Batch per page. State-only actions and skips join
 // it: the batch reads the registry and the holds once, keeps the rows it
 // changes and the event ids it records, and writes them in its transaction
-// at Flush, together with the page's cursor. A heavy action (load, merge)
-// flushes the batch first and commits on its own; the batch then reads that
-// dataset again. (A DuckDB statement costs a few hundred microseconds;
-// statements per event, not rows, bound how fast a log of state-only
-// events is walked.)
+// at Flush, together with the page's cursor. With Batch.Share set, a merge
+// of small changes files joins it too (its table change, registry row and
+// event id are written in the batch's transaction); if it fails there, Apply
+// returns ErrRetryPage and the walk applies the page again without Share.
+// Other heavy actions (loads, larger merges) flush the batch first and
+// commit on their own; the batch then keeps the row they wrote. (A DuckDB
+// statement costs a few hundred microseconds, a commit a few milliseconds;
+// statements per event, not rows, bound how fast a log of small events is
+// walked.)
 package apply

@@ -27,7 +27,9 @@ type Source interface {
 	// Download fetches a version's files of one kind ("snapshot",
 	// "changes", "idMap") and returns verified local paths, in order.
 	Download(ctx context.Context, v *ploti.Version, kind string) ([]string, error)
-	// Discard removes downloaded files once they are committed.
+	// Discard removes downloaded files once they are read into the table
+	// (possibly before the commit: a failed commit downloads them again).
+	// Calls may overlap.
 	Discard(paths []string)
 }
 
@@ -108,6 +110,11 @@ func (b *Batch) Tx(ctx context.Context) (*storage.Tx, error) {
 	return b.tx, nil
 }
 
+// Pending reports whether the batch holds anything uncommitted: its
+// transaction is open. When it is not, every event the batch was given is
+// committed.
+func (b *Batch) Pending() bool { return b.tx != nil }
+
 // Flush writes the bookkeeping held back and commits the open
 // transaction, if any.
 func (b *Batch) Flush() error {
@@ -146,8 +153,9 @@ func (x *Executor) State(ctx context.Context, b *Batch, datasetID string) (*stor
 }
 
 // Apply decides and carries out one event. A heavy action commits in a
-// transaction of its own (after flushing the batch); others join the
-// batch. The event id is recorded in the same transaction as its effect.
+// transaction of its own (after flushing the batch), but for a small merge
+// under Batch.Share; others join the batch. The event id is recorded in the
+// same transaction as its effect.
 // A dataset-level failure (bad input, a gone dataset) is recorded on the
 // dataset and returned as an *Error; the caller goes on with other events.
 func (x *Executor) Apply(ctx context.Context, b *Batch, ev ploti.Event) (Result, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -312,4 +313,49 @@ func TestSync_BadInputAtBootstrap(t *testing.T) {
 		t.Fatalf("the repair loaded %d snapshots, want 1", res.SnapshotsLoaded)
 	}
 	assertMatchesTruth(t, r, em, "ds_permits", 1)
+}
+
+// A merge that fails in the page's shared transaction makes the walk apply
+// the rest of the page again (docs/decisions.md 8). What the page committed
+// before it (here a failure and a snapshot load, which commits on its own)
+// must still be counted and reported.
+func TestSync_PageRetryKeepsWhatCommittedBefore(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, permits, parcels := seedTwo(t, em)
+	r := mustOpen(t, em, sub, "", fastRetries)
+	mustSync(t, r)
+	_, err := em.Publish(ctx, "ds_parcels", parcels(1))
+	must(t, err)
+	// ds_parcels v2: its version answer is cut short, so it fails.
+	em.Inject(emulator.Fault{Match: "GET /v1/feeds/datasets/ds_parcels/versions/2", Kind: emulator.FaultTruncate, Count: -1})
+	// ds_permits v2: a resync (a load in its own transaction), then v3: a
+	// changes file with a repeated id, refused in the shared transaction.
+	must(t, em.ReRelease("ds_permits", 1))
+	_, err = em.Publish(ctx, "ds_permits", permits(1))
+	must(t, err)
+	_, err = em.Publish(ctx, "ds_permits", permits(2))
+	must(t, err)
+	must(t, em.SpoilFileQuery(ctx, "ds_permits", 3, "changes", 0,
+		"SELECT * FROM original UNION ALL (SELECT * FROM original ORDER BY _ploti_record_id LIMIT 1)"))
+
+	res, err := r.Sync(ctx)
+	if !errors.Is(err, ErrPartial) {
+		t.Fatalf("sync: %v, want ErrPartial", err)
+	}
+	slices.Sort(res.Failed)
+	if got := strings.Join(res.Failed, ","); got != "ds_parcels,ds_permits" {
+		t.Fatalf("failed %q, want ds_parcels,ds_permits (%+v)", got, res)
+	}
+	if res.SnapshotsLoaded != 1 || res.ChangesMerged != 0 {
+		t.Fatalf("loaded %d, merged %d; want the v2 load counted once and no merge (%+v)", res.SnapshotsLoaded, res.ChangesMerged, res)
+	}
+	if d := datasetRow(t, r, "ds_parcels"); d.Status != storage.StatusFailed || d.Version != 1 {
+		t.Fatalf("ds_parcels: %s v%d, want failed at v1", d.Status, d.Version)
+	}
+	if d := datasetRow(t, r, "ds_permits"); d.Status != storage.StatusFailed || d.Version != 2 ||
+		!strings.Contains(d.StatusReason, "ds_permits-v3-changes-0.parquet") || !strings.Contains(d.StatusReason, "duplicate _ploti_record_id") {
+		t.Fatalf("ds_permits: %s v%d %q; want failed at v2 (the load before the bad merge), naming the file", d.Status, d.Version, d.StatusReason)
+	}
+	assertMatchesTruth(t, r, em, "ds_permits", 2)
 }

@@ -172,21 +172,40 @@ func (r *Replica) finish(ctx context.Context) error {
 // applyPage applies one page of events; state-only events and small merges
 // share one transaction with the page's cursor, loads and other merges
 // commit on their own. A merge that fails in the shared transaction aborts
-// it: the page is then applied again with every merge on its own, so that
-// the failure costs only its dataset.
+// it: the rest of the page, from the first event not committed, is then
+// applied again with every merge on its own, so that the failure costs
+// only its dataset.
 func (r *Replica) applyPage(ctx context.Context, sub *storage.Subscription, page *ploti.EventPage, res *SyncResult) error {
-	before := *res
-	before.Failed = slices.Clone(res.Failed)
-	err := r.applyPageWith(ctx, sub, page, res, true)
-	if errors.Is(err, apply.ErrRetryPage) && ctx.Err() == nil {
-		r.log.Info().Err(err).Msg("applying the page again, each merge in a transaction of its own")
-		*res = before
-		err = r.applyPageWith(ctx, sub, page, res, false)
+	mark := pageMark{res: cloneResult(*res)}
+	err := r.applyPageFrom(ctx, sub, page, res, true, 0, &mark)
+	if errors.Is(err, apply.ErrRetryPage) {
+		if cerr := ctx.Err(); cerr != nil {
+			return fmt.Errorf("%w: %w", cerr, err)
+		}
+		r.log.Info().Err(err).Int("from_event", mark.next).Msg("applying the page again, each merge in a transaction of its own")
+		*res = cloneResult(mark.res)
+		err = r.applyPageFrom(ctx, sub, page, res, false, mark.next, nil)
 	}
 	return err
 }
 
-func (r *Replica) applyPageWith(ctx context.Context, sub *storage.Subscription, page *ploti.EventPage, res *SyncResult, share bool) error {
+// pageMark is where a page stood the last time nothing of it was left
+// uncommitted: the index of the next event and the result so far. Events
+// before it are committed (and recorded as applied), so a retry starts
+// there and keeps their counts and failures.
+type pageMark struct {
+	next int
+	res  SyncResult
+}
+
+func cloneResult(r SyncResult) SyncResult {
+	r.Failed = slices.Clone(r.Failed)
+	return r
+}
+
+// applyPageFrom applies the page's events from index from on; mark, when
+// set, follows the last point at which the batch held nothing uncommitted.
+func (r *Replica) applyPageFrom(ctx context.Context, sub *storage.Subscription, page *ploti.EventPage, res *SyncResult, share bool, from int, mark *pageMark) error {
 	b := apply.NewBatch(r.db)
 	b.Share = share
 	defer b.Abort()
@@ -203,39 +222,15 @@ func (r *Replica) applyPageWith(ctx context.Context, sub *storage.Subscription, 
 		return err
 	}
 	for i, ev := range page.Events {
-		res.EventsSeen++
-		if seen[ev.ID] || !ev.IsFeed() {
-			res.EventsSkipped++
+		if i < from {
 			continue
 		}
-		if verr := ev.Validate(); verr != nil {
-			err := r.exec.Unreadable(ctx, b, ev, verr)
-			var ae *apply.Error
-			if !errors.As(err, &ae) {
-				return err
-			}
-			name := ae.DatasetID
-			if name == "" {
-				name = "event " + ev.ID
-			}
-			res.Failed = appendOnce(res.Failed, name)
-			res.EventsSkipped++
-			r.log.Warn().Str("event", ev.ID).Err(verr).Msg("event not applied")
-			continue
+		if err := r.applyEvent(ctx, b, seen, i, len(page.Events), ev, res); err != nil {
+			return err
 		}
-		seen[ev.ID] = true
-		r.progress(Progress{Phase: "events", DatasetID: ev.Data.DatasetID, Done: i + 1, Total: len(page.Events)})
-		out, err := r.exec.Apply(ctx, b, ev)
-		var ae *apply.Error
-		switch {
-		case errors.As(err, &ae):
-			res.Failed = appendOnce(res.Failed, ae.DatasetID)
-		case err != nil:
-			return fmt.Errorf("apply %s (%s, %s): %w", ev.ID, ev.Type, ev.Data.DatasetID, err)
+		if mark != nil && !b.Pending() {
+			mark.next, mark.res = i+1, cloneResult(*res)
 		}
-		r.count(out, res)
-		r.log.Debug().Str("event", ev.ID).Str("type", ev.Type).Str("dataset", ev.Data.DatasetID).
-			Str("action", out.Action.Kind.String()).Str("why", out.Action.Why).Msg("event")
 	}
 	tx, err = b.Tx(ctx)
 	if err != nil {
@@ -248,6 +243,44 @@ func (r *Replica) applyPageWith(ctx context.Context, sub *storage.Subscription, 
 		return err
 	}
 	sub.Cursor = page.NextCursor
+	return nil
+}
+
+// applyEvent applies one event of a page through the batch.
+func (r *Replica) applyEvent(ctx context.Context, b *apply.Batch, seen map[string]bool, i, n int, ev ploti.Event, res *SyncResult) error {
+	res.EventsSeen++
+	if seen[ev.ID] || !ev.IsFeed() {
+		res.EventsSkipped++
+		return nil
+	}
+	if verr := ev.Validate(); verr != nil {
+		err := r.exec.Unreadable(ctx, b, ev, verr)
+		var ae *apply.Error
+		if !errors.As(err, &ae) {
+			return err
+		}
+		name := ae.DatasetID
+		if name == "" {
+			name = "event " + ev.ID
+		}
+		res.Failed = appendOnce(res.Failed, name)
+		res.EventsSkipped++
+		r.log.Warn().Str("event", ev.ID).Err(verr).Msg("event not applied")
+		return nil
+	}
+	seen[ev.ID] = true
+	r.progress(Progress{Phase: "events", DatasetID: ev.Data.DatasetID, Done: i + 1, Total: n})
+	out, err := r.exec.Apply(ctx, b, ev)
+	var ae *apply.Error
+	switch {
+	case errors.As(err, &ae):
+		res.Failed = appendOnce(res.Failed, ae.DatasetID)
+	case err != nil:
+		return fmt.Errorf("apply %s (%s, %s): %w", ev.ID, ev.Type, ev.Data.DatasetID, err)
+	}
+	r.count(out, res)
+	r.log.Debug().Str("event", ev.ID).Str("type", ev.Type).Str("dataset", ev.Data.DatasetID).
+		Str("action", out.Action.Kind.String()).Str("why", out.Action.Why).Msg("event")
 	return nil
 }
 
