@@ -225,8 +225,10 @@ func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, t
 		WHEN NOT MATCHED BY TARGET AND m.%[2]s <> 'added' THEN ERROR concat('%[4]s', m.%[2]s, ' id ', m.%[1]s, ' is not held')`,
 		id, change, t, fitMark))
 	if err != nil {
-		if _, why, ok := strings.Cut(err.Error(), fitMark); ok {
-			return st, &DataError{File: name, Detail: "changes file does not fit the held version: " + why}
+		if msg := err.Error(); strings.Contains(msg, "Merge error condition") {
+			if _, why, ok := strings.Cut(msg, fitMark); ok {
+				return st, &DataError{File: name, Detail: "changes file does not fit the held version: " + why}
+			}
 		}
 		return st, fmt.Errorf("merge %s into %s: delete: %w", name, table, err)
 	}
@@ -241,8 +243,12 @@ func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, t
 	cn := columnNames(cols)
 	if _, err := tx.tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s FROM %s WHERE CAST(%s AS VARCHAR) IN ('added', 'changed')`,
 		t, cn, sel, src, change)); err != nil {
-		// Mostly a value that does not cast to the schema's type.
-		return st, &DataError{File: name, Detail: "read: " + err.Error()}
+		// A value that does not cast to the schema's type is the file's
+		// fault; anything else (the disk, memory) is not.
+		if strings.Contains(err.Error(), "Conversion Error") {
+			return st, &DataError{File: name, Detail: "read: " + err.Error()}
+		}
+		return st, fmt.Errorf("merge %s into %s: insert: %w", name, table, err)
 	}
 	if _, err := tx.tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO _ploti.changes (dataset_id, version, record_id, change)
 		SELECT ?, ?, %s, %s FROM temp._ploti_merge`, id, change), datasetID, version); err != nil {
