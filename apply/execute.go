@@ -202,15 +202,16 @@ func (x *Executor) Apply(ctx context.Context, b *Batch, ev ploti.Event) (Result,
 	if ev.Data.Links != nil {
 		link = ev.Data.Links.Version
 	}
-	var committed bool
+	noHolds := len(holds) == 0
+	var v *ploti.Version
+	var schema *ploti.Schema
 	if b.Share && a.Kind == Merge {
-		v, schema, err := x.versionAndSchema(ctx, d.ID, a.Version, link)
-		if err != nil {
+		if v, schema, err = x.versionAndSchema(ctx, d.ID, a.Version, link); err != nil {
 			res.Applied = false
 			return res, x.fail(ctx, b, d, a, ev.ID, err)
 		}
 		if shareable(d, a, v, schema) {
-			res.Stats, err = x.sharedMerge(ctx, b, d, v, schema, ev.ID, len(holds) == 0)
+			res.Stats, err = x.sharedMerge(ctx, b, d, v, schema, ev.ID, noHolds)
 			res.Rows = res.Stats.Rows
 			if err != nil && !errors.Is(err, ErrRetryPage) {
 				res.Applied = false
@@ -218,15 +219,15 @@ func (x *Executor) Apply(ctx context.Context, b *Batch, ev ploti.Event) (Result,
 			}
 			return res, err
 		}
-		if err := b.Flush(); err != nil {
-			return res, err
-		}
-		res.Rows, res.Stats, committed, err = x.heavyWith(ctx, d, a, v, schema, ev.ID, ev.Data.Reason, len(holds) == 0)
+	}
+	if err := b.Flush(); err != nil {
+		return res, err
+	}
+	var committed bool
+	if v != nil { // asked for above already
+		res.Rows, res.Stats, committed, err = x.heavyWith(ctx, d, a, v, schema, ev.ID, ev.Data.Reason, noHolds)
 	} else {
-		if err := b.Flush(); err != nil {
-			return res, err
-		}
-		res.Rows, res.Stats, committed, err = x.heavy(ctx, d, a, link, ev.ID, ev.Data.Reason, len(holds) == 0)
+		res.Rows, res.Stats, committed, err = x.heavy(ctx, d, a, link, ev.ID, ev.Data.Reason, noHolds)
 	}
 	if committed {
 		b.remember(d) // the row its transaction wrote, and no holds

@@ -195,15 +195,14 @@ func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, t
 	}
 	defer tx.tx.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS temp._ploti_merge")
 	// The file's own checks: ids, kinds of change, and their counts.
-	var n, nulls, dups, bad int64
-	err = tx.tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*),
-			count(*) FILTER (WHERE %[1]s IS NULL),
+	var nulls, dups, bad int64
+	err = tx.tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) FILTER (WHERE %[1]s IS NULL),
 			count(%[1]s) - count(DISTINCT %[1]s),
 			count(*) FILTER (WHERE %[2]s IS NULL OR %[2]s NOT IN ('added', 'changed', 'removed')),
 			count(*) FILTER (WHERE %[2]s = 'added'),
 			count(*) FILTER (WHERE %[2]s = 'changed'),
 			count(*) FILTER (WHERE %[2]s = 'removed')
-		FROM temp._ploti_merge`, id, change)).Scan(&n, &nulls, &dups, &bad, &st.Added, &st.Changed, &st.Removed)
+		FROM temp._ploti_merge`, id, change)).Scan(&nulls, &dups, &bad, &st.Added, &st.Changed, &st.Removed)
 	if err != nil {
 		return st, fmt.Errorf("check changes %s: %w", name, err)
 	}

@@ -12,16 +12,20 @@ type Stat struct {
 }
 
 // Median is the middle run (the mean of the two middle ones for an even count).
-func (s Stat) Median() time.Duration {
-	if len(s.Runs) == 0 {
+func (s Stat) Median() time.Duration { return median(s.Runs) }
+
+// median is the middle value, or the mean of the two middle ones; 0 when
+// there are none.
+func median[T time.Duration | float64](vals []T) T {
+	if len(vals) == 0 {
 		return 0
 	}
-	r := slices.Clone(s.Runs)
-	slices.Sort(r)
-	if len(r)%2 == 1 {
-		return r[len(r)/2]
+	v := slices.Clone(vals)
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
 	}
-	return (r[len(r)/2-1] + r[len(r)/2]) / 2
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
 }
 
 // Min is the fastest run.
@@ -72,17 +76,7 @@ type Quantity struct {
 func (q *Quantity) Add(v float64) { q.Vals = append(q.Vals, v) }
 
 // Median is the middle value.
-func (q Quantity) Median() float64 {
-	if len(q.Vals) == 0 {
-		return 0
-	}
-	v := slices.Clone(q.Vals)
-	slices.Sort(v)
-	if len(v)%2 == 1 {
-		return v[len(v)/2]
-	}
-	return (v[len(v)/2-1] + v[len(v)/2]) / 2
-}
+func (q Quantity) Median() float64 { return median(q.Vals) }
 
 // Format renders the median and range with f formatting one value.
 func (q Quantity) Format(f func(float64) string) string {
