@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 )
@@ -35,9 +36,20 @@ func (db *DB) StartRun(ctx context.Context, cursorFrom string) (int64, error) {
 
 // FinishRun records how a sync ended.
 func (db *DB) FinishRun(ctx context.Context, r Run) error {
-	_, err := db.sql.ExecContext(ctx, `UPDATE _ploti.sync_runs SET finished_at = ?, result = ?, error = ?, cursor_to = ?,
+	return finishRun(ctx, db.sql, db.Now(), r)
+}
+
+// FinishRun records how a sync ended, in the transaction.
+func (tx *Tx) FinishRun(ctx context.Context, r Run) error {
+	return finishRun(ctx, tx.tx, tx.db.Now(), r)
+}
+
+func finishRun(ctx context.Context, db interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}, now time.Time, r Run) error {
+	_, err := db.ExecContext(ctx, `UPDATE _ploti.sync_runs SET finished_at = ?, result = ?, error = ?, cursor_to = ?,
 		events_seen = ?, events_applied = ?, events_skipped = ?, snapshots_loaded = ?, changes_merged = ? WHERE run_id = ?`,
-		db.Now(), r.Result, nullStr(r.Error), nullStr(r.CursorTo), r.EventsSeen, r.EventsApplied, r.EventsSkipped,
+		now, r.Result, nullStr(r.Error), nullStr(r.CursorTo), r.EventsSeen, r.EventsApplied, r.EventsSkipped,
 		r.SnapshotsLoaded, r.ChangesMerged, r.ID)
 	if err != nil {
 		return fmt.Errorf("record sync end: %w", err)

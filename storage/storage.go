@@ -107,9 +107,26 @@ func open(ctx context.Context, path string, opts Options) (*DB, error) {
 			db.Close()
 			return nil, err
 		}
+		// DuckDB's setting is global to the open file: every connection
+		// of the pool shares it.
+		if _, err := db.sql.ExecContext(ctx, "SET checkpoint_threshold = '"+CheckpointThreshold+"'"); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open %s: %w", path, err)
+		}
 	}
 	return db, nil
 }
+
+// CheckpointThreshold is the engine's DuckDB checkpoint_threshold (DuckDB's
+// default is 16MB): a commit that brings the WAL past it is checkpointed
+// as it commits, without writing the WAL first. A merge's rows would
+// otherwise be written twice, to the WAL at its commit and into the file
+// at the next checkpoint, which comes soon (the CLI's sync closes the
+// file; a long watch reaches the threshold); a small commit (state-only
+// events, a run's row, a merge of a few hundred rows) still goes to the
+// WAL. Issue 6: a 1% merge at 10M rows commits in 0.39–0.40 s this way
+// against 0.08 s for the WAL and 0.36–0.45 s for the checkpoint after.
+const CheckpointThreshold = "4MB"
 
 // newConnector opens the file with opts' DuckDB settings.
 func newConnector(path string, opts Options) (*duckdb.Connector, error) {
