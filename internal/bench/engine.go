@@ -243,15 +243,10 @@ func rawMergeSQL(table, file string) []string {
 	}
 }
 
-// rawMerges applies changes files (table → file) to the file at path, one
-// transaction each, then closes it.
-func rawMerges(ctx context.Context, path string, merges [][2]string, eo engineOpts) (cost, error) {
-	return rawMergesIn(ctx, path, merges, eo, false)
-}
-
-// rawMergesIn is rawMerges, with one transaction for all the files when
-// oneTx is set.
-func rawMergesIn(ctx context.Context, path string, merges [][2]string, eo engineOpts, oneTx bool) (cost, error) {
+// rawMergesIn applies changes files (table → file) to the file at path,
+// one transaction each, or one for all the files when oneTx is set, after
+// the setup statements (settings), then closes it.
+func rawMergesIn(ctx context.Context, path string, merges [][2]string, eo engineOpts, oneTx bool, setup ...string) (cost, error) {
 	settle()
 	stop := startWatch()
 	err := withPlain(ctx, path, eo, func(db *sql.DB) error {
@@ -263,6 +258,11 @@ func rawMergesIn(ctx context.Context, path string, merges [][2]string, eo engine
 		exec := func(q string) error {
 			_, err := conn.ExecContext(ctx, q)
 			return err
+		}
+		for _, q := range setup {
+			if err := exec(q); err != nil {
+				return err
+			}
 		}
 		if oneTx {
 			if err := exec("BEGIN"); err != nil {
