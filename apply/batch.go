@@ -181,10 +181,12 @@ func (b *Batch) writeBack(ctx context.Context) error {
 		return nil
 	}
 	tx := b.tx
-	for _, id := range c.dirtyRows {
-		if err := tx.PutDataset(ctx, c.rows[id]); err != nil {
-			return err
-		}
+	rows := make([]*storage.Dataset, len(c.dirtyRows))
+	for i, id := range c.dirtyRows {
+		rows[i] = c.rows[id]
+	}
+	if err := tx.PutDatasets(ctx, rows); err != nil {
+		return err
 	}
 	for _, id := range c.dirtyHolds {
 		if err := tx.DeleteHolds(ctx, id, ""); err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -289,6 +290,65 @@ func (tx *Tx) SetCursor(ctx context.Context, cursor string) error {
 func (tx *Tx) SetLastSync(ctx context.Context, at time.Time) error {
 	_, err := tx.tx.ExecContext(ctx, "UPDATE _ploti.subscription SET last_sync_at = ?", at)
 	return err
+}
+
+// PutDatasets writes registry rows as PutDataset does, with one UPDATE for
+// all the rows that are there already (issue 6: an UPDATE a row cost
+// 1.1–1.4 ms in a catch-up of 50 small updates, which writes 50 rows).
+func (tx *Tx) PutDatasets(ctx context.Context, ds []*Dataset) error {
+	if len(ds) < 2 || slices.ContainsFunc(ds, func(d *Dataset) bool { return d.Table == "" }) {
+		for _, d := range ds {
+			if err := tx.PutDataset(ctx, d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	rows := make([]string, len(ds))
+	var args []any
+	for i, d := range ds {
+		if d.Status == "" {
+			d.Status = StatusPending
+		}
+		d.UpdatedAt = tx.Now
+		cols := []byte("[]")
+		if d.Columns != nil {
+			var err error
+			if cols, err = json.Marshal(d.Columns); err != nil {
+				return err
+			}
+		}
+		rows[i] = `(?::VARCHAR, ?::VARCHAR, ?::VARCHAR, ?::VARCHAR, ?::VARCHAR, ?::INTEGER, ?::INTEGER, ?::VARCHAR, [` +
+			strings.Join(quoteAll(d.KeyColumns), ", ") + `]::VARCHAR[], ?::BIGINT, ?::VARCHAR, ?::VARCHAR, ?::TIMESTAMPTZ, ?::JSON,
+			?::BOOLEAN, ?::TIMESTAMPTZ, ?::TIMESTAMPTZ, ?::VARCHAR, ?::TIMESTAMPTZ)`
+		args = append(args, d.ID, d.Table, nullStr(d.Title), nullStr(d.PlaceID), nullStr(d.Topic), nullInt(d.Version), nullInt(d.PreviousVersion),
+			nullStr(d.SchemaVersion), d.RowCount, d.Status, nullStr(d.StatusReason), d.UpdatedAt, string(cols),
+			d.SkipUntilRemoved, d.StaleLastCheckedAt, d.StaleNextCheckBy, nullStr(d.LastError), d.FailedAt)
+	}
+	res, err := tx.tx.ExecContext(ctx, `UPDATE _ploti.datasets SET table_name = v.table_name, title = v.title, place_id = v.place_id,
+			topic = v.topic, version = v.version, previous_version = v.previous_version, schema_version = v.schema_version,
+			key_columns = v.key_columns, row_count = v.row_count, status = v.status, status_reason = v.status_reason,
+			updated_at = v.updated_at, columns = v.columns, skip_until_removed = v.skip_until_removed,
+			stale_last_checked_at = v.stale_last_checked_at, stale_next_check_by = v.stale_next_check_by,
+			last_error = v.last_error, failed_at = v.failed_at
+		FROM (VALUES `+strings.Join(rows, ", ")+`) v(dataset_id, table_name, title, place_id, topic, version, previous_version,
+			schema_version, key_columns, row_count, status, status_reason, updated_at, columns, skip_until_removed,
+			stale_last_checked_at, stale_next_check_by, last_error, failed_at)
+		WHERE _ploti.datasets.dataset_id = v.dataset_id`, args...)
+	if err != nil {
+		return fmt.Errorf("put %d datasets: %w", len(ds), err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == int64(len(ds)) {
+		return nil
+	}
+	// Some rows are new: write each (the UPDATE changed nothing the
+	// rewrite would not write again).
+	for _, d := range ds {
+		if err := tx.PutDataset(ctx, d); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Hold is a row of _ploti.holds.

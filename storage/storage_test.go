@@ -2,8 +2,10 @@ package storage
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -314,5 +316,75 @@ func TestOpen_migration2KeepsTheChangesLog(t *testing.T) {
 	}
 	if compression != "Uncompressed" {
 		t.Fatalf("record_id stored as %q, want Uncompressed", compression)
+	}
+}
+
+// PutDatasets writes what PutDataset writes, row for row: one UPDATE for
+// rows that are there, and new rows too.
+func TestTx_PutDatasets_writesWhatPutDatasetWrites(t *testing.T) {
+	ctx := context.Background()
+	at := time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC)
+	full := func(id string) *Dataset {
+		return &Dataset{ID: id, Table: id, Title: "T " + id, PlaceID: "fl-orange", Topic: "permits", Version: 7, PreviousVersion: 6,
+			SchemaVersion: "2.1", KeyColumns: []string{"permit", "it's"}, RowCount: 42, Status: StatusFailed, StatusReason: "r",
+			Columns: testCols, SkipUntilRemoved: true, StaleLastCheckedAt: &at, StaleNextCheckBy: &at, LastError: "bad 'file'", FailedAt: &at}
+	}
+	rounds := [][]*Dataset{
+		{{ID: "ds_a"}, full("ds_b")},
+		{full("ds_a"), {ID: "ds_b", Table: "ds_b", Status: StatusCurrent}},                                       // all there: one UPDATE
+		{{ID: "ds_a", Table: "ds_a", Status: StatusHeld, Version: 1}, full("ds_c"), {ID: "ds_d", Table: "ds_d"}}, // two new
+	}
+	var got [2][][]*Dataset // by writer, then by round
+	for i, many := range []bool{false, true} {
+		db := mustOpen(t)
+		for _, round := range rounds {
+			err := db.Update(ctx, func(tx *Tx) error {
+				var ds []*Dataset
+				for _, d := range round {
+					cp := *d
+					ds = append(ds, &cp)
+				}
+				if many {
+					return tx.PutDatasets(ctx, ds)
+				}
+				for _, d := range ds {
+					if err := tx.PutDataset(ctx, d); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatalf("many=%v: %v", many, err)
+			}
+			ds, err := db.Datasets(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range ds {
+				d.UpdatedAt = time.Time{}
+			}
+			got[i] = append(got[i], ds)
+		}
+	}
+	for r := range rounds {
+		if !reflect.DeepEqual(got[0][r], got[1][r]) {
+			a, _ := json.Marshal(got[0][r])
+			b, _ := json.Marshal(got[1][r])
+			t.Fatalf("round %d: PutDataset wrote\n%s\nPutDatasets wrote\n%s", r+1, a, b)
+		}
+	}
+	if len(got[1][2]) != 4 {
+		t.Fatalf("%d rows, want 4", len(got[1][2]))
+	}
+	byID := map[string]*Dataset{}
+	for _, d := range got[1][2] {
+		byID[d.ID] = d
+	}
+	if d := byID["ds_b"]; d == nil || d.LastError != "" || d.StaleNextCheckBy != nil || d.Status != StatusCurrent || d.Version != 0 || d.Title != "" {
+		t.Fatalf("ds_b after the one UPDATE cleared it: %+v", d)
+	}
+	if d := byID["ds_c"]; d == nil || d.LastError != "bad 'file'" || d.StaleNextCheckBy == nil || !d.StaleNextCheckBy.Equal(at) || d.KeyColumns[1] != "it's" {
+		t.Fatalf("ds_c: %+v", d)
 	}
 }
