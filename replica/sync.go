@@ -45,6 +45,7 @@ func (r *Replica) Sync(ctx context.Context) (SyncResult, error) {
 	}
 	end := &syncEnd{runID: runID}
 	err = r.sync(ctx, sub, &res, end)
+	res.Cursor = sub.Cursor // the walk moves it only once a commit stored it
 	res.Duration = time.Since(start)
 	err = outcome(sub.ID, res, err)
 	if !end.recorded {
@@ -124,7 +125,7 @@ func (r *Replica) sync(ctx context.Context, sub *storage.Subscription, res *Sync
 		return err
 	}
 	reloads := 0
-	var ahead *readAhead // the page after the last one applied, read before its commit
+	var ahead *ploti.EventPage // the page after the last one applied, read before its commit
 	for {
 		if err := r.stopped(); err != nil {
 			return err
@@ -132,7 +133,7 @@ func (r *Replica) sync(ctx context.Context, sub *storage.Subscription, res *Sync
 		var page *ploti.EventPage
 		var err error
 		if ahead != nil {
-			page, err, ahead = ahead.page, ahead.err, nil
+			page, ahead = ahead, nil
 		} else {
 			page, err = r.api.Events(ctx, sub.ID, sub.Cursor, r.opts.PageSize, nil)
 		}
@@ -164,7 +165,7 @@ func (r *Replica) sync(ctx context.Context, sub *storage.Subscription, res *Sync
 			if err != nil {
 				return err
 			}
-			sub.Cursor, end.recorded = cursor, true
+			sub.Cursor, res.Cursor, end.recorded = cursor, cursor, true
 			return nil
 		}
 		if page.NextCursor == sub.Cursor {
@@ -177,11 +178,34 @@ func (r *Replica) sync(ctx context.Context, sub *storage.Subscription, res *Sync
 	}
 }
 
-// readAhead is an events page read before the commit of the page before
-// it, and the error of reading it.
-type readAhead struct {
-	page *ploti.EventPage
-	err  error
+// readAheadTimeout bounds the read ahead, which holds the page's
+// transaction open: a slow API (a Retry-After, backoff) waits for the
+// walk's own read, after the commit.
+const readAheadTimeout = 10 * time.Second
+
+// readAhead reads the events page after cursor while a page's transaction
+// is open, or gives nil: when Options.Stop is closed (before or during the
+// read, so that a shutdown commits the page at once), and when the read
+// fails or takes longer than readAheadTimeout. The walk then reads the
+// page itself after the commit, with the client's retries.
+func (r *Replica) readAhead(ctx context.Context, subID, cursor string) *ploti.EventPage {
+	if r.stopped() != nil {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, readAheadTimeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-r.opts.Stop:
+			cancel()
+		case <-rctx.Done():
+		}
+	}()
+	page, err := r.api.Events(rctx, subID, cursor, r.opts.PageSize, nil)
+	if err != nil || r.stopped() != nil {
+		return nil
+	}
+	return page
 }
 
 // stopped returns ErrStopped once Options.Stop is closed. Sync checks it
@@ -200,17 +224,19 @@ func (r *Replica) stopped() error {
 // last commit is its only one after its data (issue 6: three commits and a
 // second checkpoint at the close cost 0.04–0.05 s of a 1% merge at 10M
 // rows).
+// The caller sets res.Cursor once the commit is made.
 func (r *Replica) finish(ctx context.Context, tx *storage.Tx, sub *storage.Subscription, cursor string, res *SyncResult, end *syncEnd) error {
 	if cursor != sub.Cursor {
 		if err := tx.SetCursor(ctx, cursor); err != nil {
 			return err
 		}
 	}
-	res.Cursor = cursor
 	if err := tx.SetLastSync(ctx, r.db.Now()); err != nil {
 		return err
 	}
-	return tx.FinishRun(ctx, runRow(end.runID, *res, outcome(sub.ID, *res, nil)))
+	done := *res
+	done.Cursor = cursor
+	return tx.FinishRun(ctx, runRow(end.runID, done, outcome(sub.ID, done, nil)))
 }
 
 // applyPage applies one page of events; state-only events and small merges
@@ -219,7 +245,7 @@ func (r *Replica) finish(ctx context.Context, tx *storage.Tx, sub *storage.Subsc
 // it: the rest of the page, from the first event not committed, is then
 // applied again with every merge on its own, so that the failure costs
 // only its dataset.
-func (r *Replica) applyPage(ctx context.Context, sub *storage.Subscription, page *ploti.EventPage, res *SyncResult, end *syncEnd) (*readAhead, error) {
+func (r *Replica) applyPage(ctx context.Context, sub *storage.Subscription, page *ploti.EventPage, res *SyncResult, end *syncEnd) (*ploti.EventPage, error) {
 	mark := pageMark{res: cloneResult(*res)}
 	ahead, err := r.applyPageFrom(ctx, sub, page, res, end, true, 0, &mark)
 	if errors.Is(err, apply.ErrRetryPage) {
@@ -252,7 +278,7 @@ func cloneResult(r SyncResult) SyncResult {
 // Before the page's commit it reads the next page: when that is empty,
 // the commit also ends the sync (finish); otherwise it is returned for the
 // walk to apply.
-func (r *Replica) applyPageFrom(ctx context.Context, sub *storage.Subscription, page *ploti.EventPage, res *SyncResult, end *syncEnd, share bool, from int, mark *pageMark) (*readAhead, error) {
+func (r *Replica) applyPageFrom(ctx context.Context, sub *storage.Subscription, page *ploti.EventPage, res *SyncResult, end *syncEnd, share bool, from int, mark *pageMark) (*ploti.EventPage, error) {
 	b := apply.NewBatch(r.db)
 	b.Share = share
 	defer b.Abort()
@@ -279,15 +305,11 @@ func (r *Replica) applyPageFrom(ctx context.Context, sub *storage.Subscription, 
 			mark.next, mark.res = i+1, cloneResult(*res)
 		}
 	}
-	var ahead *readAhead
-	if r.stopped() == nil {
-		next, err := r.api.Events(ctx, sub.ID, page.NextCursor, r.opts.PageSize, nil)
-		ahead = &readAhead{next, err}
-	}
-	last := ahead != nil && ahead.err == nil && len(ahead.page.Events) == 0
+	ahead := r.readAhead(ctx, sub.ID, page.NextCursor)
+	last := ahead != nil && len(ahead.Events) == 0
 	cursor := page.NextCursor
-	if last && ahead.page.NextCursor != "" {
-		cursor = ahead.page.NextCursor
+	if last && ahead.NextCursor != "" {
+		cursor = ahead.NextCursor
 	}
 	tx, err = b.Tx(ctx)
 	if err != nil {
@@ -306,6 +328,7 @@ func (r *Replica) applyPageFrom(ctx context.Context, sub *storage.Subscription, 
 	}
 	sub.Cursor, end.recorded = cursor, last
 	if last {
+		res.Cursor = cursor
 		return nil, nil
 	}
 	return ahead, nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/ploti-replica/ploti-replica/ploti"
 )
@@ -215,9 +216,10 @@ func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, t
 	// One pass over the table deletes the changed and removed rows and
 	// checks that the file fits the held version: an added id must not be
 	// held (the MERGE's error clause), and every changed or removed id
-	// must be: record ids are unique in the table and, checked above, in
-	// the file, so the MERGE deletes as many rows as the file changes and
-	// removes only if each of those ids is held (issue 6: a semi-join for
+	// must be: record ids are unique in the table (the engine's own, which
+	// users query and do not write) and, checked above, in the file, so the
+	// MERGE deletes as many rows as the file changes and removes only if
+	// each of those ids is held (issue 6: a semi-join for
 	// the added ids and the DELETE each scanned the table's ids; MERGE's
 	// error clause does both in the DELETE's scan, and an inner join, with
 	// no NOT MATCHED BY TARGET clause, costs 0.02–0.03 s less at 10M rows).
@@ -241,11 +243,17 @@ func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, t
 	if want := st.Changed + st.Removed; deleted != want {
 		detail := fmt.Sprintf("its %d changed or removed ids match %d held rows", want, deleted)
 		// Name one. The transaction no longer sees the rows the MERGE
-		// deleted: ask the committed table, the held version unless an
-		// earlier merge sharing this transaction changed it (the walk then
-		// merges each file on its own, and this answer is exact).
+		// deleted: ask the committed table, on another connection. That is
+		// the held version unless an earlier merge in this transaction
+		// changed it: a page's shared merges are then applied again each
+		// on its own, where the answer is exact; what remains is a version
+		// whose parts change one id twice, refused either way. The pool
+		// may have no connection to spare (a caller's SetMaxOpenConns(1)):
+		// wait briefly, then refuse without the name.
+		qctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
 		var first string
-		err := tx.db.sql.QueryRowContext(ctx, fmt.Sprintf(`SELECT m.%[2]s || ' id ' || m.%[1]s FROM %[3]s m
+		err := tx.db.sql.QueryRowContext(qctx, fmt.Sprintf(`SELECT m.%[2]s || ' id ' || m.%[1]s FROM %[3]s m
 			WHERE m.%[2]s <> 'added' AND m.%[1]s NOT IN (SELECT %[1]s FROM %[4]s) ORDER BY m.%[1]s LIMIT 1`, id, change, ids, t)).Scan(&first)
 		if err == nil {
 			detail = first + " is not held"
