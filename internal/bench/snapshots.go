@@ -204,22 +204,29 @@ func (r *run) merges(ctx context.Context, b *bigDataset) error {
 					return err
 				}
 			}
-			d, down, err := r.mergeOnce(ctx, b, st, "engine", ep)
-			if err != nil {
-				return err
+			// The engine and DuckDB alone take turns at going first, as in
+			// the load: whichever runs first after the copies met a slower
+			// disk in some runs.
+			steps := []struct {
+				kind, path string
+				into       *Costs
+			}{{"engine", ep, &eng}, {"duckdb", rp, &raw}, {"duckdb-ckpt", kp, &rawCk}}
+			if i%2 == 1 {
+				slices.Reverse(steps)
 			}
-			eng.Add(d)
-			dl.Add(down)
-			if d, _, err = r.mergeOnce(ctx, b, st, "duckdb", rp); err != nil {
-				return err
+			for _, s := range steps {
+				d, down, err := r.mergeOnce(ctx, b, st, s.kind, s.path)
+				if err != nil {
+					return err
+				}
+				s.into.Add(d)
+				if s.kind == "engine" {
+					dl.Add(down)
+				}
 			}
-			raw.Add(d)
-			if d, _, err = r.mergeOnce(ctx, b, st, "duckdb-ckpt", kp); err != nil {
-				return err
-			}
-			rawCk.Add(d)
 			removeDB(kp)
-			if d, _, err = r.mergeOnce(ctx, b, st, "reload", lp); err != nil {
+			d, _, err := r.mergeOnce(ctx, b, st, "reload", lp)
+			if err != nil {
 				return err
 			}
 			reload.Add(d)
