@@ -13,7 +13,7 @@ import (
 // fileColumns lists the columns of Parquet files (of the first, when
 // several parts must agree), with the DuckDB type each is read as.
 func (tx *Tx) fileColumns(ctx context.Context, files []string) ([]string, map[string]string, error) {
-	rows, err := tx.tx.QueryContext(ctx, "SELECT * FROM read_parquet("+fileList(files)+") LIMIT 0")
+	rows, err := tx.tx.QueryContext(ctx, "SELECT * FROM "+parquetSource(files)+" LIMIT 0")
 	if err != nil {
 		return nil, nil, fileError(files, err)
 	}
@@ -96,7 +96,7 @@ func (tx *Tx) LoadSnapshot(ctx context.Context, table string, cols []ploti.Colum
 	// The ids are checked in the files, before the load: the check's sort
 	// is done and its memory free before the load fills DuckDB's buffers
 	// (issue 6: checking the loaded table added a sixth to the peak RSS).
-	src := "read_parquet(" + fileList(files) + ")"
+	src := parquetSource(files)
 	n, nulls, dups, err := tx.checkRecordIDs(ctx, fmt.Sprintf("(SELECT CAST(%[1]s AS VARCHAR) AS %[1]s FROM %[2]s)", Ident(ColRecordID), src))
 	if err != nil {
 		return 0, &DataError{File: baseNames(files), Detail: "load: " + err.Error()}
@@ -186,7 +186,7 @@ func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, t
 	if err != nil {
 		return st, err
 	}
-	id, change, t, src := Ident(ColRecordID), Ident(ColChange), "main."+Ident(table), "read_parquet("+fileList(files)+")"
+	id, change, t, src := Ident(ColRecordID), Ident(ColChange), "main."+Ident(table), parquetSource(files)
 	// The file's ids and changes, read from the file by each statement
 	// that needs them, as DuckDB alone would (issue 6: a temporary table of
 	// them cost 0.02–0.03 s of a 1% merge at 10M rows, a copy of every
@@ -328,7 +328,7 @@ func (tx *Tx) ApplyIDMap(ctx context.Context, datasetID string, version int, fil
 	if !set["from_id"] || !set["to_id"] {
 		return 0, &DataError{File: name, Detail: "id map lacks from_id or to_id"}
 	}
-	src := "read_parquet(" + fileList([]string{file}) + ")"
+	src := parquetSource([]string{file})
 	var n, nulls, dupFrom, dupTo int64
 	err = tx.tx.QueryRowContext(ctx, `SELECT count(*), count(*) FILTER (WHERE from_id IS NULL OR to_id IS NULL),
 		count(from_id) - count(DISTINCT from_id), count(to_id) - count(DISTINCT to_id) FROM `+src).Scan(&n, &nulls, &dupFrom, &dupTo)

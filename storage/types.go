@@ -132,3 +132,11 @@ func fileList(files []string) string {
 	}
 	return "[" + strings.Join(q, ", ") + "]"
 }
+
+// parquetSource reads files with DuckDB's read_parquet, its path guessing
+// off: by default a directory named like key=value anywhere in a path
+// (a spool folder under /data/env=prod/) adds a hive partition column, and
+// the file would no longer match its schema.
+func parquetSource(files []string) string {
+	return "read_parquet(" + fileList(files) + ", hive_partitioning = false)"
+}
