@@ -3,6 +3,8 @@ package storage
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -29,5 +31,40 @@ func TestTx_MergeChanges_refusesWithOneConnection(t *testing.T) {
 	}
 	if !errors.Is(err, ErrBadData) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// Files in a folder named like key=value (a spool under /data/env=prod/)
+// load and merge as they are: DuckDB's read_parquet would otherwise take
+// the folder for a hive partition and add an env column.
+func TestTx_FilesUnderKeyValueFolders(t *testing.T) {
+	db := mustOpen(t)
+	bg := context.Background()
+	dir := filepath.Join(t.TempDir(), "env=prod", "ploti.duckdb.spool")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, query string) string {
+		p := filepath.Join(dir, name)
+		if _, err := db.SQL().Exec("COPY (" + query + ") TO " + Literal(p) + " (FORMAT parquet)"); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	snap := write("snap.parquet", snapQuery)
+	changes := write("changes.parquet", "SELECT 'changed' AS _ploti_change, * FROM ("+snapQuery+") WHERE _ploti_record_id = 'r1'")
+	err := db.Update(bg, func(tx *Tx) error {
+		if _, err := tx.LoadSnapshot(bg, "permits", testCols, []string{snap}); err != nil {
+			return err
+		}
+		_, err := tx.MergeChanges(bg, "ds", 2, "permits", testCols, changes, -1)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := db.SQL().QueryRow("SELECT count(*) FROM duckdb_columns() WHERE table_name = 'permits' AND column_name = 'env'").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("permits has an env column (%d, %v)", n, err)
 	}
 }
