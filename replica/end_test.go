@@ -78,3 +78,42 @@ func TestSync_LastCommitEndsTheSyncAndCheckpoints(t *testing.T) {
 	}
 	assertMatchesTruth(t, r, em, "ds_permits", 2)
 }
+
+// Options.KeepChanges keeps the rows of each dataset's latest merged
+// versions in _ploti.changes and drops the older ones; 0 keeps them all.
+func TestSync_KeepChangesPrunesTheLog(t *testing.T) {
+	for _, keep := range []int{0, 2} {
+		t.Run(fmt.Sprint("keep=", keep), func(t *testing.T) {
+			em := mustEmulator(t)
+			ctx := context.Background()
+			sub, permits, parcels := seedTwo(t, em)
+			r := mustOpen(t, em, sub, "", func(o *Options) { o.KeepChanges = keep })
+			mustSync(t, r)
+			_, err := em.Publish(ctx, "ds_parcels", parcels(1))
+			must(t, err)
+			for round := 1; round <= 3; round++ { // versions 2, 3 and 4 of the permits
+				_, err := em.Publish(ctx, "ds_permits", permits(round))
+				must(t, err)
+			}
+			if res := mustSync(t, r); res.ChangesMerged != 4 {
+				t.Fatalf("sync = %+v, want 4 merges", res)
+			}
+			rows, err := r.DB().QueryContext(ctx, `SELECT dataset_id || ' v' || version FROM _ploti.changes GROUP BY ALL ORDER BY 1`)
+			must(t, err)
+			defer rows.Close()
+			var got []string
+			for rows.Next() {
+				var s string
+				must(t, rows.Scan(&s))
+				got = append(got, s)
+			}
+			want := []string{"ds_parcels v2", "ds_permits v2", "ds_permits v3", "ds_permits v4"}
+			if keep == 2 {
+				want = []string{"ds_parcels v2", "ds_permits v3", "ds_permits v4"}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("_ploti.changes holds %v, want %v", got, want)
+			}
+		})
+	}
+}

@@ -234,6 +234,15 @@ func (r *Replica) finish(ctx context.Context, tx *storage.Tx, sub *storage.Subsc
 	if err := tx.SetLastSync(ctx, r.db.Now()); err != nil {
 		return err
 	}
+	if r.opts.KeepChanges > 0 && res.ChangesMerged > 0 {
+		n, err := tx.PruneChanges(ctx, r.opts.KeepChanges)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			r.log.Debug().Int64("rows", n).Int("keep_versions", r.opts.KeepChanges).Msg("pruned _ploti.changes")
+		}
+	}
 	done := *res
 	done.Cursor = cursor
 	return tx.FinishRun(ctx, runRow(end.runID, done, outcome(sub.ID, done, nil)))

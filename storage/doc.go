@@ -17,7 +17,7 @@
 //	_ploti.holds(dataset_id, version, kind, reason, since, detail)
 //	_ploti.applied_events(event_id, applied_at)
 //	_ploti.id_map(dataset_id, version, from_id, to_id)
-//	_ploti.changes(dataset_id, version, record_id, change)
+//	_ploti.changes(dataset_id, version, record_id, change)   -- all versions, or the latest N (PruneChanges)
 //	_ploti.sync_runs(run_id, started_at, finished_at, result, error, ...)
 //	_ploti.schema_migrations(version, applied_at)
 //

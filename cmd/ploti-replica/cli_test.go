@@ -10,6 +10,7 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/emulator"
 	"github.com/ploti-replica/ploti-replica/replica"
+	"github.com/ploti-replica/ploti-replica/storage"
 )
 
 // cli runs the command line with the emulator's variables in the environment.
@@ -215,5 +216,35 @@ func TestDemo_fileMatchesTruth(t *testing.T) {
 		if ds.Version != 3 || ds.Status != "current" {
 			t.Fatalf("the demo should leave every dataset current at version 3: %+v", ds)
 		}
+	}
+}
+
+// --keep-changes N keeps each dataset's N latest merged versions in
+// _ploti.changes; a negative N is a usage error.
+func TestSync_keepChanges(t *testing.T) {
+	_, d, vars := demoWorld(t)
+	if code, _, errs := cli(t, vars, "sync", "--keep-changes", "-1"); code != exitUsage || !strings.Contains(errs, "--keep-changes -1") {
+		t.Fatalf("--keep-changes -1: exit %d, %q", code, errs)
+	}
+	if code, out, errs := cli(t, vars, "sync"); code != exitOK {
+		t.Fatalf("sync: exit %d\n%s%s", code, out, errs)
+	}
+	for range 2 {
+		if err := d.Next(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, out, errs := cli(t, vars, "sync", "--keep-changes", "1"); code != exitOK {
+		t.Fatalf("sync --keep-changes 1: exit %d\n%s%s", code, out, errs)
+	}
+	db, err := storage.Open(context.Background(), vars["PLOTI_DB"], storage.Options{ReadOnly: true, LockTimeout: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var datasets, most int
+	err = db.SQL().QueryRow(`SELECT count(*), coalesce(max(n), 0) FROM (SELECT dataset_id, count(DISTINCT version) AS n FROM _ploti.changes GROUP BY ALL)`).Scan(&datasets, &most)
+	if err != nil || datasets == 0 || most != 1 {
+		t.Fatalf("_ploti.changes: %d datasets, at most %d versions each (%v); want some, 1 each", datasets, most, err)
 	}
 }

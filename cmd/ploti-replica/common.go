@@ -30,6 +30,7 @@ type connFlags struct {
 	LockTimeout  time.Duration
 	IDRefs       []string
 	PageSize     int
+	KeepChanges  int
 }
 
 func (c *connFlags) register(cmd *cobra.Command, api bool) {
@@ -48,6 +49,7 @@ func (c *connFlags) register(cmd *cobra.Command, api bool) {
 	f.StringVar(&c.MemoryLimit, "memory-limit", "", "DuckDB memory_limit, e.g. 1GB")
 	f.StringArrayVar(&c.IDRefs, "id-ref", nil, "TABLE.COLUMN=DATASET: a column of yours holding the dataset's record ids, rewritten when Ploti replaces ids (repeatable)")
 	f.IntVar(&c.PageSize, "page-size", replica.DefaultPageSize, "events read per page of the log (1 to 500); the cursor is committed after each page")
+	f.IntVar(&c.KeepChanges, "keep-changes", 0, "versions of each dataset whose rows _ploti.changes keeps (0: all)")
 }
 
 // resolve fills unset flags from the environment and defaults.
@@ -118,10 +120,13 @@ func (c *connFlags) options(env *Env) (replica.Options, error) {
 	if c.PageSize < 1 || c.PageSize > 500 {
 		return replica.Options{}, &usageError{fmt.Errorf("--page-size %d: want 1 to 500", c.PageSize)}
 	}
+	if c.KeepChanges < 0 {
+		return replica.Options{}, &usageError{fmt.Errorf("--keep-changes %d: want 0 (keep all) or more", c.KeepChanges)}
+	}
 	told := false
 	return replica.Options{
 		APIURL: c.APIURL, APIKey: c.APIKey, SubscriptionID: c.Subscription, Logger: log, OnMajor: c.OnMajor,
-		MemoryLimit: c.MemoryLimit, LockTimeout: c.LockTimeout, IDReferences: refs, PageSize: c.PageSize,
+		MemoryLimit: c.MemoryLimit, LockTimeout: c.LockTimeout, IDReferences: refs, PageSize: c.PageSize, KeepChanges: c.KeepChanges,
 		OnLocked: func(msg string) {
 			if !told {
 				log.Warn().Str("db", c.DB).Msg("waiting for the file: " + msg)
