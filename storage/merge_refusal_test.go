@@ -34,13 +34,15 @@ func TestTx_MergeChanges_refusesWithOneConnection(t *testing.T) {
 	}
 }
 
-// Files in a folder named like key=value (a spool under /data/env=prod/)
-// load and merge as they are: DuckDB's read_parquet would otherwise take
-// the folder for a hive partition and add an env column.
+// Files in folders named like key=value (a spool under /data/env=prod/)
+// load, merge and map ids as they are. DuckDB's read_parquet would
+// otherwise take each folder for a hive partition: env becomes a new
+// column, and a key that names one of the file's columns (permit, from_id)
+// silently replaces its values.
 func TestTx_FilesUnderKeyValueFolders(t *testing.T) {
 	db := mustOpen(t)
 	bg := context.Background()
-	dir := filepath.Join(t.TempDir(), "env=prod", "ploti.duckdb.spool")
+	dir := filepath.Join(t.TempDir(), "env=prod", "permit=P-folder", "from_id=folder", "ploti.duckdb.spool")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -53,18 +55,27 @@ func TestTx_FilesUnderKeyValueFolders(t *testing.T) {
 	}
 	snap := write("snap.parquet", snapQuery)
 	changes := write("changes.parquet", "SELECT 'changed' AS _ploti_change, * FROM ("+snapQuery+") WHERE _ploti_record_id = 'r1'")
+	idMap := write("idmap.parquet", "SELECT 'r2' AS from_id, 'r2-new' AS to_id")
 	err := db.Update(bg, func(tx *Tx) error {
 		if _, err := tx.LoadSnapshot(bg, "permits", testCols, []string{snap}); err != nil {
 			return err
 		}
-		_, err := tx.MergeChanges(bg, "ds", 2, "permits", testCols, changes, -1)
+		if _, err := tx.MergeChanges(bg, "ds", 2, "permits", testCols, changes, -1); err != nil {
+			return err
+		}
+		_, err := tx.ApplyIDMap(bg, "ds", 2, idMap, nil)
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var n int
-	if err := db.SQL().QueryRow("SELECT count(*) FROM duckdb_columns() WHERE table_name = 'permits' AND column_name = 'env'").Scan(&n); err != nil || n != 0 {
-		t.Fatalf("permits has an env column (%d, %v)", n, err)
+	var envCols, folderPermits, folderIDs int
+	if err := db.SQL().QueryRow(`SELECT (SELECT count(*) FROM duckdb_columns() WHERE table_name = 'permits' AND column_name = 'env'),
+		(SELECT count(*) FROM permits WHERE permit = 'P-folder'), (SELECT count(*) FROM _ploti.id_map WHERE from_id = 'folder')`).
+		Scan(&envCols, &folderPermits, &folderIDs); err != nil {
+		t.Fatal(err)
+	}
+	if envCols != 0 || folderPermits != 0 || folderIDs != 0 {
+		t.Fatalf("read the folders as columns: env column %d, permits from the folder %d, id map rows from the folder %d", envCols, folderPermits, folderIDs)
 	}
 }
