@@ -59,9 +59,9 @@ type Options struct {
 	OnLocked func(msg string)
 	// PageSize is the event page size; default DefaultPageSize (at most 500).
 	PageSize int
-	// KeepChanges is how many of each dataset's latest merged versions keep
-	// their rows in _ploti.changes; 0 keeps them all. A sync that merged
-	// something drops the older ones in its last commit.
+	// KeepChanges is how many of each dataset's latest logged versions keep
+	// their rows in _ploti.changes; 0 keeps them all. Each sync drops the
+	// older ones after its own commits, best effort.
 	KeepChanges int
 	// Now is the clock for _ploti timestamps; default time.Now.
 	Now func() time.Time

@@ -53,7 +53,30 @@ func (r *Replica) Sync(ctx context.Context) (SyncResult, error) {
 			err = ferr
 		}
 	}
+	r.pruneChanges(ctx)
 	return res, err
+}
+
+// pruneChanges keeps Options.KeepChanges versions a dataset in
+// _ploti.changes, in a transaction of its own after the sync's: it is
+// housekeeping, and its failure must not undo or fail a sync (review
+// finding). Each sync prunes, merges or not, so a setting given to an old
+// file, or a sync that failed after merging, is caught up by the next.
+func (r *Replica) pruneChanges(ctx context.Context) {
+	if r.opts.KeepChanges <= 0 || ctx.Err() != nil {
+		return
+	}
+	var n int64
+	err := r.db.Update(ctx, func(tx *storage.Tx) (err error) {
+		n, err = tx.PruneChanges(ctx, r.opts.KeepChanges)
+		return err
+	})
+	switch {
+	case err != nil:
+		r.log.Warn().Err(err).Msg("could not prune _ploti.changes; the next sync tries again")
+	case n > 0:
+		r.log.Debug().Int64("rows", n).Int("keep_versions", r.opts.KeepChanges).Msg("pruned _ploti.changes")
+	}
 }
 
 // syncEnd is what a sync needs to record its end in the walk's last
@@ -233,15 +256,6 @@ func (r *Replica) finish(ctx context.Context, tx *storage.Tx, sub *storage.Subsc
 	}
 	if err := tx.SetLastSync(ctx, r.db.Now()); err != nil {
 		return err
-	}
-	if r.opts.KeepChanges > 0 && res.ChangesMerged > 0 {
-		n, err := tx.PruneChanges(ctx, r.opts.KeepChanges)
-		if err != nil {
-			return err
-		}
-		if n > 0 {
-			r.log.Debug().Int64("rows", n).Int("keep_versions", r.opts.KeepChanges).Msg("pruned _ploti.changes")
-		}
 	}
 	done := *res
 	done.Cursor = cursor
