@@ -18,7 +18,7 @@ func (e *Emulator) Diff(ctx context.Context, db *sql.DB, table, datasetID string
 	if err != nil {
 		return 0, 0, err
 	}
-	src := "read_parquet(" + quoteLiteral(truth) + ")"
+	src := "read_parquet(" + quoteLiteral(truth) + ", hive_partitioning = false)"
 	rows, err := db.QueryContext(ctx, "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM "+src+")")
 	if err != nil {
 		return 0, 0, fmt.Errorf("diff %s v%d: read truth: %w", datasetID, version, err)

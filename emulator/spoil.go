@@ -78,7 +78,7 @@ func (e *Emulator) SpoilFileQuery(ctx context.Context, datasetID string, version
 		}
 		tmp.Close()
 		defer os.Remove(tmp.Name())
-		q := fmt.Sprintf("COPY (WITH original AS (SELECT * FROM read_parquet(%s)) %s) TO %s (FORMAT parquet)", lit(src), query, lit(tmp.Name()))
+		q := fmt.Sprintf("COPY (WITH original AS (SELECT * FROM read_parquet(%s, hive_partitioning = false)) %s) TO %s (FORMAT parquet)", lit(src), query, lit(tmp.Name()))
 		if _, err := e.db.ExecContext(ctx, q); err != nil {
 			return nil, err
 		}

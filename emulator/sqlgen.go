@@ -212,5 +212,5 @@ func parquetList(paths []string) string {
 	for i, p := range paths {
 		q[i] = lit(p)
 	}
-	return "read_parquet([" + strings.Join(q, ", ") + "])"
+	return "read_parquet([" + strings.Join(q, ", ") + "], hive_partitioning = false)"
 }
