@@ -149,6 +149,32 @@ func columnsFromFile(have []string) []ploti.Column {
 // fitMark starts the merge's own errors, to tell them from DuckDB's.
 const fitMark = "ploti: "
 
+// fileIDsSQL is a query of a changes file's record ids and kinds of
+// change, from src, a read_parquet call.
+func fileIDsSQL(src string) string {
+	return fmt.Sprintf("(SELECT CAST(%[1]s AS VARCHAR) AS %[1]s, CAST(%[2]s AS VARCHAR) AS %[2]s FROM %[3]s)", Ident(ColRecordID), Ident(ColChange), src)
+}
+
+// mergeDeleteSQL is the MERGE that deletes a changes file's changed and
+// removed rows from table t and refuses an added id that t holds; ids is
+// a query of the file's record ids and kinds of change (see MergeChanges).
+//
+// The source's WHERE keeps every row (MergeChanges has refused any other
+// kind of change before) but makes the join's build side a filtering one,
+// and only then does DuckDB push a Bloom filter of the file's ids into the
+// table's scan (its join filter pushdown asks for a filter on the build
+// side): the scan hands the join about as many rows as the file has,
+// instead of every row of the table. Issue 6: the join's CPU time at 1% of
+// 10M rows fell from 0.26 s to 0.05 s; DuckDB alone's DELETE ... WHERE id
+// IN (SELECT ... WHERE change <> 'added') has the filter by chance.
+func mergeDeleteSQL(t, ids string) string {
+	return fmt.Sprintf(`MERGE INTO %[3]s t
+		USING (SELECT * FROM %[5]s WHERE %[2]s IN ('added', 'changed', 'removed')) m ON t.%[1]s = m.%[1]s
+		WHEN MATCHED AND m.%[2]s = 'added' THEN ERROR concat('%[4]sadded id ', m.%[1]s, ' is already held')
+		WHEN MATCHED THEN DELETE`,
+		Ident(ColRecordID), Ident(ColChange), t, fitMark, ids)
+}
+
 // MergeStats counts what a changes file did.
 type MergeStats struct {
 	Added, Changed, Removed int64
@@ -191,7 +217,7 @@ func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, t
 	// that needs them, as DuckDB alone would (issue 6: a temporary table of
 	// them cost 0.02–0.03 s of a 1% merge at 10M rows, a copy of every
 	// column a tenth of it; reading two columns again costs less).
-	ids := fmt.Sprintf("(SELECT CAST(%[1]s AS VARCHAR) AS %[1]s, CAST(%[2]s AS VARCHAR) AS %[2]s FROM %[3]s)", id, change, src)
+	ids := fileIDsSQL(src)
 	// The file's own checks: ids, kinds of change, and their counts.
 	var nulls, dups, bad int64
 	err = tx.tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) FILTER (WHERE %[1]s IS NULL),
@@ -223,10 +249,7 @@ func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, t
 	// the DELETE each scanned the table's ids; MERGE's error clause does
 	// both in the DELETE's scan, and an inner join, with no NOT MATCHED BY
 	// TARGET clause, costs 0.02–0.03 s less at 10M rows.
-	res, err := tx.tx.ExecContext(ctx, fmt.Sprintf(`MERGE INTO %[3]s t USING %[5]s m ON t.%[1]s = m.%[1]s
-		WHEN MATCHED AND m.%[2]s = 'added' THEN ERROR concat('%[4]sadded id ', m.%[1]s, ' is already held')
-		WHEN MATCHED THEN DELETE`,
-		id, change, t, fitMark, ids))
+	res, err := tx.tx.ExecContext(ctx, mergeDeleteSQL(t, ids))
 	if err != nil {
 		if msg := err.Error(); strings.Contains(msg, "Merge error condition") {
 			if _, why, ok := strings.Cut(msg, fitMark); ok {
