@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -75,4 +76,47 @@ func tableScanRows(node any, table string) (int64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// MergeChanges runs the very statement whose plan the test above reads
+// (review finding: that test calls mergeDeleteSQL directly). DuckDB's
+// query log shows what it ran.
+func TestTx_MergeChanges_runsMergeDeleteSQL(t *testing.T) {
+	db := mustOpen(t)
+	ctx := context.Background()
+	snap := mustParquet(t, db, snapQuery)
+	f := mustParquet(t, db, "SELECT 'changed' AS _ploti_change, * FROM ("+snapQuery+") WHERE _ploti_record_id = 'r1'")
+	if err := db.Update(ctx, func(tx *Tx) error { _, err := tx.LoadSnapshot(ctx, "permits", testCols, []string{snap}); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.SQL().Exec("CALL enable_logging('QueryLog')"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(ctx, func(tx *Tx) error {
+		_, err := tx.MergeChanges(ctx, "ds", 2, "permits", testCols, f, -1)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := mergeDeleteSQL("main."+Ident("permits"), fileIDsSQL(parquetSource([]string{f})))
+	var n int
+	if err := db.SQL().QueryRow(`SELECT count(*) FROM duckdb_logs WHERE type = 'QueryLog' AND message = ?`, want).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		var merges []string
+		rows, err := db.SQL().Query(`SELECT message FROM duckdb_logs WHERE type = 'QueryLog' AND message LIKE 'MERGE%'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var m string
+			if err := rows.Scan(&m); err != nil {
+				t.Fatal(err)
+			}
+			merges = append(merges, m)
+		}
+		t.Fatalf("MergeChanges ran mergeDeleteSQL's statement %d times; its MERGEs:\n%s\nwant:\n%s", n, strings.Join(merges, "\n"), want)
+	}
 }
