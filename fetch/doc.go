@@ -20,6 +20,14 @@
 //	           calls a minute, 20 for manifest and subscription
 //	           create/change/preview; it waits, never fails (limiter.go)
 //
+// The watch API (watch.go; CONTRACT.md section 9) has the same layers:
+// Watch, Unwatch, Watches (every watch with its dataset's current version,
+// in one call), DatasetInfo, Changes and Rows (one page each). SpoolRows
+// and SpoolChanges (spool.go) read every page of a read into an NDJSON file
+// in SpoolDir, one row a line, for the caller to load in bulk: a rows read
+// stays on one version (an expired cursor, or reads of ids at different
+// versions, start it over), and ids go MaxRowIDs a read.
+//
 // Download (download.go) streams a signed link into SpoolDir/name.part,
 // verifies it and renames it to SpoolDir/name. It asks its caller for a
 // fresh link when a link has expired and resumes a dropped transfer with a

@@ -38,6 +38,12 @@ var (
 	ErrNotDeliverable = errors.New("not deliverable")
 	// ErrBusy is 409 busy: the subscription's datasets are changing.
 	ErrBusy = errors.New("busy")
+	// ErrWatchLimit is 409 watch_limit: the member watches 100 datasets
+	// already (watch-and-webhooks.txt: "A member may watch 100 datasets").
+	ErrWatchLimit = errors.New("watch limit reached")
+	// ErrWebhookLimit is 409 webhook_limit: the member has 20 webhooks
+	// already, subscription webhooks included.
+	ErrWebhookLimit = errors.New("webhook limit reached")
 	// ErrConflict is a 409 with a code this package does not know.
 	ErrConflict = errors.New("conflict")
 	// ErrNoLongerDelivered is matched (errors.Is) by ErrNotSubscribed,
@@ -80,6 +86,13 @@ var (
 	ErrNotParquet = errors.New("not a parquet file")
 	// ErrMalformed is a 2xx answer whose body is not the JSON expected.
 	ErrMalformed = errors.New("malformed response")
+	// ErrUnnamableID is a record id that an ids= read cannot name (empty,
+	// or holding the comma that separates ids): read the dataset whole.
+	ErrUnnamableID = errors.New("record id cannot be named in a read by ids")
+	// ErrRowsMoved is a read of rows whose pages could not be had at one
+	// version after a few tries (its cursor expired, or the dataset moved
+	// on between the reads of its ids).
+	ErrRowsMoved = errors.New("rows moved to another version during the read")
 	// ErrStalled is a download that received no bytes for
 	// Options.ReadIdleTimeout. It is retried.
 	ErrStalled = errors.New("download stalled")
@@ -231,6 +244,10 @@ func conflictFor(code string) error {
 		return ErrNotDeliverable
 	case "busy":
 		return ErrBusy
+	case "watch_limit":
+		return ErrWatchLimit
+	case "webhook_limit":
+		return ErrWebhookLimit
 	}
 	return ErrConflict
 }

@@ -32,6 +32,8 @@ func TestClient_ErrorSentinels(t *testing.T) {
 		{name: "409 outside_coverage", status: 409, code: "outside_coverage", want: ErrOutsideCoverage, wantGone: true},
 		{name: "409 not_deliverable", status: 409, code: "not_deliverable", want: ErrNotDeliverable, wantGone: true},
 		{name: "409 busy", status: 409, code: "busy", want: ErrBusy},
+		{name: "409 watch_limit", status: 409, code: "watch_limit", want: ErrWatchLimit},
+		{name: "409 webhook_limit", status: 409, code: "webhook_limit", want: ErrWebhookLimit},
 		{name: "409 other", status: 409, code: "whatever", want: ErrConflict},
 		{name: "410", status: 410, code: "expired", want: ErrExpired},
 		{name: "412", status: 412, code: "precondition_failed", want: ErrPreconditionFailed},
