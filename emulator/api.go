@@ -230,10 +230,10 @@ func (e *Emulator) listable(d *dataset) bool {
 
 func (e *Emulator) datasetJSON(d *dataset) map[string]any {
 	var place any
-	if d.spec.PlaceID != "" {
-		p := e.placeByID(d.spec.PlaceID)
+	if id := e.filedPlace(d); id != "" {
+		p := e.placeByID(id)
 		if p == nil {
-			p = &Place{ID: d.spec.PlaceID}
+			p = &Place{ID: id}
 		}
 		place = map[string]any{"id": p.ID, "name": nullIfEmpty(p.Name), "kind": nullIfEmpty(p.Kind)}
 	}
@@ -262,14 +262,9 @@ func (e *Emulator) listDatasets(r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	offset := 0
-	if c := q.Get("cursor"); c != "" {
-		b, err := base64.RawURLEncoding.DecodeString(c)
-		n, err2 := strconv.Atoi(strings.TrimPrefix(string(b), "ds:"))
-		if err != nil || err2 != nil || !strings.HasPrefix(string(b), "ds:") || n < 0 {
-			return 0, nil, errInvalid("bad cursor")
-		}
-		offset = n
+	offset, err := pageOffset(q.Get("cursor"), "ds:")
+	if err != nil {
+		return 0, nil, err
 	}
 	var since time.Time
 	if s := q.Get("updatedSince"); s != "" {

@@ -225,8 +225,8 @@ func (e *Emulator) createSubLocked(spec SubscriptionSpec) (*subscription, error)
 	if len(spec.Places) == 0 && len(spec.DatasetIDs) == 0 {
 		return nil, fmt.Errorf("create subscription: %w: names no place and no dataset", ErrInvalid)
 	}
-	if len(e.subs) >= 25 {
-		return nil, fmt.Errorf("create subscription: %w: a workspace may have at most 25 subscriptions", ErrInvalid)
+	if len(e.subs) >= MaxSubscriptions {
+		return nil, fmt.Errorf("create subscription: %w: a workspace may have at most %d subscriptions", ErrInvalid, MaxSubscriptions)
 	}
 	e.nextSub++
 	now := e.nowLocked()

@@ -184,7 +184,7 @@ func (e *Emulator) plan(datasetID string, opts []PublishOption) (*buildPlan, err
 	d.lastNum++
 	p := &buildPlan{
 		d: d, num: d.lastNum, cols: d.spec.Columns, key: d.spec.KeyColumns, base: d.released,
-		counter: d.idCounter, parts: cfg.parts, place: d.spec.PlaceID, cfg: cfg,
+		counter: d.idCounter, parts: cfg.parts, place: e.filedPlace(d), cfg: cfg,
 	}
 	p.schema = d.schemaFor(p.cols, p.key)
 	p.rel = fmt.Sprintf("files/%s/v%d", d.tag, p.num)

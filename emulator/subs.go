@@ -12,6 +12,14 @@ import (
 	"time"
 )
 
+// Subscription limits (subscriptions-manifest-files.txt: "A workspace may
+// have at most 25 subscriptions at a time", "the 500 places a subscription
+// may name").
+const (
+	MaxSubscriptions = 25
+	MaxPlaces        = 500
+)
+
 type idemEntry struct {
 	at     time.Time
 	status int
@@ -101,8 +109,8 @@ func (e *Emulator) checkSpec(spec SubscriptionSpec) error {
 	if e.planDown {
 		return &apiError{http.StatusServiceUnavailable, "plan_unavailable", "the workspace's plan cannot be read just now"}
 	}
-	if len(spec.Places) > 500 {
-		return errInvalid("a subscription may name at most 500 places")
+	if len(spec.Places) > MaxPlaces {
+		return errInvalid("a subscription may name at most " + strconv.Itoa(MaxPlaces) + " places; a <state>-counties place names all of a state's counties as one")
 	}
 	known := map[string]bool{}
 	for _, p := range e.places {
@@ -119,6 +127,11 @@ func (e *Emulator) checkSpec(spec SubscriptionSpec) error {
 			return &apiError{http.StatusConflict, "outside_coverage", "place " + p + " is outside the workspace's coverage"}
 		default:
 			return errInvalid("unknown place " + strconv.Quote(p))
+		}
+	}
+	for _, t := range spec.Topics {
+		if !slices.ContainsFunc(e.topics, func(k Topic) bool { return k.ID == t }) {
+			return errInvalid("unknown topic " + strconv.Quote(t) + ": GET /v1/topics lists them")
 		}
 	}
 	for _, id := range spec.DatasetIDs {
@@ -149,6 +162,12 @@ func (e *Emulator) postSub(r *http.Request) (int, any, error) {
 	}
 	if err := e.checkSpec(b.spec); err != nil {
 		return 0, nil, err
+	}
+	if len(e.subs) >= MaxSubscriptions {
+		// The docs give the limit but no code for it: 409 like the
+		// watch and webhook limits of CONTRACT.md section 9.
+		return 0, nil, &apiError{http.StatusConflict, "subscription_limit",
+			"a workspace may have at most " + strconv.Itoa(MaxSubscriptions) + " subscriptions at a time: delete one to make room"}
 	}
 	s, err := e.createSubLocked(b.spec)
 	if err != nil {
@@ -248,56 +267,6 @@ func (e *Emulator) deleteSub(r *http.Request) (int, any, error) {
 	delete(e.subs, s.id)
 	e.subOrder = slices.DeleteFunc(e.subOrder, func(id string) bool { return id == s.id })
 	return 200, map[string]any{"deleted": true}, nil
-}
-
-func (e *Emulator) previewSub(r *http.Request) (int, any, error) {
-	b, err := readSubBody(r)
-	if err != nil {
-		return 0, nil, err
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if len(b.spec.Places) == 0 && len(b.spec.DatasetIDs) == 0 {
-		return 0, nil, errInvalid("name at least one place or dataset")
-	}
-	if err := e.checkSpec(b.spec); err != nil {
-		return 0, nil, err
-	}
-	tmp := &subscription{places: b.spec.Places, topics: b.spec.Topics, datasetIDs: b.spec.DatasetIDs}
-	q := r.URL.Query()
-	byTopic, byPlace := map[string]int{}, map[string]int{}
-	var match []*dataset
-	total := 0
-	for _, id := range e.dsOrder {
-		d := e.datasets[id]
-		if e.leaveReason(tmp, d) != "" {
-			continue
-		}
-		total++
-		byTopic[orNone(d.spec.Topic)]++
-		byPlace[orNone(d.spec.PlaceID)]++
-		if (q.Get("q") == "" || strings.Contains(strings.ToLower(d.spec.Title), strings.ToLower(q.Get("q")))) &&
-			(q.Get("place") == "" || e.placeMatches(q.Get("place"), d)) &&
-			(!q.Has("topic") || topicIs(d, q.Get("topic"))) {
-			match = append(match, d)
-		}
-	}
-	switch q.Get("sort") {
-	case "title":
-		slices.SortStableFunc(match, func(a, b *dataset) int { return strings.Compare(a.spec.Title, b.spec.Title) })
-	case "place":
-		slices.SortStableFunc(match, func(a, b *dataset) int { return strings.Compare(a.spec.PlaceID, b.spec.PlaceID) })
-	}
-	limit, err := intParam(q.Get("limit"), 100, 200)
-	if err != nil {
-		return 0, nil, err
-	}
-	out := []map[string]any{}
-	for i := 0; i < len(match) && i < limit; i++ {
-		out = append(out, e.datasetJSON(match[i]))
-	}
-	return 200, map[string]any{"total": total, "byTopic": byTopic, "byPlace": byPlace, "datasets": out,
-		"matching": len(match), "nextCursor": nil}, nil
 }
 
 func orNone(s string) string {
