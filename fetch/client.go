@@ -390,26 +390,50 @@ func redactTransport(err error) error {
 
 // call makes one API call with retries and decodes a 2xx body with dec.
 func (c *Client) call(ctx context.Context, op, method, rawURL string, body any, dec func([]byte) error) error {
+	return c.send(ctx, exchange{op: op, method: method, url: rawURL, body: body},
+		func(b []byte, _ http.Header) error { return dec(b) })
+}
+
+// exchange describes one API call for send.
+type exchange struct {
+	op, method, url string
+	body            any         // marshalled as JSON; nil sends no body
+	header          http.Header // extra request headers (Idempotency-Key, If-Match), the same on every try
+	// once marks a call that is not safe to repeat: a failure after the
+	// request may have reached the server (a connection lost or a timeout
+	// after it was sent, a 5xx other than 503) is not retried and comes
+	// back wrapping ErrAmbiguous. A refusal (429, 503) and a failure to
+	// connect are still retried: nothing was done.
+	once bool
+}
+
+// send makes one API call with retries and decodes a 2xx body, with the
+// answer's headers, with dec.
+func (c *Client) send(ctx context.Context, x exchange, dec func([]byte, http.Header) error) error {
+	op, method := x.op, x.method
 	var payload []byte
-	if body != nil {
+	if x.body != nil {
 		var err error
-		if payload, err = json.Marshal(body); err != nil {
+		if payload, err = json.Marshal(x.body); err != nil {
 			return fmt.Errorf("%s: encode request: %w", op, err)
 		}
 	}
 	return c.retry(ctx, op, func(ctx context.Context) error {
-		req, err := c.newRequest(ctx, method, rawURL, payload)
+		req, err := c.newRequest(ctx, method, x.url, payload)
 		if err != nil {
 			return fmt.Errorf("%s: %w", op, err)
 		}
+		for k, vs := range x.header {
+			req.Header[k] = vs
+		}
 		resp, err := c.do(c.api, req, op, false)
 		if err != nil {
-			return err
+			return ambiguous(x.once, err)
 		}
 		defer resp.Body.Close()
 		b, err := io.ReadAll(io.LimitReader(resp.Body, MaxBodyBytes+1))
 		if err != nil {
-			return fmt.Errorf("%s: read %s %s: %w: %w", op, method, req.URL.Path, errTransport, err)
+			return ambiguous(x.once, fmt.Errorf("%s: read %s %s: %w: %w", op, method, req.URL.Path, errTransport, err))
 		}
 		malformed := func(msg string) error {
 			return &APIError{Op: op, Method: method, Path: req.URL.Path, Status: resp.StatusCode,
@@ -418,9 +442,37 @@ func (c *Client) call(ctx context.Context, op, method, rawURL string, body any, 
 		if len(b) > MaxBodyBytes {
 			return malformed(fmt.Sprintf("body over %d bytes", MaxBodyBytes))
 		}
-		if err := dec(b); err != nil {
+		if err := dec(b, resp.Header); err != nil {
 			return malformed(err.Error())
 		}
 		return nil
 	})
 }
+
+// ambiguous marks, for a call made once, a failure after which the server
+// may have carried the request out: every transient failure but a refusal
+// (429, 503) and a failed connect.
+func ambiguous(once bool, err error) error {
+	if !once || !IsTransient(err) || errors.Is(err, ErrRateLimited) || errors.Is(err, ErrPlanUnavailable) {
+		return err
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "dial" {
+		return err
+	}
+	var ae *APIError
+	if errors.As(err, &ae) && ae.Status == http.StatusServiceUnavailable {
+		return err
+	}
+	return &ambiguousError{err}
+}
+
+// ambiguousError is ErrAmbiguous with its cause; it is never transient.
+type ambiguousError struct{ err error }
+
+func (e *ambiguousError) Error() string {
+	return e.err.Error() + " (the request may or may not have been carried out)"
+}
+
+func (e *ambiguousError) Is(target error) bool { return target == ErrAmbiguous }
+func (e *ambiguousError) Unwrap() error        { return e.err }

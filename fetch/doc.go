@@ -6,8 +6,15 @@
 // # Layers
 //
 //	Client.Manifest, Events, Version, ...   one method per endpoint (api.go)
-//	  call     marshal the body, retry, read a 2xx body up to MaxBodyBytes,
-//	           decode it (ErrMalformed when it is not the JSON expected)
+//	Client.Places, Topics, Datasets, Preview, CreateSubscription,
+//	UpdateSubscription, DeleteSubscription  finding datasets and changing
+//	        subscriptions (discover.go, subscriptions.go)
+//	  call/send marshal the body, retry, read a 2xx body up to MaxBodyBytes,
+//	           decode it (ErrMalformed when it is not the JSON expected);
+//	           extra headers (Idempotency-Key, If-Match) go on every try. A
+//	           call that is not safe to repeat (creating a webhook) is not
+//	           retried after the request may have reached the server: it
+//	           returns ErrAmbiguous for the caller to find out what happened
 //	  retry    tries again after transient failures: connection errors,
 //	           timeouts, 5xx, 429; waits Retry-After (seconds or date), or
 //	           PlanUnavailableWait for a 503 plan_unavailable without one,

@@ -44,6 +44,9 @@ var (
 	// ErrWebhookLimit is 409 webhook_limit: the member has 20 webhooks
 	// already, subscription webhooks included.
 	ErrWebhookLimit = errors.New("webhook limit reached")
+	// ErrSubscriptionLimit is 409 subscription_limit: the workspace has the
+	// 25 subscriptions it may have at a time (docs/decisions.md 17).
+	ErrSubscriptionLimit = errors.New("subscription limit reached")
 	// ErrConflict is a 409 with a code this package does not know.
 	ErrConflict = errors.New("conflict")
 	// ErrNoLongerDelivered is matched (errors.Is) by ErrNotSubscribed,
@@ -93,6 +96,11 @@ var (
 	// version after a few tries (its cursor expired, or the dataset moved
 	// on between the reads of its ids).
 	ErrRowsMoved = errors.New("rows moved to another version during the read")
+	// ErrAmbiguous is a call that is not safe to repeat (creating a
+	// webhook) failing after the request may have reached the server: the
+	// connection was lost, or timed out, after sending, or a 5xx other than
+	// 503 came back. It is not retried: find out first what the server did.
+	ErrAmbiguous = errors.New("outcome unknown")
 	// ErrStalled is a download that received no bytes for
 	// Options.ReadIdleTimeout. It is retried.
 	ErrStalled = errors.New("download stalled")
@@ -162,7 +170,7 @@ func IsDatasetGone(err error) bool { return errors.Is(err, ErrNoLongerDelivered)
 // error or timeout, a 5xx, a 429 or a stalled download. Context
 // cancellation is not transient.
 func IsTransient(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrAmbiguous) {
 		return false
 	}
 	switch {
@@ -248,6 +256,8 @@ func conflictFor(code string) error {
 		return ErrWatchLimit
 	case "webhook_limit":
 		return ErrWebhookLimit
+	case "subscription_limit":
+		return ErrSubscriptionLimit
 	}
 	return ErrConflict
 }

@@ -2,6 +2,8 @@
 // Feeds subscription.
 //
 //	ploti-replica demo                      the whole story on the bundled emulator
+//	ploti-replica places|topics|datasets    find what to subscribe to
+//	ploti-replica subscriptions preview|create|update|delete|show
 //	ploti-replica sync --db feeds.duckdb    bootstrap or catch up, then exit
 //	ploti-replica status --db feeds.duckdb  what the file holds, and why
 //	ploti-replica holds list|release        datasets held for review
@@ -96,5 +98,6 @@ func newRoot(env *Env) *cobra.Command {
 	root.SetErr(env.Stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	root.AddCommand(newSyncCmd(env), newStatusCmd(env), newHoldsCmd(env), newDemoCmd(env), newEmulatorCmd(env), newBenchCmd(env), newBenchChildCmd(env), newServeCmd(env), newWebhooksCmd(env), newSubscriptionsCmd(env))
+	root.AddCommand(newPlacesCmd(env), newTopicsCmd(env), newDatasetsCmd(env))
 	return root
 }

@@ -167,33 +167,3 @@ func (w *webhooksCmd) test(ctx context.Context, id string) error {
 	fmt.Fprintf(w.env.Stdout, "sent a signed ping to webhook %s\n", id)
 	return nil
 }
-
-func newSubscriptionsCmd(env *Env) *cobra.Command {
-	m := &manageCmd{env: env}
-	cmd := &cobra.Command{Use: "subscriptions", Short: "Show the workspace's Data Feeds subscriptions"}
-	list := &cobra.Command{Use: "list", Short: "List subscriptions", Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			cl, err := m.client()
-			if err != nil {
-				return err
-			}
-			subs, err := cl.Subscriptions(c.Context())
-			if err != nil {
-				return err
-			}
-			if m.JSON {
-				return m.printJSON(subs)
-			}
-			tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tNAME\tPLACES\tTOPICS\tDATASETS\tREVISION")
-			for _, s := range subs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", s.ID, orDash(s.Name), orDash(strings.Join(s.Places, ",")),
-					orDash(strings.Join(s.Topics, ",")), orDash(strings.Join(s.DatasetIDs, ",")), s.Revision)
-			}
-			return tw.Flush()
-		}}
-	list.Flags().BoolVar(&m.JSON, "json", false, "print JSON")
-	m.conn.register(list, true)
-	cmd.AddCommand(list)
-	return cmd
-}
