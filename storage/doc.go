@@ -4,20 +4,26 @@
 // snapshot swap or a changes merge commits together with its registry row.
 //
 // It is the only package that imports the DuckDB driver. Bulk data moves
-// with DuckDB's own read_parquet, never row by row through Go.
+// with DuckDB's own read_parquet, and a watched dataset's rows (JSON,
+// spooled as NDJSON) with its read_json (rows.go), never row by row
+// through Go.
 //
-// The _ploti schema (migration 2; migration 2 stores _ploti.changes.record_id
-// uncompressed, for faster checkpoints of a merge's log):
+// The _ploti schema (migration 3; migration 2 stores _ploti.changes.record_id
+// uncompressed, for faster checkpoints of a merge's log; migration 3 adds
+// datasets.source, 'renamed' changes and the inbox, for watched datasets):
 //
 //	_ploti.subscription(subscription_id, api_url, cursor, last_sync_at, manifest_at)
 //	_ploti.datasets(dataset_id, table_name, title, place_id, topic, version,
 //	    previous_version, schema_version, key_columns, row_count, status,
 //	    status_reason, updated_at, columns, skip_until_removed,
-//	    stale_last_checked_at, stale_next_check_by, last_error, failed_at)
+//	    stale_last_checked_at, stale_next_check_by, last_error, failed_at,
+//	    source)                                                  -- feed or watch
 //	_ploti.holds(dataset_id, version, kind, reason, since, detail)
 //	_ploti.applied_events(event_id, applied_at)
 //	_ploti.id_map(dataset_id, version, from_id, to_id)
-//	_ploti.changes(dataset_id, version, record_id, change)   -- all versions, or the latest N (PruneChanges)
+//	_ploti.changes(dataset_id, version, record_id, change)   -- all versions, or the latest N (PruneChanges);
+//	                                                           -- change: added, changed, removed, renamed (watches)
+//	_ploti.inbox(event_id, type, occurred_at, received_at, request_id, url, data)
 //	_ploti.sync_runs(run_id, started_at, finished_at, result, error, ...)
 //	_ploti.schema_migrations(version, applied_at)
 //

@@ -22,6 +22,16 @@ const (
 	StatusFailed  = "failed"
 )
 
+// Sources of a dataset's version (_ploti.datasets.source).
+const (
+	// SourceFeed is a dataset of the Data Feeds subscription: Data Feeds
+	// version numbers, kept by the event log.
+	SourceFeed = "feed"
+	// SourceWatch is a watched dataset: Ploti's own version numbers, kept
+	// through the watch API's changes and rows.
+	SourceWatch = "watch"
+)
+
 // Hold kinds.
 const (
 	HoldServer = "server"
@@ -51,6 +61,9 @@ type Dataset struct {
 	StaleNextCheckBy   *time.Time
 	LastError          string
 	FailedAt           *time.Time
+	// Source is SourceFeed (the default) or SourceWatch; the two version
+	// numberings are never compared.
+	Source string
 }
 
 type querier interface {
@@ -62,7 +75,7 @@ type querier interface {
 const datasetCols = `dataset_id, table_name, coalesce(title, ''), coalesce(place_id, ''), coalesce(topic, ''),
 	coalesce(version, 0), coalesce(previous_version, 0), coalesce(schema_version, ''), coalesce(key_columns, []::VARCHAR[]),
 	coalesce(row_count, 0), status, coalesce(status_reason, ''), updated_at, coalesce(columns::VARCHAR, '[]'),
-	skip_until_removed, stale_last_checked_at, stale_next_check_by, coalesce(last_error, ''), failed_at`
+	skip_until_removed, stale_last_checked_at, stale_next_check_by, coalesce(last_error, ''), failed_at, source`
 
 func scanDataset(sc interface{ Scan(...any) error }) (*Dataset, error) {
 	var d Dataset
@@ -70,7 +83,7 @@ func scanDataset(sc interface{ Scan(...any) error }) (*Dataset, error) {
 	var cols string
 	if err := sc.Scan(&d.ID, &d.Table, &d.Title, &d.PlaceID, &d.Topic, &d.Version, &d.PreviousVersion,
 		&d.SchemaVersion, &keys, &d.RowCount, &d.Status, &d.StatusReason, &d.UpdatedAt, &cols,
-		&d.SkipUntilRemoved, &d.StaleLastCheckedAt, &d.StaleNextCheckBy, &d.LastError, &d.FailedAt); err != nil {
+		&d.SkipUntilRemoved, &d.StaleLastCheckedAt, &d.StaleNextCheckBy, &d.LastError, &d.FailedAt, &d.Source); err != nil {
 		return nil, err
 	}
 	for _, k := range keys {
@@ -149,7 +162,7 @@ func (tx *Tx) PutDataset(ctx context.Context, d *Dataset) error {
 	args := func() []any { return append([]any{d.Table}, vals...) }
 	update := `UPDATE _ploti.datasets SET table_name = ?, title = ?, place_id = ?, topic = ?, version = ?, previous_version = ?,
 			schema_version = ?, key_columns = ` + keys + `, row_count = ?, status = ?, status_reason = ?, updated_at = ?, columns = ?,
-			skip_until_removed = ?, stale_last_checked_at = ?, stale_next_check_by = ?, last_error = ?, failed_at = ?
+			skip_until_removed = ?, stale_last_checked_at = ?, stale_next_check_by = ?, last_error = ?, failed_at = ?, source = ?
 			WHERE dataset_id = ?`
 	// A row that has its table name is most often there already: try the
 	// UPDATE alone, and INSERT when it changed nothing (issue 6: each
@@ -183,7 +196,7 @@ func (tx *Tx) PutDataset(ctx context.Context, d *Dataset) error {
 		}
 		q = `INSERT INTO _ploti.datasets (table_name, title, place_id, topic, version, previous_version, schema_version, key_columns,
 			row_count, status, status_reason, updated_at, columns, skip_until_removed, stale_last_checked_at, stale_next_check_by,
-			last_error, failed_at, dataset_id) VALUES (?, ?, ?, ?, ?, ?, ?, ` + keys + `, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+			last_error, failed_at, source, dataset_id) VALUES (?, ?, ?, ?, ?, ?, ?, ` + keys + `, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	}
 	if _, err := tx.tx.ExecContext(ctx, q, args()...); err != nil {
 		return fmt.Errorf("put dataset %s: %w", d.ID, err)
@@ -287,6 +300,9 @@ func (tx *Tx) datasetValues(d *Dataset) (keys string, vals []any, err error) {
 	if d.Status == "" {
 		d.Status = StatusPending
 	}
+	if d.Source == "" {
+		d.Source = SourceFeed
+	}
 	d.UpdatedAt = tx.Now
 	cols := []byte("[]")
 	if d.Columns != nil {
@@ -297,7 +313,7 @@ func (tx *Tx) datasetValues(d *Dataset) (keys string, vals []any, err error) {
 	keys = "[" + strings.Join(quoteAll(d.KeyColumns), ", ") + "]::VARCHAR[]"
 	return keys, []any{nullStr(d.Title), nullStr(d.PlaceID), nullStr(d.Topic), nullInt(d.Version), nullInt(d.PreviousVersion),
 		nullStr(d.SchemaVersion), d.RowCount, d.Status, nullStr(d.StatusReason), d.UpdatedAt, string(cols),
-		d.SkipUntilRemoved, d.StaleLastCheckedAt, d.StaleNextCheckBy, nullStr(d.LastError), d.FailedAt, d.ID}, nil
+		d.SkipUntilRemoved, d.StaleLastCheckedAt, d.StaleNextCheckBy, nullStr(d.LastError), d.FailedAt, d.Source, d.ID}, nil
 }
 
 // PutDatasets writes registry rows as PutDataset does, with one UPDATE for
@@ -320,7 +336,7 @@ func (tx *Tx) PutDatasets(ctx context.Context, ds []*Dataset) error {
 			return err
 		}
 		rows[i] = `(?::VARCHAR, ?::VARCHAR, ?::VARCHAR, ?::VARCHAR, ?::INTEGER, ?::INTEGER, ?::VARCHAR, ` + keys + `, ?::BIGINT,
-			?::VARCHAR, ?::VARCHAR, ?::TIMESTAMPTZ, ?::JSON, ?::BOOLEAN, ?::TIMESTAMPTZ, ?::TIMESTAMPTZ, ?::VARCHAR, ?::TIMESTAMPTZ, ?::VARCHAR)`
+			?::VARCHAR, ?::VARCHAR, ?::TIMESTAMPTZ, ?::JSON, ?::BOOLEAN, ?::TIMESTAMPTZ, ?::TIMESTAMPTZ, ?::VARCHAR, ?::TIMESTAMPTZ, ?::VARCHAR, ?::VARCHAR)`
 		args = append(append(args, d.Table), vals...)
 	}
 	res, err := tx.tx.ExecContext(ctx, `UPDATE _ploti.datasets SET table_name = v.table_name, title = v.title, place_id = v.place_id,
@@ -328,10 +344,10 @@ func (tx *Tx) PutDatasets(ctx context.Context, ds []*Dataset) error {
 			key_columns = v.key_columns, row_count = v.row_count, status = v.status, status_reason = v.status_reason,
 			updated_at = v.updated_at, columns = v.columns, skip_until_removed = v.skip_until_removed,
 			stale_last_checked_at = v.stale_last_checked_at, stale_next_check_by = v.stale_next_check_by,
-			last_error = v.last_error, failed_at = v.failed_at
+			last_error = v.last_error, failed_at = v.failed_at, source = v.source
 		FROM (VALUES `+strings.Join(rows, ", ")+`) v(table_name, title, place_id, topic, version, previous_version,
 			schema_version, key_columns, row_count, status, status_reason, updated_at, columns, skip_until_removed,
-			stale_last_checked_at, stale_next_check_by, last_error, failed_at, dataset_id)
+			stale_last_checked_at, stale_next_check_by, last_error, failed_at, source, dataset_id)
 		WHERE _ploti.datasets.dataset_id = v.dataset_id`, args...)
 	if err != nil {
 		return fmt.Errorf("put %d datasets: %w", len(ds), err)
@@ -501,4 +517,5 @@ const (
 	ReasonLeftSubscription     = "left_subscription"      // 409/404 from links.version: skipping until removed
 	ReasonNotInManifest        = "not_in_manifest"        // a reload from the manifest no longer lists it
 	ReasonRebuilding           = "rebuilding"             // the manifest lists its files as being rebuilt
+	ReasonUnwatched            = "unwatched"              // a watched dataset no longer watched: its rows stay
 )

@@ -327,7 +327,8 @@ func TestTx_PutDatasets_writesWhatPutDatasetWrites(t *testing.T) {
 	full := func(id string) *Dataset {
 		return &Dataset{ID: id, Table: id, Title: "T " + id, PlaceID: "fl-orange", Topic: "permits", Version: 7, PreviousVersion: 6,
 			SchemaVersion: "2.1", KeyColumns: []string{"permit", "it's"}, RowCount: 42, Status: StatusFailed, StatusReason: "r",
-			Columns: testCols, SkipUntilRemoved: true, StaleLastCheckedAt: &at, StaleNextCheckBy: &at, LastError: "bad 'file'", FailedAt: &at}
+			Columns: testCols, SkipUntilRemoved: true, StaleLastCheckedAt: &at, StaleNextCheckBy: &at, LastError: "bad 'file'", FailedAt: &at,
+			Source: SourceWatch}
 	}
 	rounds := [][]*Dataset{
 		{{ID: "ds_a"}, full("ds_b")},
@@ -381,10 +382,10 @@ func TestTx_PutDatasets_writesWhatPutDatasetWrites(t *testing.T) {
 	for _, d := range got[1][2] {
 		byID[d.ID] = d
 	}
-	if d := byID["ds_b"]; d == nil || d.LastError != "" || d.StaleNextCheckBy != nil || d.Status != StatusCurrent || d.Version != 0 || d.Title != "" {
+	if d := byID["ds_b"]; d == nil || d.Source != SourceFeed || d.LastError != "" || d.StaleNextCheckBy != nil || d.Status != StatusCurrent || d.Version != 0 || d.Title != "" {
 		t.Fatalf("ds_b after the one UPDATE cleared it: %+v", d)
 	}
-	if d := byID["ds_c"]; d == nil || d.LastError != "bad 'file'" || d.StaleNextCheckBy == nil || !d.StaleNextCheckBy.Equal(at) || d.KeyColumns[1] != "it's" {
+	if d := byID["ds_c"]; d == nil || d.Source != SourceWatch || d.LastError != "bad 'file'" || d.StaleNextCheckBy == nil || !d.StaleNextCheckBy.Equal(at) || d.KeyColumns[1] != "it's" {
 		t.Fatalf("ds_c: %+v", d)
 	}
 }

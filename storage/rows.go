@@ -1,0 +1,229 @@
+package storage
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ploti-replica/ploti-replica/ploti"
+)
+
+// Rows read from the watch API arrive as JSON (CONTRACT.md section 9, "Row
+// values in JSON") and are spooled by fetch as NDJSON, one row a line.
+// DuckDB's read_json reads them in bulk with an explicit type per column
+// (never a guessed one), and a select list turns each JSON value into the
+// column's DuckDB type exactly:
+//
+//	string     VARCHAR
+//	integer    read as text, checked to be an integer, cast to BIGINT: a
+//	           value beyond ±2^53 comes as a string and stays exact
+//	number     DOUBLE
+//	decimal    read as text ("1234.50"), checked to have no more digits
+//	           after the point than the scale, cast to DECIMAL(p,s): exact
+//	boolean    BOOLEAN; date DATE; timestamp TIMESTAMPTZ (RFC 3339 UTC)
+//	json       JSON, as sent
+//	list       a list of the item type, each item as above
+//	geometry   GeoJSON, read as a struct of its type, coordinates and
+//	           geometries, turned into WKT text and cast to GEOMETRY
+//
+// A value that does not fit fails the statement, which fails the load or
+// merge: nothing is half-applied. A missing key or null is NULL.
+//
+// GeoJSON to WKT: DuckDB's core has no GeoJSON reader (that is the spatial
+// extension's, which the engine never loads), but it casts WKT text to
+// GEOMETRY. The coordinates, minified JSON text of nested arrays of
+// numbers, become WKT by string replacement: the separators between
+// arrays ("],[") are marked, the remaining commas (inside a position) turn
+// into spaces, the marks into ", ", and the brackets into parentheses, one
+// level fewer than JSON has (a position has none). A 2D Point [1,2] is
+// "POINT (1 2)", a Polygon [[[0,0],[1,0],[1,1],[0,0]]] "POLYGON ((0 0, 1 0,
+// 1 1, 0 0))"; three numbers a position add the Z tag. Plain replace() runs
+// at several million values a second, where building the text from lists
+// of doubles ran at under a million (issue 12: 1M points in 1.0 s against
+// 7.3 s).
+
+// jsonReadType is the type read_json reads a column's JSON value as.
+func jsonReadType(t ploti.Type) (string, error) {
+	switch t.Type {
+	case ploti.TypeInteger, ploti.TypeDecimal:
+		return "VARCHAR", nil
+	case ploti.TypeGeometry:
+		return geoJSONStruct, nil
+	case ploti.TypeList:
+		if t.Items == nil {
+			return "VARCHAR[]", nil
+		}
+		inner, err := jsonReadType(*t.Items)
+		if err != nil {
+			return "", err
+		}
+		return inner + "[]", nil
+	}
+	return DuckType(t)
+}
+
+// geoJSONStruct reads a GeoJSON geometry object: its coordinates stay JSON
+// (nested arrays of any depth), and a GeometryCollection's geometries too.
+// Other members (bbox, a legacy crs) are left aside, as read_json and
+// json_transform do with keys a struct does not name.
+const geoJSONStruct = `STRUCT("type" VARCHAR, coordinates JSON, geometries JSON)`
+
+// jsonCast turns e, a value read as jsonReadType(t), into t's DuckDB type.
+// col names the column in errors.
+func jsonCast(t ploti.Type, col, e string) (string, error) {
+	duck, err := DuckType(t)
+	if err != nil {
+		return "", err
+	}
+	switch t.Type {
+	case ploti.TypeInteger:
+		return fmt.Sprintf(`CASE WHEN %[1]s IS NULL THEN NULL WHEN regexp_full_match(%[1]s, '-?[0-9]+') THEN CAST(%[1]s AS BIGINT)
+			ELSE error(%[2]s || %[1]s) END`, e, Literal(fitMark+"column "+col+": not an integer: ")), nil
+	case ploti.TypeDecimal:
+		scale := 9
+		if t.Precision != nil {
+			scale = t.Precision.Scale
+		}
+		frac := fmt.Sprintf(`(\.[0-9]{0,%d})?`, scale)
+		if scale == 0 {
+			frac = `(\.0*)?`
+		}
+		return fmt.Sprintf(`CASE WHEN %[1]s IS NULL THEN NULL WHEN regexp_full_match(%[1]s, '-?[0-9]+%[2]s') THEN CAST(%[1]s AS %[3]s)
+			ELSE error(%[4]s || %[1]s) END`, e, frac, duck, Literal(fitMark+"column "+col+": not a "+duck+" exactly: ")), nil
+	case ploti.TypeGeometry:
+		return geoJSONToGeometry(col, e+`."type"`, geoFlat(e+".coordinates"), e+".geometries"), nil
+	case ploti.TypeList:
+		if t.Items == nil {
+			return e, nil
+		}
+		inner, err := jsonCast(*t.Items, col, "x")
+		if err != nil {
+			return "", err
+		}
+		if inner == "x" {
+			return e, nil
+		}
+		return fmt.Sprintf("list_transform(%s, x -> %s)", e, inner), nil
+	}
+	return e, nil
+}
+
+// geoFlat is the SQL of a GeoJSON coordinates value (JSON) as WKT-ready
+// text: "[[0 0, 1 0], [2 2, 3 3]]" (see the comment at the top).
+func geoFlat(coords string) string {
+	return fmt.Sprintf(`replace(replace(replace(replace(CAST(%s AS VARCHAR), ' ', ''), '],[', '|'), ',', ' '), '|', ', ')`, coords)
+}
+
+// geoJSONToGeometry is the SQL that makes a GEOMETRY of a GeoJSON value
+// read as geoJSONStruct: typ its type, flat its coordinates through
+// geoFlat, geoms its geometries (a GeometryCollection's). A JSON null is
+// NULL; anything that is not GeoJSON fails the statement.
+func geoJSONToGeometry(col, typ, flat, geoms string) string {
+	collection := fmt.Sprintf(`CASE WHEN CAST(%[1]s AS VARCHAR) IN ('[]', 'null') THEN 'GEOMETRYCOLLECTION EMPTY'
+		ELSE 'GEOMETRYCOLLECTION (' || array_to_string(list_transform(json_transform(%[1]s, '[{"type": "VARCHAR", "coordinates": "JSON", "geometries": "JSON"}]'),
+			g -> %[2]s), ', ') || ')' END`,
+		geoms, geoWKT(col, `g."type"`, geoFlat("g.coordinates")))
+	return fmt.Sprintf(`CAST(CASE WHEN %[1]s IS NULL AND %[2]s IS NULL THEN NULL
+		WHEN %[1]s = 'GeometryCollection' THEN %[3]s
+		ELSE %[4]s END AS GEOMETRY)`, typ, flat, collection, geoWKT(col, typ, flat))
+}
+
+// geoWKT is the SQL of the WKT text of one GeoJSON geometry that is not a
+// collection, from its type and its flattened coordinates. It branches on
+// the type with a CASE of constants: an IN list of them became a join.
+func geoWKT(col, typ, flat string) string {
+	bad := Literal(fitMark + "column " + col + ": not a GeoJSON geometry: type ")
+	// The first position: "1 2" or "1 2 3" (Z).
+	first := fmt.Sprintf(`split_part(split_part(ltrim(%s, '['), ']', 1), ',', 1)`, flat)
+	z := fmt.Sprintf(`CASE WHEN length(%[1]s) - length(replace(%[1]s, ' ', '')) >= 2 THEN ' Z ' ELSE ' ' END`, first)
+	body := func(wkt string, strip bool) string {
+		f := flat
+		if strip {
+			f += "[2:-2]"
+		}
+		return fmt.Sprintf(`CASE WHEN %[1]s = '[]' THEN '%[2]s EMPTY' ELSE '%[2]s' || %[3]s || translate(%[4]s, '[]', '()') END`, flat, wkt, z, f)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "CASE WHEN %[1]s IS NULL THEN error(%[3]s || coalesce(%[2]s, 'null') || ' without coordinates') ELSE CASE %[2]s", flat, typ, bad)
+	for _, t := range [][2]string{{"Point", "POINT"}, {"LineString", "LINESTRING"}, {"MultiPoint", "MULTIPOINT"},
+		{"Polygon", "POLYGON"}, {"MultiLineString", "MULTILINESTRING"}, {"MultiPolygon", "MULTIPOLYGON"}} {
+		fmt.Fprintf(&b, "\n\t\tWHEN '%s' THEN %s", t[0], body(t[1], t[0] != "Point"))
+	}
+	fmt.Fprintf(&b, "\n\t\tELSE error(%s || coalesce(%s, 'null')) END END", bad, typ)
+	return b.String()
+}
+
+// jsonSource is the read_json call for NDJSON row files with an explicit
+// type for the system columns and every schema column: nothing is guessed.
+func jsonSource(files []string, cols []ploti.Column) (string, error) {
+	parts := []string{Literal(ColRecordID) + ": 'VARCHAR'", Literal(ColPlaceID) + ": 'VARCHAR'"}
+	for _, c := range cols {
+		t, err := jsonReadType(c.Type)
+		if err != nil {
+			return "", fmt.Errorf("column %s: %w", c.Name, err)
+		}
+		parts = append(parts, Literal(c.Name)+": "+Literal(t))
+	}
+	return fmt.Sprintf("read_json(%s, format = 'newline_delimited', columns = {%s}, maximum_object_size = %d, hive_partitioning = false)",
+		fileList(files), strings.Join(parts, ", "), maxRowBytes), nil
+}
+
+// maxRowBytes is the largest JSON row read_json accepts (DuckDB's default
+// is 16 MiB; a document dataset's row may be larger).
+const maxRowBytes = 256 << 20
+
+// jsonRowsQuery is the SELECT of NDJSON row files as a dataset table's
+// rows: system columns, then the schema columns in their DuckDB types.
+// where, when set, filters the rows read (it may name _ploti_record_id).
+// Geometry columns are flattened in an inner query, so that their text is
+// built once per value.
+func jsonRowsQuery(files []string, cols []ploti.Column, where string) (string, error) {
+	src, err := jsonSource(files, cols)
+	if err != nil {
+		return "", err
+	}
+	id, place := Ident(ColRecordID), Ident(ColPlaceID)
+	inner := []string{id, place}
+	outer := []string{id, place}
+	for i, c := range cols {
+		name := Ident(c.Name)
+		if c.Type.Type == ploti.TypeGeometry {
+			t, f, g := Ident(fmt.Sprintf("__t%d", i)), Ident(fmt.Sprintf("__f%d", i)), Ident(fmt.Sprintf("__g%d", i))
+			inner = append(inner, fmt.Sprintf(`%[1]s."type" AS %[2]s, %[3]s AS %[4]s, %[1]s.geometries AS %[5]s`, name, t, geoFlat(name+".coordinates"), f, g))
+			outer = append(outer, geoJSONToGeometry(c.Name, t, f, g)+" AS "+name)
+			continue
+		}
+		cast, err := jsonCast(c.Type, c.Name, name)
+		if err != nil {
+			return "", fmt.Errorf("column %s: %w", c.Name, err)
+		}
+		inner = append(inner, name)
+		outer = append(outer, cast+" AS "+name)
+	}
+	q := fmt.Sprintf("SELECT %s FROM %s", strings.Join(inner, ", "), src)
+	if where != "" {
+		q += " WHERE " + where
+	}
+	return fmt.Sprintf("SELECT %s FROM (%s)", strings.Join(outer, ", "), q), nil
+}
+
+// jsonError tells a row that does not fit (a value that does not cast, a
+// JSON that is not the type asked for, a GeoJSON that is not one) from any
+// other failure: the first is the data's fault (a DataError), the other
+// not.
+func jsonError(file string, err error) error {
+	msg := err.Error()
+	if _, why, ok := strings.Cut(msg, fitMark); ok {
+		return &DataError{File: file, Detail: "row does not fit the schema: " + firstLine(why)}
+	}
+	for _, kind := range []string{"Invalid Input Error", "Conversion Error", "Out of Range Error"} {
+		if strings.Contains(msg, kind) {
+			return &DataError{File: file, Detail: "row does not fit the schema: " + firstLine(msg)}
+		}
+	}
+	return err
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}

@@ -1,0 +1,288 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/ploti-replica/ploti-replica/ploti"
+)
+
+// LoadRows replaces table with the rows of NDJSON files (a whole read of a
+// watched dataset's rows), each value cast to its column's DuckDB type by
+// DuckDB's read_json, never row by row through Go. The old table stays
+// until the transaction commits, as with a snapshot. No files makes an
+// empty table. It refuses null or repeated record ids and rows that do not
+// fit the columns (a DataError), and returns the row count.
+func (tx *Tx) LoadRows(ctx context.Context, table string, cols []ploti.Column, files []string) (int64, error) {
+	t := "main." + Ident(table)
+	if len(files) == 0 {
+		ddl, err := emptyTableSQL(t, cols)
+		if err != nil {
+			return 0, err
+		}
+		if _, err := tx.tx.ExecContext(ctx, ddl); err != nil {
+			return 0, fmt.Errorf("create empty %s: %w", table, err)
+		}
+		return 0, nil
+	}
+	q, err := jsonRowsQuery(files, cols, "")
+	if err != nil {
+		return 0, err
+	}
+	if _, err := tx.tx.ExecContext(ctx, fmt.Sprintf("CREATE OR REPLACE TABLE %s AS %s", t, q)); err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return 0, cerr
+		}
+		return 0, jsonError(baseNames(files), err)
+	}
+	// The JSON is read once: its ids are checked in the loaded table,
+	// which the caller's rollback drops again when they do not hold.
+	n, nulls, dups, err := tx.checkRecordIDs(ctx, t)
+	if err != nil {
+		return 0, err
+	}
+	if nulls > 0 || dups > 0 {
+		return 0, &DataError{File: baseNames(files), Detail: fmt.Sprintf("rows have %d null and %d repeated _ploti_record_id values", nulls, dups)}
+	}
+	return n, nil
+}
+
+// emptyTableSQL creates a dataset table with no rows.
+func emptyTableSQL(t string, cols []ploti.Column) (string, error) {
+	defs := []string{Ident(ColRecordID) + " VARCHAR", Ident(ColPlaceID) + " VARCHAR"}
+	for _, c := range cols {
+		d, err := DuckType(c.Type)
+		if err != nil {
+			return "", fmt.Errorf("column %s: %w", c.Name, err)
+		}
+		defs = append(defs, Ident(c.Name)+" "+d)
+	}
+	return fmt.Sprintf("CREATE OR REPLACE TABLE %s (%s)", t, strings.Join(defs, ", ")), nil
+}
+
+// Touch is a record a watched version touched, as the merge needs it: the
+// id, and which version did what to it (for errors and the change log).
+type Touch struct {
+	ID      string
+	Version int
+	Change  string // ploti.ChangeAdded, …
+}
+
+// Rename is a record of a watched version that now carries a new id.
+type Rename struct {
+	Version  int
+	From, To string
+}
+
+// RowSource is where rows of a merge come from: an NDJSON file and the ids
+// of the rows to take from it (every one must be there, once).
+type RowSource struct {
+	Path string
+	IDs  []string
+}
+
+// WatchMerge is what one or more recorded watch versions do to a table
+// held at an older version, worked out by apply: the held rows they
+// touched go, the touched records' rows now come in, and each version's
+// changes are logged.
+type WatchMerge struct {
+	DatasetID string
+	Table     string
+	Columns   []ploti.Column
+	// Held are the ids the versions changed, removed or renamed that the
+	// table must hold: they are deleted (each one must be).
+	Held []Touch
+	// New are the ids the versions added (or renamed to) that the table
+	// must not hold.
+	New []Touch
+	// Rows are the rows of the records that exist after the versions.
+	Rows []RowSource
+	// Log is each version's changes, for _ploti.changes.
+	Log []Touch
+	// Renames go to _ploti.id_map, oldest version first, and rewrite the
+	// IDRefs columns in that order.
+	Renames []Rename
+	IDRefs  []IDRef
+	// RowsBefore is the table's row count before, or negative when unknown.
+	RowsBefore int64
+}
+
+// MergeWatch applies a WatchMerge to its table in the transaction. Rows
+// that do not fit the columns, an added id the table holds, a changed,
+// removed or renamed id it does not hold, or a row missing from its file
+// are refused with a DataError, and the caller's rollback leaves the held
+// version as it was.
+func (tx *Tx) MergeWatch(ctx context.Context, m WatchMerge) (MergeStats, error) {
+	var st MergeStats
+	t := "main." + Ident(m.Table)
+	id := Ident(ColRecordID)
+	if len(m.New) > 0 {
+		var first string
+		err := tx.tx.QueryRowContext(ctx, fmt.Sprintf("SELECT %[1]s FROM %[2]s WHERE %[1]s IN (SELECT unnest(?::VARCHAR[])) ORDER BY 1 LIMIT 1", id, t),
+			touchIDs(m.New)).Scan(&first)
+		if err == nil {
+			return st, &DataError{Detail: "changes do not fit the held version: " + describeTouch(m.New, first) + " is already held"}
+		}
+		if !isNoRows(err) {
+			return st, fmt.Errorf("merge %s: check added ids: %w", m.DatasetID, err)
+		}
+	}
+	if len(m.Held) > 0 {
+		res, err := tx.tx.ExecContext(ctx, fmt.Sprintf("DELETE FROM %s WHERE %s IN (SELECT unnest(?::VARCHAR[]))", t, id), touchIDs(m.Held))
+		if err != nil {
+			return st, fmt.Errorf("merge %s: delete: %w", m.DatasetID, err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return st, err
+		}
+		if n != int64(len(m.Held)) {
+			return st, &DataError{Detail: "changes do not fit the held version: " + tx.notHeld(ctx, t, m.Held, n)}
+		}
+		st.Removed = n
+	}
+	for _, src := range m.Rows {
+		n, err := tx.insertRows(ctx, t, m.Columns, src)
+		if err != nil {
+			return st, err
+		}
+		st.Added += n
+	}
+	if err := tx.logWatch(ctx, m); err != nil {
+		return st, err
+	}
+	st.Rows = -1
+	if m.RowsBefore >= 0 {
+		st.Rows = m.RowsBefore - st.Removed + st.Added
+	} else if err := tx.tx.QueryRowContext(ctx, "SELECT count(*) FROM "+t).Scan(&st.Rows); err != nil {
+		return st, err
+	}
+	// The stats count rows, not records: a changed record is one row out
+	// and one in.
+	return st, nil
+}
+
+// insertRows inserts the rows of src's ids from its file, and makes sure
+// each id came exactly once.
+func (tx *Tx) insertRows(ctx context.Context, t string, cols []ploti.Column, src RowSource) (int64, error) {
+	if len(src.IDs) == 0 {
+		return 0, nil
+	}
+	name := filepath.Base(src.Path)
+	q, err := jsonRowsQuery([]string{src.Path}, cols, Ident(ColRecordID)+" IN (SELECT unnest(?::VARCHAR[]))")
+	if err != nil {
+		return 0, err
+	}
+	res, err := tx.tx.ExecContext(ctx, fmt.Sprintf("INSERT INTO %s (%s) %s", t, columnNames(cols), q), src.IDs)
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return 0, cerr
+		}
+		return 0, jsonError(name, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, err
+	}
+	if n != int64(len(src.IDs)) {
+		return 0, &DataError{File: name, Detail: fmt.Sprintf("has %d rows for the %d ids it should give once each (a row missing or repeated)", n, len(src.IDs))}
+	}
+	return n, nil
+}
+
+// logWatch records the versions' changes, their renames in the id map,
+// and rewrites the renamed ids in the IDRefs columns, oldest version first.
+func (tx *Tx) logWatch(ctx context.Context, m WatchMerge) error {
+	if len(m.Log) > 0 {
+		versions, ids, kinds := make([]int32, len(m.Log)), make([]string, len(m.Log)), make([]string, len(m.Log))
+		for i, l := range m.Log {
+			versions[i], ids[i], kinds[i] = int32(l.Version), l.ID, l.Change
+		}
+		_, err := tx.tx.ExecContext(ctx, `INSERT INTO _ploti.changes (dataset_id, version, record_id, change)
+			SELECT ?, unnest(?::INTEGER[]), unnest(?::VARCHAR[]), unnest(?::VARCHAR[])`, m.DatasetID, versions, ids, kinds)
+		if err != nil {
+			return fmt.Errorf("log changes of %s: %w", m.DatasetID, err)
+		}
+	}
+	if len(m.Renames) == 0 {
+		return nil
+	}
+	versions, from, to := make([]int32, len(m.Renames)), make([]string, len(m.Renames)), make([]string, len(m.Renames))
+	var order []int
+	for i, r := range m.Renames {
+		versions[i], from[i], to[i] = int32(r.Version), r.From, r.To
+		if len(order) == 0 || order[len(order)-1] != r.Version {
+			order = append(order, r.Version)
+		}
+	}
+	_, err := tx.tx.ExecContext(ctx, `INSERT INTO _ploti.id_map (dataset_id, version, from_id, to_id)
+		SELECT ?, unnest(?::INTEGER[]), unnest(?::VARCHAR[]), unnest(?::VARCHAR[])`, m.DatasetID, versions, from, to)
+	if err != nil {
+		return fmt.Errorf("record renamed ids of %s: %w", m.DatasetID, err)
+	}
+	for _, v := range order {
+		if err := tx.rewriteIDRefs(ctx, m.DatasetID, v, m.IDRefs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rewriteIDRefs rewrites the ids a version's id map replaced in the user
+// columns that reference the dataset.
+func (tx *Tx) rewriteIDRefs(ctx context.Context, datasetID string, version int, refs []IDRef) error {
+	for _, r := range refs {
+		if r.DatasetID != datasetID {
+			continue
+		}
+		q := fmt.Sprintf(`UPDATE %[1]s SET %[2]s = m.to_id FROM _ploti.id_map m
+			WHERE m.dataset_id = ? AND m.version = ? AND %[1]s.%[2]s = m.from_id`, qualified(r.Table), Ident(r.Column))
+		if _, err := tx.tx.ExecContext(ctx, q, datasetID, version); err != nil {
+			return fmt.Errorf("rewrite ids in %s.%s for %s v%d: %w", r.Table, r.Column, datasetID, version, err)
+		}
+	}
+	return nil
+}
+
+func touchIDs(ts []Touch) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.ID
+	}
+	return out
+}
+
+// describeTouch names what a version did to id: "id r7 that version 13
+// renamed".
+func describeTouch(ts []Touch, id string) string {
+	for _, t := range ts {
+		if t.ID == id {
+			return fmt.Sprintf("id %s that version %d %s", id, t.Version, t.Change)
+		}
+	}
+	return "id " + id
+}
+
+// notHeld names one of held that the table did not hold before the
+// transaction (n of them were), asking the committed table on another
+// connection, as MergeChanges does; without a spare connection it says
+// how many.
+func (tx *Tx) notHeld(ctx context.Context, t string, held []Touch, n int64) string {
+	detail := fmt.Sprintf("%d of the %d ids the changes touch are held", n, len(held))
+	qctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	var first string
+	err := tx.db.sql.QueryRowContext(qctx, fmt.Sprintf(`SELECT x FROM (SELECT unnest(?::VARCHAR[]) AS x)
+		WHERE x NOT IN (SELECT %s FROM %s) ORDER BY x LIMIT 1`, Ident(ColRecordID), t), touchIDs(held)).Scan(&first)
+	if err == nil {
+		return describeTouch(held, first) + " is not held"
+	}
+	return detail
+}
+
+func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
