@@ -440,10 +440,10 @@ func (c *Client) send(ctx context.Context, x exchange, dec func([]byte, http.Hea
 				Message: c.scrub(msg, req.URL), Err: ErrMalformed}
 		}
 		if len(b) > MaxBodyBytes {
-			return malformed(fmt.Sprintf("body over %d bytes", MaxBodyBytes))
+			return malformedOnce(x.once, malformed(fmt.Sprintf("body over %d bytes", MaxBodyBytes)))
 		}
 		if err := dec(b, resp.Header); err != nil {
-			return malformed(err.Error())
+			return malformedOnce(x.once, malformed(err.Error()))
 		}
 		return nil
 	})
@@ -465,6 +465,15 @@ func ambiguous(once bool, err error) error {
 		return err
 	}
 	return &ambiguousError{err}
+}
+
+// malformedOnce marks, for a call made once, a success whose answer could
+// not be read: the server did it, and what it answered is lost.
+func malformedOnce(once bool, err error) error {
+	if once {
+		return &ambiguousError{err}
+	}
+	return err
 }
 
 // ambiguousError is ErrAmbiguous with its cause; it is never transient.

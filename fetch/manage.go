@@ -18,18 +18,6 @@ func (c *Client) Subscriptions(ctx context.Context) ([]ploti.Subscription, error
 	return out.Subscriptions, err
 }
 
-// CreateWebhook creates a webhook for a subscription's feed events. The
-// answer carries the signing secret, once: keep it.
-func (c *Client) CreateWebhook(ctx context.Context, w ploti.Webhook) (*ploti.Webhook, error) {
-	var out ploti.Webhook
-	err := c.call(ctx, "create webhook", http.MethodPost, c.endpoint(nil, "v1", "webhooks"), w,
-		decodeChecked(&out, func() bool { return out.ID != "" }, "webhook has no id"))
-	if err != nil {
-		return nil, err
-	}
-	return &out, nil
-}
-
 // Webhooks lists the webhooks the key may see.
 func (c *Client) Webhooks(ctx context.Context) ([]ploti.Webhook, error) {
 	var out struct {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -47,14 +46,15 @@ type webhooksCmd struct {
 	Events      []string
 	Header      string
 	SecretFile  string
+	Member      bool
 }
 
 func newWebhooksCmd(env *Env) *cobra.Command {
 	w := &webhooksCmd{manageCmd: manageCmd{env: env}}
-	cmd := &cobra.Command{Use: "webhooks", Short: "Create, list, test and delete webhooks for a subscription's events"}
+	cmd := &cobra.Command{Use: "webhooks", Short: "Create, list, test and delete webhooks for a subscription's events, or your account's"}
 	create := &cobra.Command{
 		Use:   "create",
-		Short: "Create a webhook for the subscription; its signing secret is returned once",
+		Short: "Create a webhook for the subscription (or, without one, for your account); its signing secret is returned once",
 		Args:  cobra.NoArgs,
 		RunE:  func(c *cobra.Command, _ []string) error { return w.create(c.Context()) },
 	}
@@ -62,7 +62,8 @@ func newWebhooksCmd(env *Env) *cobra.Command {
 	create.Flags().StringVar(&w.Description, "description", "", "a description")
 	create.Flags().StringSliceVar(&w.Events, "events", nil, "event types to send (default: every feed event type, which most receivers want)")
 	create.Flags().StringVar(&w.Header, "header", "", `a header Ploti sends with every POST, "Name: value"`)
-	create.Flags().StringVar(&w.SecretFile, "secret-file", "", "write the signing secret to this file (mode 0600) instead of printing it; serve reads it with --webhook-secret-file")
+	create.Flags().StringVar(&w.SecretFile, "secret-file", "", "write the signing secret to this new file (mode 0600; an existing file is never replaced) instead of printing it; serve reads it with --webhook-secret-file")
+	create.Flags().BoolVar(&w.Member, "member", false, "a member webhook, even with PLOTI_SUBSCRIPTION set: dataset.changed for the datasets you watch and your request events (the default without a subscription)")
 	list := &cobra.Command{Use: "list", Short: "List webhooks", Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return w.list(c.Context()) }}
 	list.Flags().BoolVar(&w.JSON, "json", false, "print JSON")
@@ -85,10 +86,11 @@ func (w *webhooksCmd) create(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if w.conn.Subscription == "" {
-		return &usageError{fmt.Errorf("webhooks create: no subscription: set PLOTI_SUBSCRIPTION (or --subscription)")}
+	sub := w.conn.Subscription
+	if w.Member {
+		sub = ""
 	}
-	req := ploti.Webhook{URL: w.URL, Description: w.Description, SubscriptionID: w.conn.Subscription, Events: w.Events}
+	req := ploti.Webhook{URL: w.URL, Description: w.Description, SubscriptionID: sub, Events: w.Events}
 	if w.Header != "" {
 		name, value, ok := strings.Cut(w.Header, ":")
 		if !ok || strings.TrimSpace(name) == "" {
@@ -96,14 +98,30 @@ func (w *webhooksCmd) create(ctx context.Context) error {
 		}
 		req.Header = &ploti.WebhookHeader{Name: strings.TrimSpace(name), Value: strings.TrimSpace(value)}
 	}
+	// The secret file is made (empty, 0600) before the webhook, so that a
+	// file that exists or cannot be written stops the create first.
+	var sf *secretFile
+	if w.SecretFile != "" {
+		if sf, err = reserveSecretFile(w.SecretFile); err != nil {
+			return fmt.Errorf("webhooks create: %w; no webhook was created", err)
+		}
+		defer sf.abandon()
+	}
 	hook, err := c.CreateWebhook(ctx, req)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w.env.Stdout, "created webhook %s → %s for %s\n", hook.ID, hook.URL, w.conn.Subscription)
-	if w.SecretFile != "" {
-		if err := os.WriteFile(w.SecretFile, []byte(hook.Secret+"\n"), 0o600); err != nil {
-			return fmt.Errorf("webhooks create: write secret (webhook %s exists; delete it and create again): %w", hook.ID, err)
+	what := "subscription " + sub
+	if sub == "" {
+		what = "your account (dataset.changed for the datasets you watch, and your request events)"
+	}
+	fmt.Fprintf(w.env.Stdout, "created webhook %s → %s for %s\n", hook.ID, hook.URL, what)
+	if sf != nil {
+		if err := sf.keep(hook.Secret); err != nil {
+			if derr := c.DeleteWebhook(ctx, hook.ID); derr != nil {
+				return fmt.Errorf("webhooks create: %w, and deleting webhook %s failed (delete it: its secret is lost): %w", err, hook.ID, derr)
+			}
+			return fmt.Errorf("webhooks create: %w; webhook %s was deleted again, as nobody holds its secret", err, hook.ID)
 		}
 		fmt.Fprintf(w.env.Stdout, "signing secret written to %s (Ploti shows it only once)\n", w.SecretFile)
 		return nil

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ploti-replica/ploti-replica/emulator"
+)
+
+// issue 14, item 13: "webhooks create --secret-file F never overwrites an
+// existing F (the only copy of an older secret) and checks F is writable
+// before it creates the webhook."
+func TestWebhooksCreate_secretFile(t *testing.T) {
+	em, _, vars := demoWorld(t)
+	dir := t.TempDir()
+	old := filepath.Join(dir, "whsec.txt")
+	must(t, os.WriteFile(old, []byte("whsec_older\n"), 0o600))
+	code, _, errs := cli(t, vars, "webhooks", "create", "--url", "https://example.org/hook", "--secret-file", old)
+	if code != exitFailure || !strings.Contains(errs, "exists") || !strings.Contains(errs, "no webhook was created") {
+		t.Fatalf("an existing file: exit %d %s", code, errs)
+	}
+	if b, _ := os.ReadFile(old); string(b) != "whsec_older\n" {
+		t.Fatalf("the older secret was replaced: %q", b)
+	}
+	code, _, errs = cli(t, vars, "webhooks", "create", "--url", "https://example.org/hook", "--secret-file", filepath.Join(dir, "no-such-dir", "whsec.txt"))
+	if code != exitFailure || !strings.Contains(errs, "cannot be written") {
+		t.Fatalf("an unwritable file: exit %d %s", code, errs)
+	}
+	if got := len(em.Webhooks()); got != 0 {
+		t.Fatalf("webhooks = %d, want none created", got)
+	}
+	// A create that Ploti refuses leaves no empty file behind.
+	fresh := filepath.Join(dir, "fresh.txt")
+	vars["PLOTI_SUBSCRIPTION"] = "sub_nope"
+	if code, _, _ := cli(t, vars, "webhooks", "create", "--url", "https://example.org/hook", "--secret-file", fresh); code != exitFailure {
+		t.Fatalf("a refused create: exit %d", code)
+	}
+	if _, err := os.Stat(fresh); !os.IsNotExist(err) {
+		t.Fatalf("a refused create left %s: %v", fresh, err)
+	}
+}
+
+// The answer to the create is lost after Ploti made the webhook: the
+// command ends with exactly one webhook, whose secret it wrote.
+func TestWebhooksCreate_answerLost(t *testing.T) {
+	em, _, vars := demoWorld(t)
+	em.Inject(emulator.Fault{Match: "POST /v1/webhooks", Kind: emulator.FaultCutOff})
+	secret := filepath.Join(t.TempDir(), "whsec.txt")
+	out := mustCLI(t, vars, "webhooks", "create", "--url", "https://example.org/hook", "--secret-file", secret)
+	hooks := em.Webhooks()
+	if len(hooks) != 1 || !strings.Contains(out, "created webhook "+hooks[0].ID) {
+		t.Fatalf("webhooks = %+v after:\n%s", hooks, out)
+	}
+	if b, err := os.ReadFile(secret); err != nil || !strings.HasPrefix(string(b), "whsec_") {
+		t.Fatalf("secret file: %q %v", b, err)
+	}
+}
+
+// CONTRACT.md 9, "Member webhooks": "POST /v1/webhooks without
+// subscriptionId makes a webhook that receives dataset.changed for every
+// dataset its member watches and the member's request events". Tested at
+// the request level: the bundled emulator does not serve member webhooks
+// yet.
+func TestWebhooksCreate_memberWebhook(t *testing.T) {
+	var mu sync.Mutex
+	var bodies []map[string]any
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.Path != "/v1/webhooks" {
+			http.NotFound(w, r)
+			return
+		}
+		var body map[string]any
+		b, _ := io.ReadAll(r.Body)
+		json.Unmarshal(b, &body)
+		mu.Lock()
+		bodies = append(bodies, body)
+		mu.Unlock()
+		w.WriteHeader(http.StatusCreated)
+		json.NewEncoder(w).Encode(map[string]any{"id": "wh_1", "url": body["url"], "secret": "whsec_c2VjcmV0"})
+	}))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		vars map[string]string
+		args []string
+	}{
+		{"no subscription", map[string]string{}, nil},
+		{"--member over PLOTI_SUBSCRIPTION", map[string]string{"PLOTI_SUBSCRIPTION": "sub_1"}, []string{"--member"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.vars["PLOTI_API_URL"], tc.vars["PLOTI_API_KEY"] = srv.URL, "k"
+			tc.vars["PLOTI_DB"] = filepath.Join(dir, "none.duckdb")
+			args := append([]string{"webhooks", "create", "--url", "https://example.org/member"}, tc.args...)
+			out := mustCLI(t, tc.vars, args...)
+			if !strings.Contains(out, "for your account") {
+				t.Fatalf("create:\n%s", out)
+			}
+			mu.Lock()
+			body := bodies[len(bodies)-1]
+			mu.Unlock()
+			if _, ok := body["subscriptionId"]; ok || body["url"] != "https://example.org/member" {
+				t.Fatalf("body = %v, want no subscriptionId", body)
+			}
+		})
+	}
+}

@@ -1,0 +1,76 @@
+package fetch_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/ploti-replica/ploti-replica/emulator"
+	"github.com/ploti-replica/ploti-replica/fetch"
+	"github.com/ploti-replica/ploti-replica/ploti"
+)
+
+// A POST /v1/webhooks that fails after it may have reached Ploti is not
+// retried blindly: the secret is returned "once when the webhook is
+// created" (feed-events.txt), so a second POST would leave a webhook whose
+// secret nobody holds. The client lists the webhooks, recognises its own
+// by URL and the description's nonce, deletes it and creates again.
+func TestClient_CreateWebhook_neverTwo(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fault emulator.Fault
+	}{
+		{"the answer cut off after Ploti created it", emulator.Fault{Match: "POST /v1/webhooks", Kind: emulator.FaultCutOff}},
+		{"the answer's body spoiled after Ploti created it", emulator.Fault{Match: "POST /v1/webhooks", Kind: emulator.FaultTruncate}},
+		{"a reset before Ploti read it", emulator.Fault{Match: "POST /v1/webhooks", Kind: emulator.FaultReset}},
+		{"a 500, twice", emulator.Fault{Match: "POST /v1/webhooks", Kind: emulator.FaultStatus, Status: 500, Count: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			em, c := manageWorld(t)
+			sub, err := em.CreateSubscription(emulator.SubscriptionSpec{Places: []string{"fl-orange"}})
+			must(t, err)
+			em.Inject(tc.fault)
+			hook, err := c.CreateWebhook(ctx, ploti.Webhook{URL: "https://example.org/hook", Description: "replica", SubscriptionID: sub})
+			if err != nil {
+				t.Fatalf("create: %v", err)
+			}
+			hooks := em.Webhooks()
+			if len(hooks) != 1 || hooks[0].ID != hook.ID || !strings.HasPrefix(hook.Secret, "whsec_") {
+				t.Fatalf("webhooks = %+v, answer %s; want exactly the one whose secret came back", hooks, hook.ID)
+			}
+			if !strings.HasPrefix(hooks[0].Description, "replica [ploti-replica create ") {
+				t.Fatalf("description %q carries no nonce", hooks[0].Description)
+			}
+		})
+	}
+}
+
+// A 429 or 503 says Ploti did nothing: it is retried as any call; a 400
+// or 409 is returned at once.
+func TestClient_CreateWebhook_refusals(t *testing.T) {
+	ctx := context.Background()
+	em, c := manageWorld(t)
+	sub, err := em.CreateSubscription(emulator.SubscriptionSpec{Places: []string{"fl-orange"}})
+	must(t, err)
+	em.FailNext("POST /v1/webhooks", http.StatusTooManyRequests, 1)
+	if _, err := c.CreateWebhook(ctx, ploti.Webhook{URL: "https://example.org/a", SubscriptionID: sub}); err != nil {
+		t.Fatalf("after a 429: %v", err)
+	}
+	if _, err := c.CreateWebhook(ctx, ploti.Webhook{URL: "https://example.org/x", SubscriptionID: "sub_nope"}); errors.Is(err, fetch.ErrAmbiguous) || err == nil {
+		t.Fatalf("a refused webhook: %v", err)
+	}
+	// Every try ambiguous and the list unreadable: the error says what to
+	// look for.
+	em.Inject(emulator.Fault{Match: "POST /v1/webhooks", Kind: emulator.FaultCutOff})
+	em.Inject(emulator.Fault{Match: "GET /v1/webhooks", Kind: emulator.FaultStatus, Status: 404, Code: "not_found"})
+	_, err = c.CreateWebhook(ctx, ploti.Webhook{URL: "https://example.org/b", SubscriptionID: sub})
+	if !errors.Is(err, fetch.ErrAmbiguous) || !strings.Contains(err.Error(), "may exist without its secret: delete it") {
+		t.Fatalf("ambiguous and unlisted: %v", err)
+	}
+	if got := len(em.Webhooks()); got != 2 {
+		t.Fatalf("webhooks = %d, want 2 (a and the one b's lost answer left)", got)
+	}
+}
