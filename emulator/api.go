@@ -35,6 +35,12 @@ func (e *Emulator) apiMux() http.Handler {
 		{"DELETE /v1/feeds/subscriptions/{id}", false, e.deleteSub},
 		{"GET /v1/feeds/subscriptions/{id}/events", false, e.getEvents},
 		{"GET /v1/feeds/subscriptions/{id}/manifest", true, e.getManifest},
+		{"GET /v1/datasets/watches", false, e.listWatches},
+		{"GET /v1/datasets/{dataset}", false, e.getWatchDataset},
+		{"POST /v1/datasets/{dataset}/watch", false, e.postWatch},
+		{"DELETE /v1/datasets/{dataset}/watch", false, e.deleteWatch},
+		{"GET /v1/datasets/{dataset}/changes", false, e.getWatchChanges},
+		{"GET /v1/datasets/{dataset}/rows", false, e.getWatchRows},
 		{"POST /v1/webhooks", false, e.postWebhook},
 		{"GET /v1/webhooks", false, e.listWebhooks},
 		{"DELETE /v1/webhooks/{id}", false, e.deleteWebhook},
@@ -118,10 +124,13 @@ func (e *Emulator) rateCheck(strict bool) (int, bool) {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		http.Error(w, "encode answer", http.StatusInternalServerError)
-		return
+	b, ok := v.(json.RawMessage) // an answer rendered already (the watch API's rows)
+	if !ok {
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			http.Error(w, "encode answer", http.StatusInternalServerError)
+			return
+		}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))

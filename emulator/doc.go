@@ -41,6 +41,59 @@
 // moved; Hold gives the holds with no natural trigger. Changes, row counts
 // and schema versions are always measured from the last released version.
 //
+// # Watches (CONTRACT.md section 9)
+//
+// Every released version of a dataset, delivered by a subscription or not,
+// is promoted to a Ploti version: Ploti's own number, 11, 14, 17, ...
+// (PlotiVersionStart, PlotiVersionStep), unlike the Data Feeds numbers of
+// the same versions and never consecutive, so a client must follow
+// previousVersion. A held version is promoted when staff release it, a
+// discarded one never. Release.PlotiVersion and PlotiVersions give the
+// numbers; Watch, Unwatch and Watches drive the member's watches from Go.
+//
+// The routes: POST and DELETE /v1/datasets/{id}/watch, GET
+// /v1/datasets/watches, GET /v1/datasets/{id}, GET
+// /v1/datasets/{id}/changes?version=N and GET /v1/datasets/{id}/rows. They
+// answer for any dataset the workspace's coverage (409 outside_coverage)
+// and plan (409 not_deliverable, SetPlanClosed) open; Data Feeds
+// deliverability (SetDeliverable) does not matter.
+//
+// A version's changes are measured by record id from the Ploti version it
+// follows, over the columns both have. Its changeLog is first for a
+// dataset's first Ploti version, ids_changed for WithReplacedIDs and
+// ReplaceIDs, recorded otherwise; WithChangeLog sets any (an unknown text
+// is served as it is). Only recorded lists entries: added, changed,
+// removed, and renamed for WithRenames (recordId the new id,
+// previousRecordId the old; Data Feeds gets the same version as a
+// record_ids_changed resync). counts are always given; renamed records
+// count only under renamed, and a first version counts its rows as added.
+// Entries come in the order of the version's rows, removed ones last; a
+// removed entry has no row key, the others carry row, the whole row, only
+// while N is the dataset's latest version (null once a newer one is
+// promoted, also in the middle of paging). WithPreviousPlotiVersion
+// measures a version from an older Ploti version, which leaves a gap in the
+// previousVersion chain for clients that hold one in between. A version
+// promoted more than 90 days ago (Retention) answers 410 expired.
+//
+// rows pins a read to the version of its first page: later pages (the
+// cursor carries the version) serve that version's rows until it has been
+// superseded for RowsCursorLife (an hour), then 410 expired. A whole read
+// serves the version's rows in the order of its snapshot; an ids read (at
+// most MaxRowIDs ids) serves the rows of those ids that exist, in the order
+// given, once each, paging over the ids (limit ids a page, so a page may
+// hold fewer rows than limit while more follow). columns are the pinned
+// version's. Before the first version: "version": null, no rows.
+//
+// Row values follow CONTRACT.md: an integer beyond ±2^53 and a decimal are
+// strings; a number that is NaN or infinite is the string "NaN",
+// "Infinity" or "-Infinity"; a date "2026-11-20"; a timestamp RFC 3339 in
+// UTC, with the fraction of a second when there is one; geometry GeoJSON
+// (Z kept, M dropped, an empty point {"coordinates": []}); a null is null.
+// DuckDB renders the rows in bulk: a whole read's first page writes the
+// version's rows as JSON lines in one COPY (kept for the two versions of a
+// dataset read last, written again identically when needed), and each page
+// is a run of its lines; only geometry is finished in Go, from its WKB.
+//
 // # Staff and the world
 //
 // Methods stand in for what Ploti's staff and the rest of the world do:

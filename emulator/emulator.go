@@ -42,7 +42,7 @@ type Options struct {
 	// Dir is where the emulator keeps the Parquet and JSON files it serves
 	// and DuckDB's spill files. Empty means a temporary directory that Close
 	// removes; a given Dir is left in place (only the emulator's own files/,
-	// truth/ and duckdb-tmp/ under it are replaced).
+	// truth/, watch/ and duckdb-tmp/ under it are replaced).
 	Dir string
 	// Now is the emulator's base clock. Nil means a manual clock that starts at
 	// DefaultStart and only moves with Advance. Advance adds to whatever Now
@@ -101,6 +101,11 @@ type Emulator struct {
 
 	webhooks *webhookState // webhooks and their delivery queue (webhooks.go); nil until first used
 
+	watches      map[string]*watch // the member's watches by dataset id (watch.go)
+	watchOrder   []string          // their dataset ids, oldest first
+	memberEvents []*memberEvent    // dataset.changed and request events, in order (member.go)
+	rowsUse      atomic.Int64      // counts rows cache uses, for eviction (watchrows.go)
+
 	apiSrv, fileSrv *http.Server
 	apiURL, fileURL string
 	serveWG         sync.WaitGroup
@@ -117,6 +122,7 @@ func New(opts Options) (*Emulator, error) {
 		datasets: map[string]*dataset{},
 		subs:     map[string]*subscription{},
 		idem:     map[string]idemEntry{},
+		watches:  map[string]*watch{},
 		rateOn:   !opts.NoRateLimit,
 		created:  time.Now(),
 	}
@@ -137,7 +143,7 @@ func New(opts Options) (*Emulator, error) {
 		}
 		e.dir, e.tempDir = d, true
 	} else {
-		for _, name := range []string{"files", "truth", "duckdb-tmp"} {
+		for _, name := range []string{"files", "truth", "watch", "duckdb-tmp"} {
 			if err := os.RemoveAll(filepath.Join(e.dir, name)); err != nil {
 				return nil, fmt.Errorf("clear emulator dir: %w", err)
 			}

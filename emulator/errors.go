@@ -17,6 +17,18 @@ var (
 	ErrNotReleasable = errors.New("held version can only be discarded")
 	// ErrClosed: the emulator was closed.
 	ErrClosed = errors.New("emulator closed")
+	// ErrOutsideCoverage: the workspace's coverage does not open the
+	// dataset (the API's 409 outside_coverage).
+	ErrOutsideCoverage = errors.New("outside the workspace's coverage")
+	// ErrNotDeliverable: the workspace's plan does not open the dataset
+	// (the API's 409 not_deliverable).
+	ErrNotDeliverable = errors.New("not open to the workspace's plan")
+	// ErrWatchLimit: the member already watches MaxWatches datasets (409
+	// watch_limit).
+	ErrWatchLimit = errors.New("watch limit reached")
+	// ErrWebhookLimit: the member already has MaxWebhooks webhooks (409
+	// webhook_limit).
+	ErrWebhookLimit = errors.New("webhook limit reached")
 )
 
 // apiError is an error answer of the API: an HTTP status and the envelope's

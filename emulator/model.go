@@ -92,6 +92,13 @@ type DatasetSpec struct {
 	Columns []Column
 	// Attachments are served with every version.
 	Attachments []Attachment
+	// Kind is "table" (empty means table) or "document", as GET
+	// /v1/datasets/{id} shows it; nothing else depends on it.
+	Kind string
+	// ProvenanceURL says where the values come from (dataset.changed's
+	// provenanceUrl); empty means SourceURL, or a ploti.ai address when
+	// that is empty too.
+	ProvenanceURL string
 }
 
 // SubscriptionSpec describes a subscription for CreateSubscription.
@@ -122,6 +129,9 @@ type dataset struct {
 	staleSent    time.Time // nextCheckBy for which stale was sent
 	rebuilding   bool
 	attachments  []fileRef
+	// plotiVersions are the watch side's promoted versions, oldest first
+	// (watch.go).
+	plotiVersions []*plotiVersion
 }
 
 type subscription struct {
@@ -173,6 +183,9 @@ func (e *Emulator) AddDataset(spec DatasetSpec) error {
 	}
 	if err := validateSchema(spec.Columns, spec.KeyColumns); err != nil {
 		return fmt.Errorf("add dataset %s: %w", spec.ID, err)
+	}
+	if spec.Kind != "" && spec.Kind != "table" && spec.Kind != "document" {
+		return fmt.Errorf("add dataset %s: %w: kind %q is not table or document", spec.ID, ErrInvalid, spec.Kind)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()

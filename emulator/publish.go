@@ -29,7 +29,13 @@ type publishConfig struct {
 	skipReview bool
 	hold       string
 	replace    float64
+	rename     []string // record ids that continue under new ids
+	changeLog  string   // the watch side's changeLog; "" for the natural one
+	plotiPrev  int      // the Ploti version the watch side measures from; 0: the latest
 }
+
+// replacing tells whether the version gives records new ids.
+func (c *publishConfig) replacing() bool { return c.replace > 0 || len(c.rename) > 0 }
 
 // Parts splits the version's snapshot into n Parquet files (default 1).
 func Parts(n int) PublishOption {
@@ -66,6 +72,36 @@ func WithReplacedIDs(fraction float64) PublishOption {
 	return func(c *publishConfig) { c.replace, c.skipReview = fraction, true }
 }
 
+// WithRenames makes the records that carry these ids in the last released
+// version continue under new ids: on the watch side they are listed as
+// renamed in a recorded changes answer (previousRecordId the old id); Data
+// Feeds sends the version as a resync_required with reason
+// record_ids_changed and an id map, as for WithReplacedIDs.
+func WithRenames(recordIDs ...string) PublishOption {
+	return func(c *publishConfig) { c.rename, c.skipReview = slices.Clone(recordIDs), true }
+}
+
+// WithChangeLog sets the changeLog the watch side's changes answer gives
+// for the version: "recorded", "counts_only", "ids_changed",
+// "full_refresh" or "first". Only recorded lists the rows (it needs a
+// previous Ploti version). Any other non-empty text is served as it is,
+// with no rows, for a client's bad-input tests. Without it the watch side
+// says first for a dataset's first Ploti version, ids_changed for
+// WithReplacedIDs and ReplaceIDs, and recorded otherwise (renames and
+// schema changes included).
+func WithChangeLog(kind string) PublishOption {
+	return func(c *publishConfig) { c.changeLog = kind }
+}
+
+// WithPreviousPlotiVersion measures the version's watch side from an
+// older Ploti version of the dataset instead of the latest: its
+// previousVersion is n and its changes are measured from n's rows, so a
+// client holding a version between n and the latest finds a gap in the
+// previousVersion chain. Data Feeds is unaffected.
+func WithPreviousPlotiVersion(n int) PublishOption {
+	return func(c *publishConfig) { c.plotiPrev = n }
+}
+
 // Release describes a version Publish built.
 type Release struct {
 	// DatasetID and Version name the version.
@@ -91,6 +127,9 @@ type Release struct {
 	// EventIDs are the events the publish appended, in order, over all
 	// subscriptions.
 	EventIDs []string
+	// PlotiVersion is the watch side's number for the version once
+	// released (0 while held): Ploti's own, not the Data Feeds Version.
+	PlotiVersion int
 }
 
 // Publish builds a new version of a dataset from Go rows and, unless a hold
@@ -134,6 +173,8 @@ type buildPlan struct {
 	parts   int
 	place   string
 	resync  string
+	wbase   *plotiVersion // the Ploti version the watch side measures from
+	wRel    string        // its rows
 	cfg     publishConfig
 	dir     string // absolute directory of the version's files
 	rel     string // the same, relative to e.dir, slash-separated
@@ -175,6 +216,10 @@ func (e *Emulator) plan(datasetID string, opts []PublishOption) (*buildPlan, err
 	if d == nil {
 		return nil, fmt.Errorf("publish %s: %w", datasetID, ErrNotFound)
 	}
+	wbase, err := planWatch(d, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("publish %s: %w", datasetID, err)
+	}
 	if cfg.newSchema {
 		if err := validateSchema(cfg.cols, cfg.key); err != nil {
 			return nil, fmt.Errorf("publish %s: %w", datasetID, err)
@@ -184,7 +229,10 @@ func (e *Emulator) plan(datasetID string, opts []PublishOption) (*buildPlan, err
 	d.lastNum++
 	p := &buildPlan{
 		d: d, num: d.lastNum, cols: d.spec.Columns, key: d.spec.KeyColumns, base: d.released,
-		counter: d.idCounter, parts: cfg.parts, place: e.filedPlace(d), cfg: cfg,
+		counter: d.idCounter, parts: cfg.parts, place: e.filedPlace(d), cfg: cfg, wbase: wbase,
+	}
+	if wbase != nil {
+		p.wRel = e.versionRel(wbase.feed)
 	}
 	p.schema = d.schemaFor(p.cols, p.key)
 	p.rel = fmt.Sprintf("files/%s/v%d", d.tag, p.num)
@@ -222,7 +270,7 @@ func (e *Emulator) resyncReason(d *dataset, p *buildPlan, now time.Time) string 
 	changed := p.base != nil && p.schema.Version != p.base.schema.Version
 	prevGone := p.base != nil && (d.forceResync || p.base.filesGone || p.base.builtAt.Before(now.Add(-Retention)))
 	switch {
-	case p.base != nil && p.cfg.replace > 0:
+	case p.base != nil && p.cfg.replacing():
 		return "record_ids_changed"
 	case p.base == nil:
 		return "first_version"
@@ -287,6 +335,9 @@ func (e *Emulator) build(ctx context.Context, p *buildPlan, stage func(*buildPla
 		if err := e.computeChanges(ctx, p, v); err != nil {
 			return nil, err
 		}
+	}
+	if err := e.buildWatch(ctx, p, v); err != nil {
+		return nil, err
 	}
 	if err := e.writeFiles(ctx, p, v); err != nil {
 		return nil, err
@@ -423,8 +474,11 @@ SELECT n._ord, o._rid FROM n JOIN o ON %[7]s AND n._dup = o._dup`,
 		cols[i] = "s." + ident(c.Name)
 	}
 	keep := "o._rid"
-	if p.cfg.replace > 0 {
+	switch {
+	case p.cfg.replace > 0:
 		keep = fmt.Sprintf("CASE WHEN s._ord <= ceil(%g * %d) THEN NULL ELSE o._rid END", p.cfg.replace, v.rowCount)
+	case len(p.cfg.rename) > 0:
+		keep = fmt.Sprintf("CASE WHEN o._rid IN (%s) THEN NULL ELSE o._rid END", litList(p.cfg.rename))
 	}
 	q := fmt.Sprintf(`CREATE OR REPLACE TABLE %s AS
 SELECT s._ord, coalesce(%s, %s || (%d + s._ord)) AS _ploti_record_id, %s AS _ploti_place_id, %s, o._rid AS _from FROM %s`,
@@ -437,7 +491,10 @@ SELECT s._ord, coalesce(%s, %s || (%d + s._ord)) AS _ploti_record_id, %s AS _plo
 		return fmt.Errorf("count matched records: %w", err)
 	}
 	v.matched = matched
-	if p.cfg.replace > 0 && p.base != nil {
+	if err := e.checkRenames(ctx, p, v); err != nil {
+		return err
+	}
+	if p.cfg.replacing() && p.base != nil {
 		f, err := e.copyTo(ctx, fmt.Sprintf(`SELECT _from AS from_id, _ploti_record_id AS to_id FROM %s
 WHERE _from IS NOT NULL ORDER BY from_id`, v.table), p.rel+"/id-map.parquet")
 		if err != nil {

@@ -28,8 +28,10 @@ type version struct {
 	changes       *fileRef
 	schemaFile    fileRef
 	idMap         *fileRef
-	filesGone     bool // past retention
-	reReleased    bool // released again and rebuilt: asOf manifests reaching it answer 410
+	filesGone     bool        // past retention
+	reReleased    bool        // released again and rebuilt: asOf manifests reaching it answer 410
+	watch         *watchBuild // what the watch side promotes with it (watchbuild.go)
+	ploti         int         // its Ploti version once promoted, else 0
 }
 
 // delayReason is the feed.dataset.delayed reason of a hold.
@@ -114,6 +116,7 @@ func (e *Emulator) releaseInfo(d *dataset, v *version, firstEvent int64) Release
 		Held: v.state == "held", HoldReason: v.holdReason,
 		ResyncRequired: v.resyncReason != "", ResyncReason: v.resyncReason,
 		RowCount: v.rowCount, Added: v.added, Changed: v.changed, Removed: v.removed,
+		PlotiVersion: v.ploti,
 	}
 	if v.schemaChanged && v.schema.Change != nil {
 		r.SchemaBump = v.schema.Change.Bump
@@ -152,6 +155,9 @@ func (e *Emulator) releaseLocked(d *dataset, v *version) {
 		}
 		e.sendVersionEvents(s, d, v)
 	}
+	// The watch side promotes every released version, delivered by a
+	// subscription or not.
+	e.promoteLocked(d, v)
 }
 
 func (e *Emulator) sendVersionEvents(s *subscription, d *dataset, v *version) {

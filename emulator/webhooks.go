@@ -1,10 +1,12 @@
 package emulator
 
-// The delivery side of webhooks (CONTRACT.md section 6; feed-events.txt,
-// "Webhooks for a subscription"): a webhook belongs to one subscription and
-// receives its feed events, each POSTed as the event object the log serves,
-// signed with Standard Webhooks. The API routes are in apiMux; the hook that
-// queues a delivery for each new event is in appendEvent.
+// The delivery side of webhooks (CONTRACT.md sections 6 and 9;
+// feed-events.txt, "Webhooks for a subscription"; watch-and-webhooks.txt):
+// a subscription's webhook receives its feed events, each POSTed as the
+// event object the log serves; a member webhook (no subscription) receives
+// dataset.changed and the request events (member.go). Both are signed with
+// Standard Webhooks. The API routes are in apiMux; the hooks that queue a
+// delivery for each new event are in appendEvent and emitMemberLocked.
 //
 // One goroutine, started with the first webhook and stopped by Close, sends
 // the queued messages one at a time, oldest due first. A message that fails
@@ -34,8 +36,9 @@ import (
 
 // Limits and settings of webhook delivery.
 const (
-	// MaxWebhooks is how many webhooks the workspace's member may have
-	// (docs: "A member may have 20 webhooks").
+	// MaxWebhooks is how many webhooks the workspace's member may have,
+	// subscription and member webhooks together (docs: "A member may have
+	// 20 webhooks").
 	MaxWebhooks = 20
 	// DeliveryTimeout is how long (real time) one POST may take before it
 	// counts as failed.
@@ -72,9 +75,12 @@ type WebhookSpec struct {
 	// Description is free text.
 	Description string `json:"description"`
 	// SubscriptionID is the subscription whose feed events the webhook
-	// receives. Required.
+	// receives. Empty makes a member webhook, which receives
+	// dataset.changed for every dataset the member watches and the request
+	// events.
 	SubscriptionID string `json:"subscriptionId"`
-	// Events lists the feed event types to send; empty means all of them.
+	// Events lists the event types to send, among the ones the webhook's
+	// kind receives; empty means all of them.
 	Events []string `json:"events"`
 	// Header, if set, is sent with every POST, such as a bearer key the
 	// receiver requires. Its value is never shown again.
@@ -93,7 +99,8 @@ type Webhook struct {
 	URL            string
 	Description    string
 	SubscriptionID string
-	// Events is the type filter; nil means every feed event type.
+	// Events is the type filter; nil means every type the webhook's kind
+	// receives.
 	Events []string
 	// HeaderName names the custom header, if any; its value is not shown.
 	HeaderName string
@@ -328,7 +335,7 @@ func (e *Emulator) attempt(w *webhookState, m *message, now time.Time) {
 	switch {
 	case w.takeDrop():
 		d.Dropped, d.Err = true, "dropped (DropDeliveries)"
-	case !e.hasSubscription(m.hook.SubscriptionID):
+	case m.hook.SubscriptionID != "" && !e.hasSubscription(m.hook.SubscriptionID):
 		d.Err, disable = "subscription deleted", "the subscription was deleted"
 	default:
 		d.Status, d.Header, d.Err = w.post(m, now)
@@ -426,12 +433,14 @@ func webhookSecret(id string) string {
 	return secretPrefix + base64.StdEncoding.EncodeToString(sum[:24])
 }
 
-// CreateWebhook adds a webhook for a subscription and returns it with its
-// signing secret, which nothing shows again. It returns ErrInvalid (wrapped,
-// with the reason) for a bad URL, event type or header or when MaxWebhooks
-// exist, ErrNotFound for an unknown subscription and ErrClosed after Close.
-// From then on each event appended to the subscription's log is POSTed to
-// the webhook, asynchronously.
+// CreateWebhook adds a webhook, for a subscription or (no SubscriptionID)
+// for the member, and returns it with its signing secret, which nothing
+// shows again. It returns ErrInvalid (wrapped, with the reason) for a bad
+// URL, event type or header, ErrWebhookLimit when MaxWebhooks exist,
+// ErrNotFound for an unknown subscription and ErrClosed after Close. From
+// then on each event appended to the subscription's log (for a member
+// webhook: each dataset.changed of a watched dataset and each request
+// event) is POSTed to the webhook, asynchronously.
 //
 // Deliveries are signed at the emulator clock (webhook-timestamp). A
 // receiver that checks timestamps against the wall clock, as Standard
@@ -453,7 +462,7 @@ func (e *Emulator) createWebhookLocked(spec WebhookSpec) (*hook, error) {
 	if err := checkWebhookSpec(spec); err != nil {
 		return nil, err
 	}
-	if e.subs[spec.SubscriptionID] == nil {
+	if spec.SubscriptionID != "" && e.subs[spec.SubscriptionID] == nil {
 		return nil, fmt.Errorf("subscription %q: %w", spec.SubscriptionID, ErrNotFound)
 	}
 	w, err := e.webhooksLocked()
@@ -463,7 +472,7 @@ func (e *Emulator) createWebhookLocked(spec WebhookSpec) (*hook, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.hooks) >= MaxWebhooks {
-		return nil, fmt.Errorf("a member may have %d webhooks: %w", MaxWebhooks, ErrInvalid)
+		return nil, fmt.Errorf("a member may have %d webhooks: %w", MaxWebhooks, ErrWebhookLimit)
 	}
 	w.nextHook++
 	id := fmt.Sprintf("wh_%06d", w.nextHook)
@@ -487,12 +496,13 @@ func checkWebhookSpec(spec WebhookSpec) error {
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return fmt.Errorf("url must be an absolute https address: %w", ErrInvalid)
 	}
+	kind, types := "a feed event type", feedEventTypes
 	if spec.SubscriptionID == "" {
-		return fmt.Errorf("subscriptionId is required: %w", ErrInvalid)
+		kind, types = "an event type a member webhook receives", memberEventTypes
 	}
 	for _, t := range spec.Events {
-		if !slices.Contains(feedEventTypes, t) {
-			return fmt.Errorf("events: %q is not a feed event type (%s): %w", t, strings.Join(feedEventTypes, ", "), ErrInvalid)
+		if !slices.Contains(types, t) {
+			return fmt.Errorf("events: %q is not %s (%s): %w", t, kind, strings.Join(types, ", "), ErrInvalid)
 		}
 	}
 	if hd := spec.Header; hd != nil {
@@ -692,7 +702,7 @@ func webhookJSON(h Webhook) map[string]any {
 		header = map[string]any{"name": h.HeaderName}
 	}
 	out := map[string]any{
-		"id": h.ID, "url": h.URL, "description": h.Description, "subscriptionId": h.SubscriptionID,
+		"id": h.ID, "url": h.URL, "description": h.Description, "subscriptionId": nullIfEmpty(h.SubscriptionID),
 		"events": events, "header": header, "enabled": !h.Disabled, "disabledReason": nullIfEmpty(h.DisabledReason),
 		"createdAt": h.CreatedAt.Format(time.RFC3339),
 	}
@@ -702,17 +712,29 @@ func webhookJSON(h Webhook) map[string]any {
 	return out
 }
 
-// asAPIError maps the webhook methods' errors to API answers.
+// asAPIError maps the Go API's errors to API answers with the sentinel's
+// status and code; the message drops "invalid input" and "not found", which
+// the code says.
 func asAPIError(err error) error {
-	msg := err.Error()
-	for _, s := range []string{": " + ErrInvalid.Error(), ": " + ErrNotFound.Error()} {
-		msg = strings.TrimSuffix(msg, s)
-	}
-	switch {
-	case errors.Is(err, ErrInvalid):
-		return errInvalid(msg)
-	case errors.Is(err, ErrNotFound):
-		return errNotFound(msg)
+	for _, m := range []struct {
+		err    error
+		status int
+		code   string
+	}{
+		{ErrInvalid, http.StatusBadRequest, "invalid_input"},
+		{ErrNotFound, http.StatusNotFound, "not_found"},
+		{ErrOutsideCoverage, http.StatusConflict, "outside_coverage"},
+		{ErrNotDeliverable, http.StatusConflict, "not_deliverable"},
+		{ErrWatchLimit, http.StatusConflict, "watch_limit"},
+		{ErrWebhookLimit, http.StatusConflict, "webhook_limit"},
+	} {
+		if errors.Is(err, m.err) {
+			msg := err.Error()
+			if m.status != http.StatusConflict {
+				msg = strings.TrimSuffix(msg, ": "+m.err.Error())
+			}
+			return &apiError{m.status, m.code, msg}
+		}
 	}
 	return err
 }

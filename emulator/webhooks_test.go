@@ -306,7 +306,7 @@ func TestWebhook_api(t *testing.T) {
 		{"no url", fmt.Sprintf(`{"subscriptionId":%q}`, sub), 400},
 		{"relative url", fmt.Sprintf(`{"url":"/x","subscriptionId":%q}`, sub), 400},
 		{"ftp url", fmt.Sprintf(`{"url":"ftp://h/x","subscriptionId":%q}`, sub), 400},
-		{"no subscription", fmt.Sprintf(`{"url":%q}`, rc.srv.URL), 400},
+		{"feed event type on a member webhook", fmt.Sprintf(`{"url":%q,"events":["feed.dataset.updated"]}`, rc.srv.URL), 400},
 		{"unknown subscription", fmt.Sprintf(`{"url":%q,"subscriptionId":"sub_nope"}`, rc.srv.URL), 404},
 		{"unknown event type", fmt.Sprintf(`{"url":%q,"subscriptionId":%q,"events":["dataset.changed"]}`, rc.srv.URL, sub), 400},
 		{"reserved header", fmt.Sprintf(`{"url":%q,"subscriptionId":%q,"header":{"name":"webhook-signature","value":"x"}}`, rc.srv.URL, sub), 400},
@@ -370,8 +370,8 @@ func TestWebhook_api(t *testing.T) {
 	for i := range MaxWebhooks {
 		mustWebhook(t, em, WebhookSpec{URL: fmt.Sprintf("%s/%d", rc.srv.URL, i), SubscriptionID: sub})
 	}
-	if _, err := em.CreateWebhook(WebhookSpec{URL: rc.srv.URL, SubscriptionID: sub}); !errors.Is(err, ErrInvalid) {
-		t.Fatalf("webhook %d: %v, want ErrInvalid", MaxWebhooks+1, err)
+	if _, err := em.CreateWebhook(WebhookSpec{URL: rc.srv.URL, SubscriptionID: sub}); !errors.Is(err, ErrWebhookLimit) {
+		t.Fatalf("webhook %d: %v, want ErrWebhookLimit", MaxWebhooks+1, err)
 	}
 }
 
