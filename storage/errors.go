@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 )
 
 var (
@@ -16,7 +17,26 @@ var (
 	ErrBadData = errors.New("bad data")
 	// ErrNoDataset means the registry has no row for the dataset.
 	ErrNoDataset = errors.New("dataset not in registry")
+	// ErrNoFile means Open was asked not to create the file, and there is
+	// none. errors.Is(ErrNoFile, fs.ErrNotExist) holds.
+	ErrNoFile error = noFileError{}
+	// ErrNotDuckDB means the file is not a DuckDB database at all.
+	ErrNotDuckDB = errors.New("not a DuckDB file")
+	// ErrStorageVersion means the file's DuckDB storage version is newer
+	// than the embedded DuckDB reads.
+	ErrStorageVersion = errors.New("DuckDB storage version too new")
+	// ErrNotReplica means a DuckDB file that ploti-replica never wrote (no
+	// _ploti schema, or its migrations never ran), opened read-only.
+	ErrNotReplica = errors.New("not a ploti-replica file")
+	// ErrOlderFile means a file opened read-only was written by an older
+	// ploti-replica: its _ploti migrations run at its next writing open.
+	ErrOlderFile = errors.New("database file has an older _ploti migration than this build reads")
 )
+
+type noFileError struct{}
+
+func (noFileError) Error() string        { return "no such file" }
+func (noFileError) Is(target error) bool { return target == fs.ErrNotExist }
 
 // DataError is a rule broken by a file's content: which file, what rule.
 type DataError struct {

@@ -39,8 +39,12 @@ type Options struct {
 	OnLocked func(msg string)
 	// Now is the clock used for timestamps written to _ploti; default time.Now.
 	Now func() time.Time
-	// ReadOnly opens the file read-only (status, holds list).
+	// ReadOnly opens the file read-only (status, holds list). The file
+	// must exist and be a ploti-replica file at this build's migration.
 	ReadOnly bool
+	// NoCreate makes Open fail with ErrNoFile rather than create a new
+	// file: commands that only read or edit state never leave one behind.
+	NoCreate bool
 }
 
 // DB is an open DuckDB file with the _ploti schema migrated.
@@ -50,15 +54,26 @@ type DB struct {
 	path      string
 	now       func() time.Time
 	readOnly  bool
+	storage   uint64 // DuckDB storage version of the file
 }
 
 var lockRE = regexp.MustCompile(`(?i)conflicting lock|could not set lock`)
 
 // Open opens or creates the DuckDB file at path and migrates _ploti. While
 // another process holds the file it waits with backoff up to LockTimeout.
+// It reads the file's header first: a file that is not DuckDB's
+// (ErrNotDuckDB) or whose storage version the embedded DuckDB cannot read
+// (ErrStorageVersion) is refused in words, before DuckDB touches it.
 func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	info, err := Inspect(path)
+	if err != nil {
+		return nil, err
+	}
+	if !info.Exists && (opts.NoCreate || opts.ReadOnly) {
+		return nil, fmt.Errorf("open %s: %w", path, ErrNoFile)
 	}
 	if opts.LockTimeout == 0 {
 		opts.LockTimeout = DefaultLockTimeout
@@ -69,6 +84,10 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	for {
 		db, err := open(ctx, path, opts)
 		if err == nil {
+			db.storage = info.StorageVersion
+			if !info.Exists {
+				db.storage = StorageV1_0
+			}
 			return db, nil
 		}
 		if !errors.Is(err, ErrLocked) {
@@ -79,7 +98,10 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 			told = true
 		}
 		left := time.Until(deadline)
-		if opts.LockTimeout < 0 || left <= 0 {
+		if opts.LockTimeout < 0 {
+			return nil, fmt.Errorf("open %s: told not to wait: %w", path, err)
+		}
+		if left <= 0 {
 			return nil, fmt.Errorf("open %s: gave up after %s: %w", path, opts.LockTimeout, err)
 		}
 		select {
@@ -102,7 +124,12 @@ func open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	db := &DB{sql: sql.OpenDB(connector), connector: connector, path: path, now: opts.Now, readOnly: opts.ReadOnly}
-	if !opts.ReadOnly {
+	if opts.ReadOnly {
+		if err := db.checkReplica(ctx); err != nil {
+			db.Close()
+			return nil, err
+		}
+	} else {
 		if err := db.migrate(ctx); err != nil {
 			db.Close()
 			return nil, err
@@ -135,6 +162,13 @@ func newConnector(path string, opts Options) (*duckdb.Connector, error) {
 	// again (a repair after a bad download) reuses its spool name: DuckDB's
 	// external file cache served the old bytes for it.
 	q.Set("enable_external_file_cache", "false")
+	// Never reach for the network: a file that needs an extension (a
+	// SQLite file makes DuckDB fetch sqlite_scanner) is refused instead.
+	q.Set("autoinstall_known_extensions", "false")
+	q.Set("autoload_known_extensions", "false")
+	// New files in the storage every DuckDB 1.x client reads (issue 14),
+	// whatever a later DuckDB's default.
+	q.Set("storage_compatibility_version", "v1.0.0")
 	if opts.ReadOnly {
 		q.Set("access_mode", "READ_ONLY")
 	}
@@ -167,6 +201,39 @@ func lockHolder(msg string) string {
 
 // Path is the file's path.
 func (db *DB) Path() string { return db.path }
+
+// StorageVersion is the file's DuckDB storage version number (see
+// StorageReaders).
+func (db *DB) StorageVersion() uint64 { return db.storage }
+
+// checkReplica refuses, in words, a file opened read-only that this build
+// cannot read as a replica: one ploti-replica never wrote, one whose
+// migrations never ran, or one at another migration.
+func (db *DB) checkReplica(ctx context.Context) error {
+	var tables int
+	err := db.sql.QueryRowContext(ctx, `SELECT count(*) FROM duckdb_tables()
+		WHERE database_name = current_database() AND schema_name = '_ploti' AND table_name = 'schema_migrations'`).Scan(&tables)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", db.path, err)
+	}
+	if tables == 0 {
+		return fmt.Errorf("open %s: %w: it is a DuckDB file without the _ploti schema", db.path, ErrNotReplica)
+	}
+	var have int
+	if err := db.sql.QueryRowContext(ctx, "SELECT coalesce(max(version), 0) FROM _ploti.schema_migrations").Scan(&have); err != nil {
+		return fmt.Errorf("open %s: %w", db.path, err)
+	}
+	switch want := MigrationVersion(); {
+	case have == 0:
+		return fmt.Errorf("open %s: %w: its _ploti migrations never ran", db.path, ErrNotReplica)
+	case have > want:
+		return fmt.Errorf("open %s: file at migration %d, this build knows %d: %w", db.path, have, want, ErrNewerFile)
+	case have < want:
+		return fmt.Errorf("open %s: file at migration %d, this build reads %d (a sync, which opens it for writing, migrates it): %w",
+			db.path, have, want, ErrOlderFile)
+	}
+	return nil
+}
 
 // SQL is the database handle for queries. In-process readers see the last
 // committed state while a sync runs.
