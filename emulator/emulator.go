@@ -173,6 +173,8 @@ func (e *Emulator) openDB() error {
 		limit = DefaultDuckDBMemoryLimit
 	}
 	stmts := []string{"SET GLOBAL TimeZone = 'UTC'",
+		// Never reach for the network for an extension.
+		"SET GLOBAL autoinstall_known_extensions = false", "SET GLOBAL autoload_known_extensions = false",
 		"SET GLOBAL temp_directory = " + lit(filepath.Join(e.dir, "duckdb-tmp")),
 		"SET GLOBAL memory_limit = " + lit(limit)}
 	if e.opts.DuckDBThreads > 0 {
