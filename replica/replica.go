@@ -57,6 +57,9 @@ type Options struct {
 	LockTimeout time.Duration
 	// OnLocked is told once which process holds the file.
 	OnLocked func(msg string)
+	// NoCreate makes Open fail with storage.ErrNoFile when there is no
+	// file, rather than create one (for commands that only edit state).
+	NoCreate bool
 	// PageSize is the event page size; default DefaultPageSize (at most 500).
 	PageSize int
 	// KeepChanges is how many of each dataset's latest logged versions keep
@@ -129,7 +132,7 @@ func Open(ctx context.Context, path string, opts Options) (*Replica, error) {
 		api = c
 	}
 	db, err := storage.Open(ctx, path, storage.Options{MemoryLimit: opts.MemoryLimit, Threads: opts.Threads,
-		LockTimeout: opts.LockTimeout, OnLocked: opts.OnLocked, Now: opts.Now})
+		LockTimeout: opts.LockTimeout, OnLocked: opts.OnLocked, Now: opts.Now, NoCreate: opts.NoCreate})
 	if err != nil {
 		return nil, err
 	}

@@ -45,15 +45,19 @@ type Hold struct {
 
 // Status is the state of the file.
 type Status struct {
-	SubscriptionID string          `json:"subscriptionId"`
-	APIURL         string          `json:"apiUrl"`
-	Cursor         string          `json:"cursor"`
-	LastSyncAt     *time.Time      `json:"lastSyncAt"`
+	SubscriptionID string          `json:"subscriptionId,omitempty"`
+	APIURL         string          `json:"apiUrl,omitempty"`
+	Cursor         string          `json:"cursor,omitempty"`
+	LastSyncAt     *time.Time      `json:"lastSyncAt,omitempty"`
 	LastRun        *storage.Run    `json:"lastRun,omitempty"`
 	Datasets       []DatasetStatus `json:"datasets"`
-	// Behind is the number of events after the cursor, when asked for with
-	// StatusOptions.CountBehind; -1 when not counted.
-	Behind int `json:"behind"`
+	// Behind is the number of events after the cursor, when counted
+	// (Replica.Behind); nil otherwise.
+	Behind *int `json:"behind,omitempty"`
+	// StorageVersion is the file's DuckDB storage version number, and
+	// Readers says which DuckDB clients read it.
+	StorageVersion uint64 `json:"storageVersion"`
+	Readers        string `json:"readableBy"`
 }
 
 // Status reads the file's state; it calls no API.
@@ -61,7 +65,7 @@ func (r *Replica) Status(ctx context.Context) (*Status, error) { return ReadStat
 
 // ReadStatus reads the state of an open storage file.
 func ReadStatus(ctx context.Context, db *storage.DB) (*Status, error) {
-	st := &Status{Behind: -1}
+	st := &Status{Datasets: []DatasetStatus{}, StorageVersion: db.StorageVersion(), Readers: storage.StorageReaders(db.StorageVersion())}
 	sub, err := db.Subscription(ctx)
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,17 +14,32 @@ import (
 	"github.com/ploti-replica/ploti-replica/storage"
 )
 
-// SyncResult says what one Sync did.
+// SyncResult says what one Sync did. Its JSON (the CLI's `sync --json`)
+// follows the CLI's one convention: camelCase, durations in seconds, empty
+// lists as [].
 type SyncResult struct {
-	Bootstrapped    bool          // loaded from the manifest (first sync or a 410)
-	EventsSeen      int           // events read from the log
-	EventsApplied   int           // events that changed something
-	EventsSkipped   int           // events skipped by a rule or already applied
-	SnapshotsLoaded int           // snapshot loads (bootstrap, resync, reload)
-	ChangesMerged   int           // changes files merged
-	Failed          []string      // datasets that failed this sync (their last good version stays)
-	Cursor          string        // the stored cursor after the sync
-	Duration        time.Duration // wall time
+	Bootstrapped    bool          `json:"bootstrapped"`     // loaded from the manifest (first sync or a 410)
+	EventsSeen      int           `json:"eventsSeen"`       // events read from the log
+	EventsApplied   int           `json:"eventsApplied"`    // events that changed something
+	EventsSkipped   int           `json:"eventsSkipped"`    // events skipped by a rule or already applied
+	SnapshotsLoaded int           `json:"snapshotsLoaded"`  // snapshot loads (bootstrap, resync, reload)
+	ChangesMerged   int           `json:"changesMerged"`    // changes files merged
+	Failed          []string      `json:"failed"`           // datasets that failed this sync (their last good version stays)
+	Cursor          string        `json:"cursor,omitempty"` // the stored cursor after the sync
+	Duration        time.Duration `json:"-"`                // wall time (JSON: durationSeconds)
+}
+
+// MarshalJSON writes Duration as durationSeconds and Failed as [] when empty.
+func (r SyncResult) MarshalJSON() ([]byte, error) {
+	type plain SyncResult
+	out := struct {
+		plain
+		DurationSeconds float64 `json:"durationSeconds"`
+	}{plain(r), r.Duration.Seconds()}
+	if out.Failed == nil {
+		out.Failed = []string{}
+	}
+	return json.Marshal(out)
 }
 
 // Sync brings the file up to date: bootstrap from the manifest when there
@@ -254,6 +270,14 @@ func (r *Replica) finish(ctx context.Context, tx *storage.Tx, sub *storage.Subsc
 	}
 	if err := tx.SetLastSync(ctx, r.db.Now()); err != nil {
 		return err
+	}
+	if r.opts.APIURL != "" && r.opts.APIURL != sub.APIURL {
+		// The URL of the last successful run is the one to keep (issue 14:
+		// a first sync against a wrong --api-url stored it for good).
+		if err := tx.SetAPIURL(ctx, r.opts.APIURL); err != nil {
+			return err
+		}
+		sub.APIURL = r.opts.APIURL
 	}
 	done := *res
 	done.Cursor = cursor

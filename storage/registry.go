@@ -287,6 +287,14 @@ func (tx *Tx) SetCursor(ctx context.Context, cursor string) error {
 	return nil
 }
 
+// SetAPIURL stores the API base URL the last successful sync used.
+func (tx *Tx) SetAPIURL(ctx context.Context, apiURL string) error {
+	if _, err := tx.tx.ExecContext(ctx, "UPDATE _ploti.subscription SET api_url = ?", apiURL); err != nil {
+		return fmt.Errorf("store api url: %w", err)
+	}
+	return nil
+}
+
 // SetLastSync records when a sync last finished successfully.
 func (tx *Tx) SetLastSync(ctx context.Context, at time.Time) error {
 	_, err := tx.tx.ExecContext(ctx, "UPDATE _ploti.subscription SET last_sync_at = ?", at)

@@ -9,18 +9,18 @@ import (
 
 // Run is a row of _ploti.sync_runs.
 type Run struct {
-	ID              int64
-	StartedAt       time.Time
-	FinishedAt      *time.Time
-	Result          string // ok, failed, partial (some datasets failed)
-	Error           string
-	CursorFrom      string
-	CursorTo        string
-	EventsSeen      int64
-	EventsApplied   int64
-	EventsSkipped   int64
-	SnapshotsLoaded int64
-	ChangesMerged   int64
+	ID              int64      `json:"id"`
+	StartedAt       time.Time  `json:"startedAt"`
+	FinishedAt      *time.Time `json:"finishedAt,omitempty"`
+	Result          string     `json:"result,omitempty"` // ok, failed, partial (some datasets failed), stopped
+	Error           string     `json:"error,omitempty"`
+	CursorFrom      string     `json:"cursorFrom,omitempty"`
+	CursorTo        string     `json:"cursorTo,omitempty"`
+	EventsSeen      int64      `json:"eventsSeen"`
+	EventsApplied   int64      `json:"eventsApplied"`
+	EventsSkipped   int64      `json:"eventsSkipped"`
+	SnapshotsLoaded int64      `json:"snapshotsLoaded"`
+	ChangesMerged   int64      `json:"changesMerged"`
 }
 
 // StartRun records the start of a sync and returns its id.
