@@ -47,6 +47,9 @@ func (a *apiCmd) client() (*fetch.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkAPIURL(a.conn.APIURL); err != nil {
+		return nil, err
+	}
 	return fetch.New(fetch.Options{BaseURL: a.conn.APIURL, APIKey: a.conn.APIKey, Logger: log, MaxAttempts: a.MaxAttempts})
 }
 

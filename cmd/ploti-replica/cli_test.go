@@ -63,7 +63,7 @@ func TestSyncAndStatus(t *testing.T) {
 	}
 	code, out, _ = cli(t, vars, "status", "--json", "--behind")
 	var st replica.Status
-	if code != exitOK || json.Unmarshal([]byte(out), &st) != nil || len(st.Datasets) != 3 || st.Behind != 0 {
+	if code != exitOK || json.Unmarshal([]byte(out), &st) != nil || len(st.Datasets) != 3 || st.Behind == nil || *st.Behind != 0 {
 		t.Fatalf("status --json --behind: exit %d: %s", code, out)
 	}
 	for _, ds := range st.Datasets {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
+	"regexp"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -33,23 +35,45 @@ type connFlags struct {
 	KeepChanges  int
 }
 
-func (c *connFlags) register(cmd *cobra.Command, api bool) {
+// flagSet picks which of the shared flags a command takes, so that its
+// help shows only flags it reads (issue 14: `webhooks list` offered
+// --on-major).
+type flagSet int
+
+const (
+	flagsLog  flagSet = 1 << iota // --log-level, --log-format
+	flagsFile                     // --db, --lock-timeout
+	flagsAPI                      // --api-url, --api-key, --subscription
+	flagsSync                     // --on-major, --memory-limit, --id-ref, --page-size, --keep-changes
+
+	flagsManage = flagsLog | flagsAPI                         // API calls only, no file
+	flagsRead   = flagsLog | flagsFile                        // the file only
+	flagsAll    = flagsLog | flagsFile | flagsAPI | flagsSync // sync, serve
+)
+
+func (c *connFlags) register(cmd *cobra.Command, sets flagSet) {
 	f := cmd.Flags()
-	f.StringVar(&c.DB, "db", "", "DuckDB file (env PLOTI_DB; default ploti.duckdb)")
-	f.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
-	f.StringVar(&c.LogFormat, "log-format", "auto", "log format: auto (human on a terminal, JSON otherwise), human, json")
-	f.DurationVar(&c.LockTimeout, "lock-timeout", 30*time.Second, "how long to wait while another process holds the file")
-	if !api {
-		return
+	if sets&flagsFile != 0 {
+		f.StringVar(&c.DB, "db", "", "DuckDB file (env PLOTI_DB; default ploti.duckdb)")
+		f.DurationVar(&c.LockTimeout, "lock-timeout", storage.DefaultLockTimeout,
+			"how long to wait while another process holds the file; 0: do not wait")
 	}
-	f.StringVar(&c.APIURL, "api-url", "", "Ploti API base URL (env PLOTI_API_URL; default "+replica.DefaultAPIURL+")")
-	f.StringVar(&c.APIKey, "api-key", "", "Ploti API key (env PLOTI_API_KEY; prefer the variable: flags show in ps)")
-	f.StringVar(&c.Subscription, "subscription", "", "Data Feeds subscription id (env PLOTI_SUBSCRIPTION)")
-	f.StringVar(&c.OnMajor, "on-major", "hold", "on a MAJOR schema change: hold (for review) or reload")
-	f.StringVar(&c.MemoryLimit, "memory-limit", "", "DuckDB memory_limit, e.g. 1GB")
-	f.StringArrayVar(&c.IDRefs, "id-ref", nil, "TABLE.COLUMN=DATASET: a column of yours holding the dataset's record ids, rewritten when Ploti replaces ids (repeatable)")
-	f.IntVar(&c.PageSize, "page-size", replica.DefaultPageSize, "events read per page of the log (1 to 500); the cursor is committed after each page")
-	f.IntVar(&c.KeepChanges, "keep-changes", 0, "versions of each dataset whose rows _ploti.changes keeps (0: all)")
+	if sets&flagsLog != 0 {
+		f.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
+		f.StringVar(&c.LogFormat, "log-format", "auto", "log format: auto (human on a terminal, JSON otherwise), human, json")
+	}
+	if sets&flagsAPI != 0 {
+		f.StringVar(&c.APIURL, "api-url", "", "Ploti API base URL (env PLOTI_API_URL; default: the URL the file's last successful sync used, else "+replica.DefaultAPIURL+")")
+		f.StringVar(&c.APIKey, "api-key", "", "Ploti API key (env PLOTI_API_KEY; prefer the variable: flags show in ps)")
+		f.StringVar(&c.Subscription, "subscription", "", "Data Feeds subscription id (env PLOTI_SUBSCRIPTION)")
+	}
+	if sets&flagsSync != 0 {
+		f.StringVar(&c.OnMajor, "on-major", "hold", "on a MAJOR schema change: hold (for review) or reload")
+		f.StringVar(&c.MemoryLimit, "memory-limit", "", "DuckDB memory_limit, e.g. 1GB, 512MiB or 50%")
+		f.StringArrayVar(&c.IDRefs, "id-ref", nil, "TABLE.COLUMN=DATASET: a column of yours holding the dataset's record ids, rewritten when Ploti replaces ids (repeatable)")
+		f.IntVar(&c.PageSize, "page-size", replica.DefaultPageSize, "events read per page of the log (1 to 500); the cursor is committed after each page")
+		f.IntVar(&c.KeepChanges, "keep-changes", 0, "versions of each dataset whose rows _ploti.changes keeps (0: all)")
+	}
 }
 
 // resolve fills unset flags from the environment and defaults.
@@ -107,6 +131,13 @@ func (c *connFlags) options(env *Env) (replica.Options, error) {
 	if c.APIKey == "" {
 		return replica.Options{}, &usageError{fmt.Errorf("no API key: set PLOTI_API_KEY (or --api-key)")}
 	}
+	// A command without the sync flags (status --behind) takes their defaults.
+	if c.OnMajor == "" {
+		c.OnMajor = apply.OnMajorHold
+	}
+	if c.PageSize == 0 {
+		c.PageSize = replica.DefaultPageSize
+	}
 	if c.Subscription == "" {
 		return replica.Options{}, &usageError{fmt.Errorf("no subscription: set PLOTI_SUBSCRIPTION (or --subscription)")}
 	}
@@ -123,10 +154,20 @@ func (c *connFlags) options(env *Env) (replica.Options, error) {
 	if c.KeepChanges < 0 {
 		return replica.Options{}, &usageError{fmt.Errorf("--keep-changes %d: want 0 (keep all) or more", c.KeepChanges)}
 	}
+	if err := checkAPIURL(c.APIURL); err != nil {
+		return replica.Options{}, err
+	}
+	if c.MemoryLimit != "" && !memoryLimitRE.MatchString(c.MemoryLimit) {
+		return replica.Options{}, &usageError{fmt.Errorf("--memory-limit %q: want a size such as 1GB, 512MiB or 50%%", c.MemoryLimit)}
+	}
+	wait, err := c.lockWait()
+	if err != nil {
+		return replica.Options{}, err
+	}
 	told := false
 	return replica.Options{
 		APIURL: c.APIURL, APIKey: c.APIKey, SubscriptionID: c.Subscription, Logger: log, OnMajor: c.OnMajor,
-		MemoryLimit: c.MemoryLimit, LockTimeout: c.LockTimeout, IDReferences: refs, PageSize: c.PageSize, KeepChanges: c.KeepChanges,
+		MemoryLimit: c.MemoryLimit, LockTimeout: wait, IDReferences: refs, PageSize: c.PageSize, KeepChanges: c.KeepChanges,
 		OnLocked: func(msg string) {
 			if !told {
 				log.Warn().Str("db", c.DB).Msg("waiting for the file: " + msg)
@@ -134,6 +175,32 @@ func (c *connFlags) options(env *Env) (replica.Options, error) {
 			}
 		},
 	}, nil
+}
+
+// lockWait is --lock-timeout as storage.Options takes it: 0 on the
+// command line means do not wait, which storage spells negative.
+func (c *connFlags) lockWait() (time.Duration, error) {
+	switch {
+	case c.LockTimeout < 0:
+		return 0, &usageError{fmt.Errorf("--lock-timeout %s: want 0 (do not wait) or more", c.LockTimeout)}
+	case c.LockTimeout == 0:
+		return -1, nil
+	}
+	return c.LockTimeout, nil
+}
+
+// memoryLimitRE is what DuckDB's memory_limit takes: a number and a unit,
+// or a percentage of the machine's memory.
+var memoryLimitRE = regexp.MustCompile(`^\s*\d+(\.\d+)?\s*(%|[KMGT]i?B|B|bytes)?\s*$`)
+
+// checkAPIURL refuses, as a usage error, an API base that is not an
+// absolute http(s) URL.
+func checkAPIURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return &usageError{fmt.Errorf("--api-url %q: want an absolute http(s) URL such as %s", s, replica.DefaultAPIURL)}
+	}
+	return nil
 }
 
 func parseIDRefs(specs []string) ([]replica.IDRef, error) {
@@ -164,8 +231,8 @@ func parseIDRefs(specs []string) ([]replica.IDRef, error) {
 // logger builds the CLI's logger: human on a terminal, JSON otherwise.
 func (c *connFlags) logger(w io.Writer) (zerolog.Logger, error) {
 	level, err := zerolog.ParseLevel(c.LogLevel)
-	if err != nil {
-		return zerolog.Nop(), &usageError{fmt.Errorf("--log-level %q: %w", c.LogLevel, err)}
+	if err != nil || c.LogLevel == "" {
+		return zerolog.Nop(), &usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", c.LogLevel)}
 	}
 	format := c.LogFormat
 	if format == "auto" {

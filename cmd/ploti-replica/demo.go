@@ -16,8 +16,9 @@ import (
 )
 
 type demoCmd struct {
-	env *Env
-	DB  string
+	env   *Env
+	DB    string
+	Force bool
 }
 
 func newDemoCmd(env *Env) *cobra.Command {
@@ -33,13 +34,19 @@ query the file.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return d.run(cmd.Context()) },
 	}
-	cmd.Flags().StringVar(&d.DB, "db", "ploti-demo.duckdb", "the DuckDB file to write (replaced if it exists)")
+	cmd.Flags().StringVar(&d.DB, "db", "ploti-demo.duckdb", "the DuckDB file to write (an earlier demo file is replaced; any other file only with --force)")
+	cmd.Flags().BoolVar(&d.Force, "force", false, "replace --db even when it is not an earlier demo file")
 	return cmd
 }
 
 func (d *demoCmd) run(ctx context.Context) error {
 	w := d.env.Stdout
 	start := time.Now()
+	if !d.Force {
+		if err := checkDemoFile(ctx, d.DB); err != nil {
+			return err
+		}
+	}
 	em, err := emulator.New(emulator.Options{NoRateLimit: true})
 	if err != nil {
 		return err
@@ -57,6 +64,9 @@ func (d *demoCmd) run(ctx context.Context) error {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("demo: replace %s: %w", p, err)
 		}
+	}
+	if err := markDemoFile(ctx, d.DB); err != nil {
+		return err
 	}
 	opts := replica.Options{APIURL: em.URL(), APIKey: em.APIKey(), SubscriptionID: world.SubscriptionID}
 	for round := 0; round < 3; round++ {
@@ -108,5 +118,50 @@ func (d *demoCmd) show(ctx context.Context, w io.Writer) error {
 		return fmt.Errorf("demo query: %w", err)
 	}
 	fmt.Fprintf(w, "\n%s\n  → %d issued permits worth $%.2f, e.g. at %s\n", q, n, total, wkt)
+	return nil
+}
+
+// demoMark is the comment the demo puts on _ploti.subscription, so that a
+// later demo knows the file is its own to replace.
+const demoMark = "ploti-replica demo file"
+
+// markDemoFile creates the demo's file and marks it as the demo's before
+// anything else is written to it.
+func markDemoFile(ctx context.Context, path string) error {
+	db, err := storage.Open(ctx, path, storage.Options{LockTimeout: -1})
+	if err != nil {
+		return err
+	}
+	_, err = db.SQL().ExecContext(ctx, "COMMENT ON TABLE _ploti.subscription IS '"+demoMark+"'")
+	return errors.Join(err, db.Close())
+}
+
+// checkDemoFile refuses to replace a file that is not an earlier demo's
+// (issue 14: demo replaced a user's DuckDB file, or a text file, silently).
+func checkDemoFile(ctx context.Context, path string) error {
+	info, err := storage.Inspect(path)
+	if err == nil && !info.Exists {
+		return nil
+	}
+	refuse := func(why string) error {
+		return &usageError{fmt.Errorf("demo: %s %s; pick another --db, or pass --force to replace it", path, why)}
+	}
+	if err != nil {
+		return refuse("is not an earlier demo file (" + oneLine(err) + ")")
+	}
+	db, err := storage.Open(ctx, path, storage.Options{ReadOnly: true, LockTimeout: -1})
+	if err != nil {
+		if errors.Is(err, storage.ErrLocked) {
+			return err
+		}
+		return refuse("is not an earlier demo file (" + oneLine(err) + ")")
+	}
+	defer db.Close()
+	var mark string
+	err = db.SQL().QueryRowContext(ctx, `SELECT coalesce(comment, '') FROM duckdb_tables()
+		WHERE database_name = current_database() AND schema_name = '_ploti' AND table_name = 'subscription'`).Scan(&mark)
+	if err != nil || mark != demoMark {
+		return refuse("is a replica that the demo did not write")
+	}
 	return nil
 }

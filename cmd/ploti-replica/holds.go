@@ -36,15 +36,19 @@ func newHoldsCmd(env *Env) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE:  func(cmd *cobra.Command, args []string) error { return h.release(cmd.Context(), args[0]) },
 	}
-	h.conn.register(list, false)
-	h.conn.register(release, true)
+	h.conn.register(list, flagsRead)
+	h.conn.register(release, flagsAll)
 	cmd.AddCommand(list, release)
 	return cmd
 }
 
 func (h *holdsCmd) list(ctx context.Context) error {
 	h.conn.resolve(h.env)
-	db, err := storage.Open(ctx, h.conn.DB, storage.Options{ReadOnly: true, LockTimeout: h.conn.LockTimeout})
+	wait, err := h.conn.lockWait()
+	if err != nil {
+		return err
+	}
+	db, err := storage.Open(ctx, h.conn.DB, storage.Options{ReadOnly: true, LockTimeout: wait})
 	if err != nil {
 		return err
 	}
@@ -77,6 +81,7 @@ func (h *holdsCmd) release(ctx context.Context, datasetID string) error {
 	if err != nil {
 		return err
 	}
+	opts.NoCreate = true
 	r, err := replica.Open(ctx, h.conn.DB, opts)
 	if err != nil {
 		return err

@@ -34,13 +34,39 @@ const (
 	exitUsage   = 2
 	exitPartial = 3 // the sync ran, some datasets failed
 	exitLocked  = 4 // another process holds the file
+	// A command stopped by SIGINT or SIGTERM exits 128 + the signal's
+	// number, as shells report it: 130 and 143.
+	exitSignal = 128
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		if sig, ok := <-sigs; ok {
+			cancel(&signalError{sig.(syscall.Signal)})
+			signal.Stop(sigs) // a second signal kills at once
+		}
+	}()
 	env := &Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Stdin: os.Stdin}
 	os.Exit(run(ctx, env, os.Args[1:]))
+}
+
+// signalError is the cause of a context cancelled by SIGINT or SIGTERM.
+type signalError struct{ sig syscall.Signal }
+
+func (e *signalError) Error() string { return "stopped by " + signalName(e.sig) }
+
+func signalName(sig syscall.Signal) string {
+	switch sig {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return sig.String()
 }
 
 // Env is what commands read and write: tests pass their own.
@@ -59,12 +85,21 @@ func run(ctx context.Context, env *Env, args []string) int {
 		return exitOK
 	}
 	var ue *usageError
+	var se *signalError
 	switch {
-	case errors.As(err, &ue):
-		fmt.Fprintf(env.Stderr, "ploti-replica: %v\n", err)
+	case errors.As(err, &ue) || isCobraUsage(err):
+		fmt.Fprintf(env.Stderr, "ploti-replica: %s (see ploti-replica --help)\n", oneLine(err))
 		return exitUsage
+	case errors.As(context.Cause(ctx), &se):
+		// serve ends cleanly on a signal (err nil above); anything else
+		// that a signal stopped says so, once.
+		fmt.Fprintf(env.Stderr, "ploti-replica: %s; the last committed state stays\n", se)
+		return exitSignal + int(se.sig)
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintln(env.Stderr, "ploti-replica: interrupted; the last committed state stays")
+		return exitFailure
+	case errors.Is(err, storage.ErrNoFile):
+		fmt.Fprintf(env.Stderr, "ploti-replica: %s (`ploti-replica sync` creates it; check --db or PLOTI_DB)\n", oneLine(err))
 		return exitFailure
 	case errors.Is(err, replica.ErrPartial):
 		fmt.Fprintf(env.Stderr, "ploti-replica: %s\n", oneLine(err))
@@ -80,6 +115,39 @@ func run(ctx context.Context, env *Env, args []string) int {
 // oneLine folds an error (DuckDB's run over several lines) onto one line.
 func oneLine(err error) string {
 	return strings.Join(strings.Fields(err.Error()), " ")
+}
+
+// isCobraUsage reports the command-line errors cobra makes itself, which
+// carry no type: an unknown command, and arguments a command's Args
+// refuses (wrapped as usageError where ours, see usageArgs).
+func isCobraUsage(err error) bool {
+	msg := err.Error()
+	return strings.HasPrefix(msg, "unknown command ") || strings.HasPrefix(msg, "unknown flag") ||
+		strings.HasPrefix(msg, "unknown shorthand flag")
+}
+
+// usageArgs makes every command's argument check a usage error (exit 2).
+func usageArgs(cmd *cobra.Command) {
+	if check := cmd.Args; check != nil {
+		cmd.Args = func(c *cobra.Command, args []string) error {
+			if err := check(c, args); err != nil {
+				return &usageError{fmt.Errorf("%s: %w", c.CommandPath(), err)}
+			}
+			return nil
+		}
+	} else if !cmd.Runnable() && cmd.HasSubCommands() {
+		// A group (holds, webhooks …) run with an unknown word.
+		cmd.Args = func(c *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return &usageError{fmt.Errorf("unknown command %q for %q", args[0], c.CommandPath())}
+			}
+			return nil
+		}
+		cmd.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+	}
+	for _, sub := range cmd.Commands() {
+		usageArgs(sub)
+	}
 }
 
 type usageError struct{ err error }
@@ -99,5 +167,8 @@ func newRoot(env *Env) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	root.AddCommand(newSyncCmd(env), newStatusCmd(env), newHoldsCmd(env), newDemoCmd(env), newEmulatorCmd(env), newBenchCmd(env), newBenchChildCmd(env), newServeCmd(env), newWebhooksCmd(env), newSubscriptionsCmd(env))
 	root.AddCommand(newPlacesCmd(env), newTopicsCmd(env), newDatasetsCmd(env))
+	root.Version = versionLine()
+	root.SetVersionTemplate("{{.Version}}\n")
+	usageArgs(root)
 	return root
 }

@@ -30,6 +30,9 @@ func (m *manageCmd) client() (*fetch.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkAPIURL(m.conn.APIURL); err != nil {
+		return nil, err
+	}
 	return fetch.New(fetch.Options{BaseURL: m.conn.APIURL, APIKey: m.conn.APIKey, Logger: log})
 }
 
@@ -72,7 +75,7 @@ func newWebhooksCmd(env *Env) *cobra.Command {
 	test := &cobra.Command{Use: "test ID", Short: "Ask Ploti to send one signed ping now", Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, a []string) error { return w.test(c.Context(), a[0]) }}
 	for _, c := range []*cobra.Command{create, list, del, test} {
-		w.conn.register(c, true)
+		w.conn.register(c, flagsManage)
 		cmd.AddCommand(c)
 	}
 	return cmd

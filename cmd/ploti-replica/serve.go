@@ -24,7 +24,10 @@ import (
 
 // Defaults of serve.
 const (
-	defaultListen          = ":8080"
+	// defaultListen is loopback (a receiver on the internet sits behind
+	// a proxy the operator chooses), on a port the emulator's defaults
+	// (8080 and 8081) leave free.
+	defaultListen          = "127.0.0.1:8790"
 	defaultWebhookPath     = "/ploti"
 	defaultPoll            = 5 * time.Minute
 	defaultShutdownTimeout = 30 * time.Second
@@ -103,11 +106,13 @@ notebooks can open it read-only in between.
   GET  /metrics          Prometheus metrics
 
 The webhook's signing secret (whsec_…) is read from --webhook-secret-file.
+Without one, serve polls only (every --poll) and answers 404 on the webhook
+path. It listens on loopback unless --listen says otherwise.
 SIGINT or SIGTERM lets the transaction under way commit, then exits 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return s.run(cmd.Context()) },
 	}
-	s.conn.register(cmd, true)
+	s.conn.register(cmd, flagsAll)
 	f := cmd.Flags()
 	f.StringVar(&s.Listen, "listen", defaultListen, "address for webhooks, /healthz and /metrics")
 	f.StringVar(&s.WebhookPath, "webhook-path", defaultWebhookPath, "path that receives Ploti's webhook POSTs")
@@ -138,16 +143,23 @@ func (s *serveCmd) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if verifier == nil && s.Poll == 0 {
+		return &usageError{errors.New("nothing would start a sync: give --webhook-secret-file (or PLOTI_WEBHOOK_SECRET_FILE), or a --poll above 0")}
+	}
 	opts.Progress = s.progress
 	d := newDaemon(s.conn.DB, opts, log, now)
 	d.poll, d.grace = s.Poll, s.ShutdownTimeout
 	if s.retryMin > 0 {
 		d.retryMin = s.retryMin
 	}
-	h, err := webhook.NewHandler(webhook.HandlerOptions{Verifier: verifier, Trigger: d.trig, Observe: d.metrics.observeWebhook,
-		Logger: log, OnEvent: d.noteEvent})
-	if err != nil {
-		return err
+	var h http.Handler = http.NotFoundHandler()
+	if verifier != nil {
+		if h, err = webhook.NewHandler(webhook.HandlerOptions{Verifier: verifier, Trigger: d.trig, Observe: d.metrics.observeWebhook,
+			Logger: log, OnEvent: d.noteEvent}); err != nil {
+			return err
+		}
+	} else {
+		log.Info().Dur(logKeyPoll, s.Poll).Msg("no webhook secret: polling only")
 	}
 	ln := s.listener
 	if ln == nil {
@@ -196,15 +208,15 @@ func (s *serveCmd) check() error {
 	return nil
 }
 
-// verifier reads the secret file and builds the webhook verifier. No error
-// quotes the secret.
+// verifier reads the secret file and builds the webhook verifier; nil
+// when no secret file is given (polling only). No error quotes the secret.
 func (s *serveCmd) verifier(now func() time.Time) (*webhook.Verifier, error) {
 	path := s.SecretFile
 	if path == "" {
 		path = s.env.Getenv("PLOTI_WEBHOOK_SECRET_FILE")
 	}
 	if path == "" {
-		return nil, &usageError{errors.New("no webhook secret: set --webhook-secret-file (or PLOTI_WEBHOOK_SECRET_FILE) to a file holding the webhook's whsec_… secret")}
+		return nil, nil
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -247,7 +259,7 @@ type health struct {
 	LastError     string     `json:"lastError,omitempty"`
 	LastSyncAt    *time.Time `json:"lastSyncAt,omitempty"`
 	LastSuccessAt *time.Time `json:"lastSuccessAt,omitempty"`
-	Behind        int        `json:"behind"` // events after the cursor at the end of the last sync; -1: not known
+	Behind        int        `json:"-"` // events after the cursor at the end of the last sync; -1: not known (JSON: absent)
 	Failed        []string   `json:"failedDatasets,omitempty"`
 	LastEventAt   *time.Time `json:"lastWebhookEventAt,omitempty"`
 }
@@ -483,7 +495,11 @@ func (d *daemon) healthz(w http.ResponseWriter, _ *http.Request) {
 		Status string `json:"status"`
 		Reason string `json:"reason,omitempty"`
 		health
+		Behind *int `json:"behind,omitempty"`
 	}{Status: "ok", health: h}
+	if h.Behind >= 0 {
+		body.Behind = &h.Behind
+	}
 	switch {
 	case h.LastResult == "":
 		body.Reason = "no sync has finished yet"

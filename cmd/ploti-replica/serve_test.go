@@ -588,7 +588,7 @@ func TestServe_secretFile(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"no flag", nil, "--webhook-secret-file"},
+		{"no flag and no polling", []string{"--poll", "0"}, "nothing would start a sync"},
 		{"missing file", []string{"--webhook-secret-file", filepath.Join(dir, "nope")}, "no such file"},
 		{"empty file", []string{"--webhook-secret-file", write("empty", "")}, "is empty"},
 		{"blank file", []string{"--webhook-secret-file", write("blank", " \n\n")}, "is empty"},

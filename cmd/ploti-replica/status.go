@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -31,7 +30,7 @@ func newStatusCmd(env *Env) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return s.run(cmd.Context()) },
 	}
-	s.conn.register(cmd, true)
+	s.conn.register(cmd, flagsRead|flagsAPI)
 	cmd.Flags().BoolVar(&s.JSON, "json", false, "print JSON")
 	cmd.Flags().BoolVar(&s.Behind, "behind", false, "ask the API how many events wait after the cursor")
 	return cmd
@@ -39,15 +38,13 @@ func newStatusCmd(env *Env) *cobra.Command {
 
 func (s *statusCmd) run(ctx context.Context) error {
 	s.conn.resolve(s.env)
-	if _, err := os.Stat(s.conn.DB); err != nil {
-		return fmt.Errorf("status: %s: %w (run `ploti-replica sync` first)", s.conn.DB, err)
-	}
 	var st *replica.Status
 	if s.Behind {
 		opts, err := s.conn.options(s.env)
 		if err != nil {
 			return err
 		}
+		opts.NoCreate = true
 		r, err := replica.Open(ctx, s.conn.DB, opts)
 		if err != nil {
 			return err
@@ -56,11 +53,19 @@ func (s *statusCmd) run(ctx context.Context) error {
 		if st, err = r.Status(ctx); err != nil {
 			return err
 		}
-		if st.Behind, err = r.Behind(ctx, 100000); err != nil {
+		behind, err := r.Behind(ctx, 100000)
+		if err != nil {
 			return err
 		}
+		if behind >= 0 {
+			st.Behind = &behind
+		}
 	} else {
-		db, err := storage.Open(ctx, s.conn.DB, storage.Options{ReadOnly: true, LockTimeout: s.conn.LockTimeout})
+		wait, err := s.conn.lockWait()
+		if err != nil {
+			return err
+		}
+		db, err := storage.Open(ctx, s.conn.DB, storage.Options{ReadOnly: true, LockTimeout: wait})
 		if err != nil {
 			return err
 		}
@@ -90,9 +95,10 @@ func printStatus(w io.Writer, path string, st *replica.Status) {
 	if st.LastRun != nil && st.LastRun.Result != "ok" {
 		fmt.Fprintf(w, "last run:      %s: %s\n", st.LastRun.Result, st.LastRun.Error)
 	}
-	if st.Behind >= 0 {
-		fmt.Fprintf(w, "behind:        %d event(s) after the cursor\n", st.Behind)
+	if st.Behind != nil {
+		fmt.Fprintf(w, "behind:        %d event(s) after the cursor\n", *st.Behind)
 	}
+	fmt.Fprintf(w, "storage:       DuckDB storage version %d, readable by %s\n", st.StorageVersion, st.Readers)
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "DATASET\tTABLE\tVERSION\tSCHEMA\tROWS\tSTATUS\tREASON")

@@ -9,7 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ploti-replica/ploti-replica/fetch"
 	"github.com/ploti-replica/ploti-replica/replica"
+	"github.com/ploti-replica/ploti-replica/storage"
 )
 
 type syncCmd struct {
@@ -32,7 +34,7 @@ versions stay; the next sync retries them), 4 the file is locked.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return s.run(cmd.Context()) },
 	}
-	s.conn.register(cmd, true)
+	s.conn.register(cmd, flagsAll)
 	cmd.Flags().BoolVar(&s.JSON, "json", false, "print the result as JSON")
 	return cmd
 }
@@ -40,6 +42,9 @@ versions stay; the next sync retries them), 4 the file is locked.`,
 func (s *syncCmd) run(ctx context.Context) error {
 	opts, err := s.conn.options(s.env)
 	if err != nil {
+		return err
+	}
+	if err := preflight(ctx, s.conn.DB, opts); err != nil {
 		return err
 	}
 	view := newProgress(s.env.Stderr)
@@ -59,6 +64,28 @@ func (s *syncCmd) run(ctx context.Context) error {
 		printSync(s.env.Stdout, s.conn.DB, res)
 	}
 	return err
+}
+
+// preflight asks the API about the subscription before sync creates a
+// new file, so that a wrong key, URL or subscription id leaves no empty
+// replica file behind (issue 14). An existing file is left to the sync.
+func preflight(ctx context.Context, path string, opts replica.Options) error {
+	info, err := storage.Inspect(path)
+	if err != nil || info.Exists {
+		return err
+	}
+	fo := fetch.Options{BaseURL: opts.APIURL, APIKey: opts.APIKey, HTTPClient: opts.HTTPClient, Logger: opts.Logger}
+	if opts.FetchOptions != nil {
+		opts.FetchOptions(&fo)
+	}
+	c, err := fetch.New(fo)
+	if err != nil {
+		return &usageError{err}
+	}
+	if _, err := c.Subscription(ctx, opts.SubscriptionID); err != nil {
+		return fmt.Errorf("sync: check subscription %s before creating %s: %w", opts.SubscriptionID, path, err)
+	}
+	return nil
 }
 
 // syncOnce opens the file, syncs and closes it, so that other processes can
