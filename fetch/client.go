@@ -46,7 +46,7 @@ const maxRetryAfter = time.Hour
 const (
 	logOp      = "op"
 	logAttempt = "attempt"
-	logWait    = "wait"
+	logWait    = "wait_ms" // zerolog writes durations as milliseconds
 	logURL     = "url"
 	logBytes   = "bytes"
 )

@@ -52,7 +52,7 @@ const (
 // Log keys.
 const (
 	logKeyResult    = "result"
-	logKeyDuration  = "duration"
+	logKeyDuration  = "duration_ms" // zerolog writes durations as milliseconds
 	logKeyApplied   = "events_applied"
 	logKeySeen      = "events_seen"
 	logKeyBehind    = "behind"
@@ -61,10 +61,10 @@ const (
 	logKeyFailed    = "failed_datasets"
 	logKeyListen    = "listen"
 	logKeyPath      = "webhook_path"
-	logKeyPoll      = "poll"
+	logKeyPoll      = "poll_ms"
 	logKeyDB        = "db"
 	logKeyTrigger   = "trigger"
-	logKeyRetryWait = "retry_in"
+	logKeyRetryWait = "retry_in_ms"
 )
 
 type serveCmd struct {
@@ -368,7 +368,7 @@ func (d *daemon) syncOnce(ctx context.Context, trigger string) (string, error) {
 			cancel()
 			return
 		}
-		d.log.Info().Dur("timeout", d.grace).Msg("stopping: letting the sync under way reach its next commit")
+		d.log.Info().Dur("timeout_ms", d.grace).Msg("stopping: letting the sync under way reach its next commit")
 		time.AfterFunc(d.grace, cancel)
 	})
 	defer release()

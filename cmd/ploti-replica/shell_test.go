@@ -413,6 +413,14 @@ func TestServe_pollsOnlyWithoutASecretOnLoopback(t *testing.T) {
 	if resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("without a secret the webhook path should not exist: %d", resp.StatusCode)
 	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+	// Item 15: log fields carry their unit.
+	for _, want := range []string{`"duration_ms":`, `"poll_ms":1000`} {
+		if !strings.Contains(errb.String(), want) {
+			t.Fatalf("serve's JSON log lacks %s:\n%s", want, errb.String())
+		}
+	}
 }
 
 // Item 15: one JSON convention.
