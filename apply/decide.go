@@ -83,7 +83,7 @@ func StateOf(d *storage.Dataset, holds []storage.Hold) State {
 // Action is Decide's answer.
 type Action struct {
 	Kind    Kind
-	Version int    // the version to load or merge, when one is named
+	Version int    // the version to load or merge, when one is named; for ReloadCurrent the event's (the current one may be later)
 	Why     string // the rule that decided, for logs and tests
 	// CheckMajor asks Execute to hold instead of load when the version's
 	// schema change is MAJOR (a resync_required for a schema change whose
@@ -130,7 +130,8 @@ func Decide(s State, ev ploti.Event, onMajor string) Action {
 		if ev.Data.PreviousVersion != nil && s.Version > 0 && *ev.Data.PreviousVersion == s.Version {
 			return Action{Kind: Merge, Version: version, Why: "updated whose previousVersion is the held version: apply its changes"}
 		}
-		return Action{Kind: ReloadCurrent, Why: "updated whose previousVersion is not the held version: reload from the current version"}
+		// Version is the event's: the current version may be a later one.
+		return Action{Kind: ReloadCurrent, Version: version, Why: "updated whose previousVersion is not the held version: reload from the current version"}
 	case ploti.EventResyncRequired:
 		check := onMajor != OnMajorReload && (ev.Data.Reason == ploti.ReasonSchemaChanged || ev.Data.Reason == ploti.ReasonKeyColumnsChanged)
 		return Action{Kind: Load, Version: version, CheckMajor: check, Why: "resync_required (" + ev.Data.Reason + "): load the version's snapshot"}

@@ -368,7 +368,7 @@ func (x *Executor) heavy(ctx context.Context, d *storage.Dataset, a Action, link
 	if a.Kind == ReloadCurrent {
 		cur, err := x.Source.Current(ctx, d.ID)
 		if err != nil {
-			return 0, st, false, err
+			return 0, st, false, notGone(err)
 		}
 		version, link = cur, ""
 		if d.Version == cur && d.Status == storage.StatusCurrent {
@@ -377,6 +377,9 @@ func (x *Executor) heavy(ctx context.Context, d *storage.Dataset, a Action, link
 	}
 	v, schema, err := x.versionAndSchema(ctx, d.ID, version, link)
 	if err != nil {
+		if a.Kind == ReloadCurrent && version != a.Version { // not the version the event named
+			err = notGone(err)
+		}
 		return 0, st, false, err
 	}
 	return x.heavyWith(ctx, d, a, v, schema, eventID, reason, noHolds)
@@ -766,7 +769,7 @@ func (x *Executor) skippedIDMaps(ctx context.Context, d *storage.Dataset, v *plo
 	for prev := v.PreviousVersion; prev != nil && *prev > d.Version; {
 		pv, err := x.Source.Version(ctx, d.ID, *prev, "")
 		if err != nil {
-			return nil, fmt.Errorf("follow version %d back for its id map: %w", *prev, err)
+			return nil, fmt.Errorf("follow version %d back for its id map: %w", *prev, notGone(err))
 		}
 		if pv.Files.IDMap != nil && pv.ResyncReason != nil && *pv.ResyncReason == ploti.ReasonRecordIDsChanged {
 			paths, err := x.Source.Download(ctx, pv, "idMap")

@@ -132,15 +132,15 @@ func markUnavailable(ctx context.Context, tx *storage.Tx, u ploti.Unavailable) e
 	return tx.PutDataset(ctx, d)
 }
 
-// repair reloads failed datasets, and datasets whose files were being
-// rebuilt, from their current versions before the walk goes on.
+// repair reloads failed datasets from their current versions before the
+// walk goes on.
 func (r *Replica) repair(ctx context.Context, res *SyncResult) error {
 	all, err := r.db.Datasets(ctx)
 	if err != nil {
 		return err
 	}
 	for _, d := range all {
-		if d.Status != storage.StatusFailed && d.StatusReason != storage.ReasonRebuilding {
+		if d.Status != storage.StatusFailed { // rebuilding ones: reloadRebuilt
 			continue
 		}
 		if d.SkipUntilRemoved || d.Status == storage.StatusRemoved {

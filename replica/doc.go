@@ -12,7 +12,9 @@
 // The walk (Sync):
 //
 //	if no cursor:                           bootstrap
-//	else:                                   repair (reload failed datasets from current)
+//	else:                                   rebuilt (load from a fresh manifest the datasets
+//	                                        it listed as rebuilding), repair (reload failed
+//	                                        datasets from current)
 //	loop:
 //	    page := events after cursor (limit 500)
 //	    410 expired:                        bootstrap, continue
@@ -26,7 +28,7 @@
 //	bootstrap:
 //	    manifest := GET manifest
 //	    for each listed dataset not already at that version: load its snapshot
-//	    unavailable: pending (rebuilding ones are reloaded by the next repair)
+//	    unavailable: pending (rebuilding ones: the next sync asks the manifest again)
 //	    held datasets no longer listed: removed
 //	    cursor := manifest.eventCursor
 //

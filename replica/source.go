@@ -31,6 +31,10 @@ type source struct {
 	api API
 }
 
+// classify maps the API's errors for the version an event named (its
+// links.version, or the version it names): there, and only there, a 409
+// or a 404 means the dataset has since left the subscriptions
+// (feed-events.txt, "Reading the log"; CONTRACT.md 8.5).
 func classify(err error) error {
 	switch {
 	case err == nil:
@@ -42,6 +46,17 @@ func classify(err error) error {
 		return fmt.Errorf("%w: %w", apply.ErrBadInput, err)
 	}
 	return err
+}
+
+// classifyOther maps the API's errors for every other call (the dataset,
+// its current version, a schema, a link refresh, a download): a 409 or a
+// 404 there is an error of the dataset, which fails and is retried by the
+// next sync, never a silent skip until feed.dataset.removed.
+func classifyOther(err error) error {
+	if fetch.IsDatasetGone(err) {
+		return err
+	}
+	return classify(err)
 }
 
 func (s *source) Version(ctx context.Context, datasetID string, version int, link string) (*ploti.Version, error) {
@@ -67,7 +82,7 @@ func (s *source) Version(ctx context.Context, datasetID string, version int, lin
 func (s *source) Current(ctx context.Context, datasetID string) (int, error) {
 	d, err := s.api.Dataset(ctx, datasetID)
 	if err != nil {
-		return 0, classify(err)
+		return 0, classifyOther(err)
 	}
 	if d.Current == nil {
 		return 0, apply.ErrNoCurrent
@@ -79,7 +94,7 @@ func (s *source) Schema(ctx context.Context, v *ploti.Version) (*ploti.Schema, e
 	if v.Files.Schema != nil && v.Files.Schema.URL != "" {
 		path, err := s.api.Download(ctx, *v.Files.Schema, fileName(v.DatasetID, v.Version, "schema", 0, ".json"), s.refresh(v, "schema", 0))
 		if err != nil {
-			return nil, classify(err)
+			return nil, classifyOther(err)
 		}
 		defer os.Remove(path)
 		b, err := os.ReadFile(path)
@@ -93,7 +108,7 @@ func (s *source) Schema(ctx context.Context, v *ploti.Version) (*ploti.Schema, e
 		return &sc, nil
 	}
 	sc, err := s.api.Schema(ctx, v.DatasetID, v.Version)
-	return sc, classify(err)
+	return sc, classifyOther(err)
 }
 
 func (s *source) files(v *ploti.Version, kind string) []ploti.File {
@@ -119,7 +134,7 @@ func (s *source) refresh(v *ploti.Version, kind string, i int) func(ctx context.
 	return func(ctx context.Context) (ploti.File, error) {
 		fresh, err := s.api.Links(ctx, v.DatasetID, v.Version, []string{kind})
 		if err != nil {
-			return ploti.File{}, classify(err)
+			return ploti.File{}, classifyOther(err)
 		}
 		fs := s.files(fresh, kind)
 		if i >= len(fs) {
@@ -135,7 +150,7 @@ func (s *source) Download(ctx context.Context, v *ploti.Version, kind string) ([
 		p, err := s.api.Download(ctx, f, fileName(v.DatasetID, v.Version, kind, i, ".parquet"), s.refresh(v, kind, i))
 		if err != nil {
 			s.Discard(paths)
-			return nil, classify(err)
+			return nil, classifyOther(err)
 		}
 		paths = append(paths, p)
 	}

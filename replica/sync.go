@@ -160,7 +160,7 @@ func (r *Replica) sync(ctx context.Context, sub *storage.Subscription, res *Sync
 		if err := r.bootstrap(ctx, sub, res); err != nil {
 			return err
 		}
-	} else if err := r.repair(ctx, res); err != nil {
+	} else if err := r.catchUp(ctx, sub, res); err != nil {
 		return err
 	}
 	reloads := 0
