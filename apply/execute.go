@@ -618,9 +618,15 @@ func mergeFiles(ctx context.Context, tx *storage.Tx, d *storage.Dataset, v *plot
 // its holds (endHolds: the caller does not know it has none), and records
 // the event, inside the data's transaction.
 func (x *Executor) commitVersion(ctx context.Context, tx *storage.Tx, d *storage.Dataset, v *ploti.Version, schema *ploti.Schema, rows int64, eventID string, endHolds bool) error {
+	// A version loaded again (a repair, a rebootstrap) does not end Ploti's
+	// hold on the next one: only a later version does.
+	ends := ""
+	if d.Version == v.Version {
+		ends = storage.HoldLocal
+	}
 	heldVersion(d, v, schema, rows)
 	if endHolds {
-		if err := tx.DeleteHolds(ctx, d.ID, ""); err != nil {
+		if err := tx.DeleteHolds(ctx, d.ID, ends); err != nil {
 			return err
 		}
 	}
@@ -766,7 +772,13 @@ func (x *Executor) skippedIDMaps(ctx context.Context, d *storage.Dataset, v *plo
 		return nil, nil
 	}
 	var out []idMapFile
-	for prev := v.PreviousVersion; prev != nil && *prev > d.Version; {
+	start := v.PreviousVersion
+	if start == nil && v.ResyncReason == nil && v.Files.IDMap == nil && v.Version > d.Version {
+		// A manifest's version comes without its history: follow back
+		// from the version itself, whose own map the manifest leaves out.
+		start = &v.Version
+	}
+	for prev := start; prev != nil && *prev > d.Version; {
 		pv, err := x.Source.Version(ctx, d.ID, *prev, "")
 		if err != nil {
 			return nil, fmt.Errorf("follow version %d back for its id map: %w", *prev, notGone(err))

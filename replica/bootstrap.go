@@ -75,7 +75,7 @@ func (r *Replica) loadListed(ctx context.Context, md ploti.ManifestDataset, res 
 	if err != nil {
 		return err
 	}
-	if d.Version == md.Version && d.Status == storage.StatusCurrent {
+	if d.Version == md.Version && d.Status == storage.StatusCurrent && !r.rebootstrap {
 		if d.SkipUntilRemoved { // listed: it is delivered after all
 			d.SkipUntilRemoved, d.StatusReason = false, ""
 			return r.db.Update(ctx, func(tx *storage.Tx) error { return tx.PutDataset(ctx, d) })

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,8 +68,7 @@ func TestScenario_404OnlyFromTheEventsVersionMeansLeft(t *testing.T) {
 func TestSource_onlyTheEventsVersionMeansGone(t *testing.T) {
 	ctx := context.Background()
 	em := mustEmulator(t)
-	sub, _, _ := seedTwo(t, em)
-	_ = sub
+	seedTwo(t, em)
 	c, err := fetch.New(fetch.Options{BaseURL: em.URL(), APIKey: em.APIKey(), SpoolDir: t.TempDir(), MaxAttempts: 1})
 	must(t, err)
 	src := &source{api: c}
@@ -123,7 +123,9 @@ func TestScenario_RebuildingLoadsFromTheManifestAgain(t *testing.T) {
 	sub, _, parcels := seedTwo(t, em)
 	must(t, em.SetRebuilding("ds_parcels", true))
 	fast := func(o *Options) {
-		o.FetchOptions = func(f *fetch.Options) { f.MaxAttempts, f.RetryMinWait, f.RetryMaxWait = 2, time.Millisecond, time.Millisecond }
+		o.FetchOptions = func(f *fetch.Options) {
+			f.MaxAttempts, f.RetryMinWait, f.RetryMaxWait = 2, time.Millisecond, time.Millisecond
+		}
 	}
 	r := mustOpen(t, em, sub, "", fast)
 	mustSync(t, r)
@@ -148,4 +150,68 @@ func TestScenario_RebuildingLoadsFromTheManifestAgain(t *testing.T) {
 		t.Fatalf("the next version: %+v, want its changes merged", res)
 	}
 	assertMatchesTruth(t, r, em, "ds_parcels", 3)
+}
+
+// feed-events.txt: "A cursor past the subscription's newest event is not
+// one it gave, and returns 400 invalid_input." The sync says to run
+// --rebootstrap, which reloads every dataset from a fresh manifest into
+// the same file: the user's tables and --id-ref columns (rewritten through
+// the id map of a version the reload passes) and Ploti's holds stay.
+func TestScenario_RebootstrapAfterAForeignCursor(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, permits, parcels := seedTwo(t, em)
+	refs := []IDRef{{Table: "my_notes", Column: "permit_record", DatasetID: "ds_permits"}}
+	r := mustOpen(t, em, sub, "", func(o *Options) { o.IDReferences = refs })
+	mustSync(t, r)
+	_, err := r.DB().Exec(`CREATE TABLE my_notes AS SELECT _ploti_record_id AS permit_record, permit FROM ds_permits`)
+	must(t, err)
+	// Ploti holds parcels' next version (a column dropped: schema_review).
+	rows := parcels(1)
+	for _, row := range rows {
+		delete(row, "units")
+	}
+	rel, err := em.Publish(ctx, "ds_parcels", rows, emulator.WithSchema([]emulator.Column{{Name: "parcel", Type: "string"}, {Name: "acres", Type: "number"},
+		{Name: "uses", Type: "list", Items: &emulator.Column{Type: "string"}}, {Name: "geometry", Type: "geometry"}}, []string{"parcel"}))
+	must(t, err)
+	if !rel.Held {
+		t.Fatalf("emulator: want a held version: %+v", rel)
+	}
+	mustSync(t, r)
+	if hs := holdsOf(t, r, "ds_parcels"); len(hs) != 1 || hs[0].Kind != storage.HoldServer {
+		t.Fatalf("holds of parcels = %+v, want Ploti's", hs)
+	}
+	// Ploti replaces the permits' ids; then the file's cursor turns foreign.
+	_, err = em.Publish(ctx, "ds_permits", permits(0), emulator.WithReplacedIDs(1))
+	must(t, err)
+	must(t, r.db.Update(ctx, func(tx *storage.Tx) error { return tx.SetCursor(ctx, emulator.Cursor(sub, 99999)) }))
+	_, err = r.Sync(ctx)
+	if !errors.Is(err, ErrForeignCursor) || !strings.Contains(err.Error(), "sync --rebootstrap") {
+		t.Fatalf("sync = %v; want ErrForeignCursor naming --rebootstrap", err)
+	}
+	res, err := r.Rebootstrap(ctx)
+	if err != nil {
+		t.Fatalf("rebootstrap: %v", err)
+	}
+	if !res.Bootstrapped || res.SnapshotsLoaded != 2 {
+		t.Fatalf("rebootstrap = %+v, want both datasets reloaded", res)
+	}
+	assertMatchesTruth(t, r, em, "ds_permits", 2)
+	assertMatchesTruth(t, r, em, "ds_parcels", 1)
+	if hs := holdsOf(t, r, "ds_parcels"); len(hs) != 1 || hs[0].Kind != storage.HoldServer || hs[0].Version != 1 {
+		t.Fatalf("holds of parcels after the rebootstrap = %+v, want Ploti's hold kept", hs)
+	}
+	var dangling, n int
+	must(t, r.DB().QueryRow(`SELECT count(*) FILTER (WHERE p._ploti_record_id IS NULL OR p.permit <> n.permit), count(*)
+		FROM my_notes n LEFT JOIN ds_permits p ON p._ploti_record_id = n.permit_record`).Scan(&dangling, &n))
+	if dangling != 0 || n != 40 {
+		t.Fatalf("my_notes after the rebootstrap: %d of %d dangling or pointing at another permit", dangling, n)
+	}
+	// The walk goes on from the fresh cursor.
+	_, err = em.Publish(ctx, "ds_permits", permits(1))
+	must(t, err)
+	if res := mustSync(t, r); res.ChangesMerged != 1 {
+		t.Fatalf("the next version: %+v", res)
+	}
+	assertMatchesTruth(t, r, em, "ds_permits", 3)
 }

@@ -96,6 +96,9 @@ type Replica struct {
 	exec  *apply.Executor
 	spool string
 	log   zerolog.Logger
+	// rebootstrap is set while Rebootstrap runs: the bootstrap reloads
+	// datasets at the version they hold too.
+	rebootstrap bool
 }
 
 // Open opens (or creates) the DuckDB file at path for the subscription.

@@ -156,7 +156,7 @@ func (r *Replica) subscription(ctx context.Context) (*storage.Subscription, erro
 }
 
 func (r *Replica) sync(ctx context.Context, sub *storage.Subscription, res *SyncResult, end *syncEnd) error {
-	if sub.Cursor == "" {
+	if sub.Cursor == "" || r.rebootstrap {
 		if err := r.bootstrap(ctx, sub, res); err != nil {
 			return err
 		}
@@ -189,8 +189,8 @@ func (r *Replica) sync(ctx context.Context, sub *storage.Subscription, res *Sync
 			}
 			continue
 		case errors.Is(err, fetch.ErrInvalidInput) && sub.Cursor != "":
-			return fmt.Errorf("read events of %s after cursor %q: %w (the API never gave it to this subscription; "+
-				"rebuild with a new --db file, or delete the cursor: UPDATE _ploti.subscription SET cursor = NULL): %w",
+			return fmt.Errorf("read events of %s after cursor %q: %w (the API never gave it to this subscription): "+
+				"run `ploti-replica sync --rebootstrap` (Replica.Rebootstrap) to reload every dataset from a fresh manifest into this file: %w",
 				sub.ID, sub.Cursor, ErrForeignCursor, err)
 		case err != nil:
 			return fmt.Errorf("read events of %s: %w", sub.ID, err)

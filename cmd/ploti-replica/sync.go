@@ -15,9 +15,10 @@ import (
 )
 
 type syncCmd struct {
-	env  *Env
-	conn connFlags
-	JSON bool
+	env         *Env
+	conn        connFlags
+	JSON        bool
+	Rebootstrap bool
 }
 
 func newSyncCmd(env *Env) *cobra.Command {
@@ -29,6 +30,9 @@ func newSyncCmd(env *Env) *cobra.Command {
 cursor expired), then apply the event log a page at a time. The file is open
 only while sync runs; other processes can read it before and after.
 
+When the API refuses the stored cursor as one it never gave, --rebootstrap
+reloads every dataset from a fresh manifest into the same file.
+
 Exit codes: 0 ok, 1 failure, 2 usage, 3 some datasets failed (their last good
 versions stay; the next sync retries them), 4 the file is locked.`,
 		Args: cobra.NoArgs,
@@ -36,6 +40,7 @@ versions stay; the next sync retries them), 4 the file is locked.`,
 	}
 	s.conn.register(cmd, flagsAll)
 	cmd.Flags().BoolVar(&s.JSON, "json", false, "print the result as JSON")
+	cmd.Flags().BoolVar(&s.Rebootstrap, "rebootstrap", false, "reload every dataset from a fresh manifest into the file, whatever its cursor (when the API refuses the stored cursor); your tables, --id-ref columns and holds stay")
 	return cmd
 }
 
@@ -49,7 +54,11 @@ func (s *syncCmd) run(ctx context.Context) error {
 	}
 	view := newProgress(s.env.Stderr)
 	opts.Progress = view.update
-	res, err := syncOnce(ctx, s.conn.DB, opts)
+	run := (*replica.Replica).Sync
+	if s.Rebootstrap {
+		run = (*replica.Replica).Rebootstrap
+	}
+	res, err := openAndRun(ctx, s.conn.DB, opts, run)
 	view.wait()
 	if err != nil && !errors.Is(err, replica.ErrPartial) {
 		return err
@@ -91,11 +100,17 @@ func preflight(ctx context.Context, path string, opts replica.Options) error {
 // syncOnce opens the file, syncs and closes it, so that other processes can
 // open the file between syncs.
 func syncOnce(ctx context.Context, path string, opts replica.Options) (replica.SyncResult, error) {
+	return openAndRun(ctx, path, opts, (*replica.Replica).Sync)
+}
+
+// openAndRun opens the file, runs a sync (Sync or Rebootstrap) and closes
+// the file.
+func openAndRun(ctx context.Context, path string, opts replica.Options, run func(*replica.Replica, context.Context) (replica.SyncResult, error)) (replica.SyncResult, error) {
 	r, err := replica.Open(ctx, path, opts)
 	if err != nil {
 		return replica.SyncResult{}, err
 	}
-	res, err := r.Sync(ctx)
+	res, err := run(r, ctx)
 	if cerr := r.Close(); cerr != nil && err == nil {
 		err = cerr
 	}
