@@ -18,10 +18,16 @@ func (e *Emulator) Diff(ctx context.Context, db *sql.DB, table, datasetID string
 	if err != nil {
 		return 0, 0, err
 	}
+	return diffWith(ctx, db, table, truth, fmt.Sprintf("%s v%d", datasetID, version))
+}
+
+// diffWith compares a table with a truth file; label names the truth in
+// errors.
+func diffWith(ctx context.Context, db *sql.DB, table, truth, label string) (extra, missing int64, err error) {
 	src := "read_parquet(" + quoteLiteral(truth) + ", hive_partitioning = false)"
 	rows, err := db.QueryContext(ctx, "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM "+src+")")
 	if err != nil {
-		return 0, 0, fmt.Errorf("diff %s v%d: read truth: %w", datasetID, version, err)
+		return 0, 0, fmt.Errorf("diff %s: read truth: %w", label, err)
 	}
 	var cols []string
 	for rows.Next() {
@@ -40,7 +46,7 @@ func (e *Emulator) Diff(ctx context.Context, db *sql.DB, table, datasetID string
 	q := fmt.Sprintf(`SELECT (SELECT count(*) FROM (SELECT %[1]s FROM %[2]s EXCEPT ALL SELECT %[1]s FROM %[3]s)),
 		(SELECT count(*) FROM (SELECT %[1]s FROM %[3]s EXCEPT ALL SELECT %[1]s FROM %[2]s))`, sel, table, src)
 	if err := db.QueryRowContext(ctx, q).Scan(&extra, &missing); err != nil {
-		return 0, 0, fmt.Errorf("diff %s v%d with %s: %w", datasetID, version, table, err)
+		return 0, 0, fmt.Errorf("diff %s with %s: %w", label, table, err)
 	}
 	return extra, missing, nil
 }

@@ -94,6 +94,36 @@
 // dataset read last, written again identically when needed), and each page
 // is a run of its lines; only geometry is finished in Go, from its WKB.
 //
+// # Member webhooks and request events
+//
+// CreateWebhook (or POST /v1/webhooks) without a SubscriptionID makes a
+// member webhook: it receives dataset.changed for each promotion of a
+// dataset the member watches while the coverage and plan open it, {"id",
+// "type", "timestamp", "data": {"datasetId", "version", "promotedAt",
+// "counts": {"added", "changed", "removed"}, "provenanceUrl"}}, and the
+// request events EmitRequestEvent sends (RequestEventTypes; data with
+// requestId and url, questions for research_request.question, answer for
+// research_request.answered). Events filters among those types; a
+// subscription's webhook still receives only its feed events. Member
+// events have ids "evt_m…", are signed, retried, dropped and reported
+// (Deliveries) as feed deliveries are, and MemberEvents lists them, as
+// there is no log of them on the wire. MaxWebhooks counts both kinds: the
+// 21st is ErrWebhookLimit (409 webhook_limit); the subscriptionId of a
+// member webhook is null.
+//
+// # The watch side's truth
+//
+// WatchRows is what a whole rows read gives now. WatchTruth(id, syncedAt)
+// is what a watch client holds that read the dataset whole at Ploti
+// version syncedAt[0] and synced at each later listed one, following
+// CONTRACT.md's readings: a merge of the recorded versions between
+// (touched rows as of the version synced to, a column added since null
+// where nothing touched it), or a whole reload on a gap, a 410, a changeLog
+// other than recorded or a column removed or retyped. WatchPlan says which
+// each step was and why; DiffWatch compares a table with WatchTruth as Diff
+// does with Truth. Expiry (410) is judged by the emulator clock when they
+// are called.
+//
 // # Staff and the world
 //
 // Methods stand in for what Ploti's staff and the rest of the world do:

@@ -105,6 +105,7 @@ type Emulator struct {
 	watchOrder   []string          // their dataset ids, oldest first
 	memberEvents []*memberEvent    // dataset.changed and request events, in order (member.go)
 	rowsUse      atomic.Int64      // counts rows cache uses, for eviction (watchrows.go)
+	truthN       int               // numbers WatchTruth's work (watchtruth.go)
 
 	apiSrv, fileSrv *http.Server
 	apiURL, fileURL string
