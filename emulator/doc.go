@@ -140,6 +140,10 @@
 // or corrupt body, a slow answer. SetLinkLifetime makes links expire early;
 // KeyLeaks counts file requests that carried the API key.
 //
+// SetWire puts the answers behind an imitated network (wire.go): a latency
+// before every answer and a bandwidth cap that file bodies in flight share,
+// such as OfficeWire (50 MB/s, 40 ms). It is off unless set.
+//
 // Truth gives, for any released version, the rows a subscriber that followed
 // the feed from the start must hold: a snapshot for a version delivered by
 // resync, the previous truth with the changes applied for one delivered as

@@ -100,6 +100,7 @@ type Emulator struct {
 	created  time.Time // real time of New, for the rate limit under the manual clock
 
 	webhooks *webhookState // webhooks and their delivery queue (webhooks.go); nil until first used
+	wire     wireState     // the imitated network (wire.go); off until SetWire
 
 	watches      map[string]*watch // the member's watches by dataset id (watch.go)
 	watchOrder   []string          // their dataset ids, oldest first
@@ -244,12 +245,12 @@ func (e *Emulator) serve(api, files net.Listener) {
 		e.fileURL = e.apiURL
 		apiHandler = e.Handler()
 	}
-	e.apiSrv = &http.Server{Handler: apiHandler}
+	e.apiSrv = &http.Server{Handler: e.wired(apiHandler)}
 	e.mu.Unlock()
 	e.serveWG.Add(1)
 	go func() { defer e.serveWG.Done(); e.apiSrv.Serve(api) }()
 	if files != nil {
-		e.fileSrv = &http.Server{Handler: http.HandlerFunc(e.serveFile)}
+		e.fileSrv = &http.Server{Handler: e.wired(http.HandlerFunc(e.serveFile))}
 		e.serveWG.Add(1)
 		go func() { defer e.serveWG.Done(); e.fileSrv.Serve(files) }()
 	}
