@@ -76,11 +76,32 @@ func checkColumns(have []string, cols []ploti.Column, extra ...string) error {
 // transaction commits. It refuses a snapshot whose record ids are null or
 // repeat. It returns the row count.
 func (tx *Tx) LoadSnapshot(ctx context.Context, table string, cols []ploti.Column, files []string) (int64, error) {
+	return tx.loadSnapshot(ctx, table, cols, files, true)
+}
+
+// CreateSnapshot is LoadSnapshot into a table that must not exist yet: it
+// fails, and changes nothing, when main already has a table or view of
+// that name (a user's, made since the name was chosen).
+func (tx *Tx) CreateSnapshot(ctx context.Context, table string, cols []ploti.Column, files []string) (int64, error) {
+	return tx.loadSnapshot(ctx, table, cols, files, false)
+}
+
+func (tx *Tx) loadSnapshot(ctx context.Context, table string, cols []ploti.Column, files []string, replace bool) (int64, error) {
 	if len(files) == 0 {
 		return 0, &DataError{Detail: "version has no snapshot files"}
 	}
+	// A stopped sync is not the file's fault: its error names the context's.
+	stopped := func(err error) error {
+		if cerr := ctx.Err(); cerr != nil {
+			return fmt.Errorf("load %s: %w: %w", baseNames(files), cerr, err)
+		}
+		return nil
+	}
 	have, types, err := tx.fileColumns(ctx, files)
 	if err != nil {
+		if serr := stopped(err); serr != nil {
+			return 0, serr
+		}
 		return 0, &DataError{File: baseNames(files), Detail: "not a readable Parquet snapshot: " + err.Error()}
 	}
 	if cols == nil {
@@ -99,13 +120,26 @@ func (tx *Tx) LoadSnapshot(ctx context.Context, table string, cols []ploti.Colum
 	src := parquetSource(files)
 	n, nulls, dups, err := tx.checkRecordIDs(ctx, fmt.Sprintf("(SELECT CAST(%[1]s AS VARCHAR) AS %[1]s FROM %[2]s)", Ident(ColRecordID), src))
 	if err != nil {
+		if serr := stopped(err); serr != nil {
+			return 0, serr
+		}
 		return 0, &DataError{File: baseNames(files), Detail: "load: " + err.Error()}
 	}
 	if nulls > 0 || dups > 0 {
 		return 0, &DataError{File: baseNames(files), Detail: fmt.Sprintf("snapshot has %d null and %d duplicate _ploti_record_id values", nulls, dups)}
 	}
-	q := fmt.Sprintf("CREATE OR REPLACE TABLE main.%s AS SELECT %s FROM %s", Ident(table), sel, src)
+	create := "CREATE TABLE"
+	if replace {
+		create = "CREATE OR REPLACE TABLE"
+	}
+	q := fmt.Sprintf("%s main.%s AS SELECT %s FROM %s", create, Ident(table), sel, src)
 	if _, err := tx.tx.ExecContext(ctx, q); err != nil {
+		if serr := stopped(err); serr != nil {
+			return 0, serr
+		}
+		if !replace && strings.Contains(err.Error(), "already exists") {
+			return 0, fmt.Errorf("create table %s: %w", table, err)
+		}
 		return 0, &DataError{File: baseNames(files), Detail: "load: " + err.Error()}
 	}
 	return n, nil
