@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
 )
 
@@ -25,6 +26,9 @@ type pageCache struct {
 	dirtyRows  []string                    // ids whose row Flush writes, in first-write order
 	dirtyHolds []string                    // ids whose holds Flush rewrites
 	applied    []string                    // event ids Flush records as applied
+	// undescribed are datasets the batch made pending with no title yet
+	// (see Undescribed).
+	undescribed []string
 }
 
 // cached returns the batch's cache, loading the whole registry and every
@@ -203,4 +207,29 @@ func (b *Batch) writeBack(ctx context.Context) error {
 	}
 	c.dirtyRows, c.dirtyHolds, c.applied = nil, nil, nil
 	return nil
+}
+
+// Undescribed returns, and forgets, the datasets the batch made pending
+// that have no title yet. A state-only event makes no API call (issue
+// 18): the walk describes them all before the page commits, in as few
+// calls as it can (Describe); one it could not is described by its first
+// load. Known is how many registry rows the batch holds.
+func (b *Batch) Undescribed() (ids []string, known int) {
+	if b.cache == nil {
+		return nil, 0
+	}
+	ids, b.cache.undescribed = b.cache.undescribed, nil
+	return ids, len(b.cache.rows)
+}
+
+// Describe gives a dataset the batch holds its title, place and topic
+// from the API's dataset object; Flush writes the row.
+func (b *Batch) Describe(info *ploti.Dataset) {
+	c := b.cache
+	if c == nil || c.rows[info.ID] == nil {
+		return
+	}
+	d := cloneDataset(c.rows[info.ID])
+	Describe(d, info)
+	b.putDataset(d)
 }

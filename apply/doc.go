@@ -23,6 +23,12 @@
 // files, and commits the table change, the registry row, the holds and the
 // event id in one transaction. apply knows nothing of HTTP.
 //
+// Outside the walk, Prepare gets a snapshot load ready with API calls and
+// downloads only (a bootstrap prepares many at once, ahead of DuckDB), and
+// LoadPrepared loads several in one transaction, each again on its own if
+// that fails. A swap that replaces a table checkpoints once swaps have
+// freed enough for the file to grow by an eighth (swapped).
+//
 // The walk hands Apply a Batch per page. State-only actions and skips join
 // it: the batch reads the registry and the holds once, keeps the rows it
 // changes and the event ids it records, and writes them in its transaction

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
-	"sync"
 
 	"github.com/rs/zerolog"
 
@@ -51,6 +51,12 @@ func (x *Executor) describe(ctx context.Context, d *storage.Dataset) {
 		x.Log.Debug().Str("dataset", d.ID).Err(err).Msg("describe dataset")
 		return
 	}
+	Describe(d, info)
+}
+
+// Describe fills a registry row's title, place and topic from the API's
+// dataset object, and its key columns when the row has none.
+func Describe(d *storage.Dataset, info *ploti.Dataset) {
 	d.Title = info.Title
 	if info.Place != nil && info.Place.ID != nil {
 		d.PlaceID = *info.Place.ID
@@ -72,6 +78,8 @@ type Executor struct {
 	// IDRefs are user columns rewritten when a dataset's ids are replaced.
 	IDRefs []storage.IDRef
 	Log    zerolog.Logger
+
+	freed int64 // bytes of tables swapped out since the last checkpoint (see swapped)
 }
 
 // Result says what an applied event did.
@@ -206,7 +214,7 @@ func (x *Executor) Apply(ctx context.Context, b *Batch, ev ploti.Event) (Result,
 	var v *ploti.Version
 	var schema *ploti.Schema
 	if b.Share && a.Kind == Merge {
-		if v, schema, err = x.versionAndSchema(ctx, d.ID, a.Version, link); err != nil {
+		if v, schema, err = x.versionAndSchema(ctx, d, a.Version, link); err != nil {
 			res.Applied = false
 			return res, x.fail(ctx, b, d, a, ev.ID, err)
 		}
@@ -253,9 +261,13 @@ func (x *Executor) onMajor() string {
 func (x *Executor) light(ctx context.Context, b *Batch, tx *storage.Tx, d *storage.Dataset, a Action, ev ploti.Event) error {
 	switch a.Kind {
 	case Pending:
-		x.describe(ctx, d)
+		// No API call for a state-only event (issue 18): the walk describes
+		// the page's new datasets together (Batch.Undescribed).
 		d.Status, d.StatusReason, d.SkipUntilRemoved = storage.StatusPending, storage.ReasonAwaitingFirstVersion, false
 		d.Version, d.PreviousVersion = 0, 0
+		if d.Title == "" && !slices.Contains(b.cache.undescribed, d.ID) {
+			b.cache.undescribed = append(b.cache.undescribed, d.ID)
+		}
 	case AlterSchema:
 		// Ploti released a version past the held one: its delay is over.
 		b.deleteHolds(d.ID, storage.HoldServer)
@@ -322,6 +334,10 @@ func (x *Executor) fail(ctx context.Context, b *Batch, d *storage.Dataset, a Act
 	// the dataset's: it fails, keeps its last good version, the walk goes on
 	// and the next sync repairs it. If the whole API is down, the next page
 	// read stops the sync anyway.
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(cause, cerr) {
+		// DuckDB's "Interrupted!" does not say why: say it.
+		return fmt.Errorf("%w: %w", cerr, cause)
+	}
 	if ctx.Err() != nil || errors.Is(cause, context.Canceled) || errors.Is(cause, context.DeadlineExceeded) {
 		return cause
 	}
@@ -375,7 +391,7 @@ func (x *Executor) heavy(ctx context.Context, d *storage.Dataset, a Action, link
 			return d.RowCount, st, false, x.DB.Update(ctx, func(tx *storage.Tx) error { return tx.MarkApplied(ctx, eventID) })
 		}
 	}
-	v, schema, err := x.versionAndSchema(ctx, d.ID, version, link)
+	v, schema, err := x.versionAndSchema(ctx, d, version, link)
 	if err != nil {
 		if a.Kind == ReloadCurrent && version != a.Version { // not the version the event named
 			err = notGone(err)
@@ -385,17 +401,34 @@ func (x *Executor) heavy(ctx context.Context, d *storage.Dataset, a Action, link
 	return x.heavyWith(ctx, d, a, v, schema, eventID, reason, noHolds)
 }
 
-// versionAndSchema asks the API for a version and its schema.
-func (x *Executor) versionAndSchema(ctx context.Context, datasetID string, version int, link string) (*ploti.Version, *ploti.Schema, error) {
-	v, err := x.Source.Version(ctx, datasetID, version, link)
+// versionAndSchema asks the API for a version and its schema. A version
+// of the schema version the dataset holds has the columns and key the
+// registry keeps, so its schema file is not fetched (issue 18: a request
+// each, 40 ms over a good office link; schemas-and-holds.txt: "A new
+// dataset version with the same columns keeps the same schema version",
+// and "a number is never reused for a different shape").
+func (x *Executor) versionAndSchema(ctx context.Context, d *storage.Dataset, version int, link string) (*ploti.Version, *ploti.Schema, error) {
+	v, err := x.Source.Version(ctx, d.ID, version, link)
 	if err != nil {
 		return nil, nil, err
+	}
+	if held := heldSchema(d, v); held != nil {
+		return v, held, nil
 	}
 	schema, err := x.Source.Schema(ctx, v)
 	if err != nil {
 		return nil, nil, err
 	}
 	return v, schema, nil
+}
+
+// heldSchema is the schema of version v when it is the dataset's held
+// schema version (with no change from it), or nil.
+func heldSchema(d *storage.Dataset, v *ploti.Version) *ploti.Schema {
+	if v.SchemaVersion == "" || v.SchemaVersion != d.SchemaVersion || d.Version == 0 || len(d.Columns) == 0 {
+		return nil
+	}
+	return &ploti.Schema{DatasetID: d.ID, SchemaVersion: d.SchemaVersion, Columns: d.Columns, KeyColumns: d.KeyColumns}
 }
 
 // heavyWith is heavy once the version and its schema are known.
@@ -493,81 +526,6 @@ func sameOrAdded(old, cols []ploti.Column) bool {
 		}
 	}
 	return true
-}
-
-func (x *Executor) load(ctx context.Context, d *storage.Dataset, v *ploti.Version, schema *ploti.Schema, eventID, reason string) (int64, error) {
-	x.describe(ctx, d)
-	paths, err := x.Source.Download(ctx, v, "snapshot")
-	if err != nil {
-		return 0, err
-	}
-	// Once the table holds the snapshot, its files are removed while the
-	// commit writes (issue 6: unlinking a 484 MiB file took 0.15 s of a
-	// 10M-row load when it came after).
-	var discard sync.WaitGroup
-	discarded := false
-	defer func() {
-		discard.Wait()
-		if !discarded {
-			x.Source.Discard(paths)
-		}
-	}()
-	var maps []idMapFile
-	if v.Files.IDMap != nil && (reason == ploti.ReasonRecordIDsChanged || (v.ResyncReason != nil && *v.ResyncReason == ploti.ReasonRecordIDsChanged)) {
-		m, err := x.Source.Download(ctx, v, "idMap")
-		if err != nil {
-			return 0, err
-		}
-		defer x.Source.Discard(m)
-		maps = append(maps, idMapFile{v.Version, m})
-	}
-	skipped, err := x.skippedIDMaps(ctx, d, v)
-	if err != nil {
-		return 0, err
-	}
-	for _, m := range skipped {
-		defer x.Source.Discard(m.paths)
-	}
-	maps = append(skipped, maps...)
-	var rows int64
-	err = x.DB.Update(ctx, func(tx *storage.Tx) error {
-		if d.Table == "" {
-			if err := tx.PutDataset(ctx, d); err != nil { // assigns the table name
-				return err
-			}
-			fresh, err := tx.Dataset(ctx, d.ID)
-			if err != nil {
-				return err
-			}
-			d.Table = fresh.Table
-		}
-		if rows, err = tx.LoadSnapshot(ctx, d.Table, schema.Columns, paths); err != nil {
-			return err
-		}
-		if !discarded {
-			discarded = true
-			discard.Go(func() { x.Source.Discard(paths) })
-		}
-		for _, m := range maps {
-			for _, p := range m.paths {
-				if _, err := tx.ApplyIDMap(ctx, d.ID, m.version, p, x.IDRefs); err != nil {
-					return err
-				}
-			}
-		}
-		return x.commitVersion(ctx, tx, d, v, schema, rows, eventID, true)
-	})
-	if err == nil {
-		// The replaced table's blocks are free for reuse only after a
-		// checkpoint: take it now, so that the next swap reuses them and the
-		// file stays near twice the table while a replica stays open (issue
-		// 6: without it, each reload in a session added the table's size).
-		// Best effort: DuckDB refuses while another transaction runs.
-		if cerr := x.DB.Checkpoint(ctx); cerr != nil {
-			x.Log.Debug().Str("dataset", d.ID).Err(cerr).Msg("checkpoint after a snapshot swap")
-		}
-	}
-	return rows, err
 }
 
 func (x *Executor) merge(ctx context.Context, d *storage.Dataset, v *ploti.Version, schema *ploti.Schema, eventID string, noHolds bool) (storage.MergeStats, error) {

@@ -49,12 +49,17 @@ func (db *DB) FreeTableNames(ctx context.Context, ids []string) (map[string]stri
 	return out, nil
 }
 
-// DeleteHoldsOf removes every hold of the given datasets, in one statement.
-func (tx *Tx) DeleteHoldsOf(ctx context.Context, ids []string) error {
+// DeleteHoldsOf removes the holds of one kind, or of every kind (""), of
+// the given datasets, in one statement.
+func (tx *Tx) DeleteHoldsOf(ctx context.Context, ids []string, kind string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	if _, err := tx.tx.ExecContext(ctx, "DELETE FROM _ploti.holds WHERE dataset_id IN ("+strings.Join(quoteAll(ids), ", ")+")"); err != nil {
+	q := "DELETE FROM _ploti.holds WHERE dataset_id IN (" + strings.Join(quoteAll(ids), ", ") + ")"
+	if kind != "" {
+		q += " AND kind = " + Literal(kind)
+	}
+	if _, err := tx.tx.ExecContext(ctx, q); err != nil {
 		return fmt.Errorf("release holds of %d datasets: %w", len(ids), err)
 	}
 	return nil

@@ -21,8 +21,9 @@ import (
 // timedAPI is the real API client with a stopwatch on downloads and on
 // the API's other calls, so the time spent on HTTP (and, for the calls, in
 // the emulator's handlers, which run on the same cores) can be taken out of
-// the engine's time and reported apart. The replica makes one call at a
-// time.
+// the engine's time and reported apart. That holds while the replica makes
+// one call at a time: a bootstrap of several datasets downloads several at
+// once, and its sync is timed whole.
 type timedAPI struct {
 	replica.API
 	mu       sync.Mutex

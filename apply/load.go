@@ -1,0 +1,286 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sync"
+
+	"github.com/ploti-replica/ploti-replica/ploti"
+	"github.com/ploti-replica/ploti-replica/storage"
+)
+
+// Prepared is a snapshot load made ready outside DuckDB: a version, its
+// schema and its verified local files. Prepare makes one with API calls
+// and downloads only, so that several can be made at once while DuckDB
+// loads others; LoadPrepared loads them.
+type Prepared struct {
+	// Dataset is the registry row the load starts from; the load updates it.
+	Dataset *storage.Dataset
+	// Version is the version to load.
+	Version *ploti.Version
+	// NewTable says that no registry row names Dataset.Table yet: it was
+	// chosen ahead (storage.DB.FreeTableNames), so a shared load creates the
+	// table with CreateSnapshot, and a load alone chooses its name again.
+	NewTable bool
+	// Err is why the preparation failed; nothing is then loaded.
+	Err error
+	// Bytes are the snapshot's bytes in the spool.
+	Bytes int64
+
+	schema *ploti.Schema
+	paths  []string    // the snapshot's parts
+	maps   []idMapFile // id maps to apply, oldest first
+	hold   bool        // a MAJOR schema change over the held version: hold for review instead
+	reason string      // the event's resync reason, if any
+}
+
+// Prepare gets what loading version v of d needs: the dataset's title,
+// place and topic when d has none, the version's schema, and the
+// snapshot's files (and id maps) in the spool. It touches no DuckDB state
+// and may run for several datasets at once. With review, a version that
+// brings a MAJOR schema change over the held one downloads nothing: the
+// load holds it for review (the hold policy, as LoadVersion).
+func (x *Executor) Prepare(ctx context.Context, d *storage.Dataset, v *ploti.Version, review bool) *Prepared {
+	p := &Prepared{Dataset: d, Version: v}
+	if p.schema, p.Err = x.Source.Schema(ctx, v); p.Err != nil {
+		return p
+	}
+	if review && x.review(d, p.schema) {
+		p.hold = true
+		return p
+	}
+	x.fetch(ctx, p)
+	return p
+}
+
+// fetch downloads a prepared load's snapshot and id maps, describing the
+// dataset first when its row has no title.
+func (x *Executor) fetch(ctx context.Context, p *Prepared) {
+	d, v := p.Dataset, p.Version
+	x.describe(ctx, d)
+	if p.paths, p.Err = x.Source.Download(ctx, v, "snapshot"); p.Err != nil {
+		return
+	}
+	for _, path := range p.paths {
+		if st, err := os.Stat(path); err == nil {
+			p.Bytes += st.Size()
+		}
+	}
+	resync := p.reason == ploti.ReasonRecordIDsChanged || v.ResyncReason != nil && *v.ResyncReason == ploti.ReasonRecordIDsChanged
+	if v.Files.IDMap != nil && resync {
+		m, err := x.Source.Download(ctx, v, "idMap")
+		if err != nil {
+			p.Err = err
+			return
+		}
+		p.maps = append(p.maps, idMapFile{v.Version, m})
+	}
+	skipped, err := x.skippedIDMaps(ctx, d, v)
+	p.maps = append(skipped, p.maps...)
+	p.Err = err
+}
+
+// Discard removes a prepared load's files.
+func (x *Executor) Discard(p *Prepared) {
+	x.Source.Discard(p.paths)
+	p.paths = nil
+	for _, m := range p.maps {
+		x.Source.Discard(m.paths)
+	}
+	p.maps = nil
+}
+
+// load loads a version's snapshot in a transaction of its own, with its
+// registry row and the event id.
+func (x *Executor) load(ctx context.Context, d *storage.Dataset, v *ploti.Version, schema *ploti.Schema, eventID, reason string) (int64, error) {
+	p := &Prepared{Dataset: d, Version: v, schema: schema, reason: reason}
+	x.fetch(ctx, p)
+	if p.Err != nil {
+		x.Discard(p)
+		return 0, p.Err
+	}
+	return x.loadOne(ctx, p, eventID)
+}
+
+// loadOne loads a prepared snapshot in a transaction of its own and
+// removes its files.
+func (x *Executor) loadOne(ctx context.Context, p *Prepared, eventID string) (int64, error) {
+	d, v, schema := p.Dataset, p.Version, p.schema
+	defer x.Discard(p)
+	// Once the table holds the snapshot, its files are removed while the
+	// commit writes (issue 6: unlinking a 484 MiB file took 0.15 s of a
+	// 10M-row load when it came after).
+	var discard sync.WaitGroup
+	defer discard.Wait()
+	if p.NewTable {
+		d.Table = "" // chosen ahead: choose again, in this transaction
+	}
+	replaced := d.Version > 0
+	var rows int64
+	err := x.DB.Update(ctx, func(tx *storage.Tx) error {
+		if d.Table == "" {
+			if err := tx.PutDataset(ctx, d); err != nil { // assigns the table name
+				return err
+			}
+			fresh, err := tx.Dataset(ctx, d.ID)
+			if err != nil {
+				return err
+			}
+			d.Table = fresh.Table
+		}
+		var err error
+		if rows, err = tx.LoadSnapshot(ctx, d.Table, schema.Columns, p.paths); err != nil {
+			return err
+		}
+		if paths := p.paths; paths != nil {
+			p.paths = nil
+			discard.Go(func() { x.Source.Discard(paths) })
+		}
+		if err := x.applyIDMaps(ctx, tx, d.ID, p.maps); err != nil {
+			return err
+		}
+		return x.commitVersion(ctx, tx, d, v, schema, rows, eventID, true)
+	})
+	if err == nil && replaced {
+		x.swapped(ctx, d.ID, p.Bytes)
+	}
+	return rows, err
+}
+
+func (x *Executor) applyIDMaps(ctx context.Context, tx *storage.Tx, id string, maps []idMapFile) error {
+	for _, m := range maps {
+		for _, path := range m.paths {
+			if _, err := tx.ApplyIDMap(ctx, id, m.version, path, x.IDRefs); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkpointFreedMin is the least a snapshot swap must free before the
+// executor checkpoints.
+const checkpointFreedMin = 4 << 20
+
+// swapped notes that a snapshot swap replaced a table of about bytes, and
+// checkpoints once swaps since the last checkpoint have freed at least
+// checkpointFreedMin or an eighth of the file. A replaced table's blocks
+// are free for reuse only after a checkpoint: a large swap checkpoints at
+// once, so that the next reuses them and the file stays near twice the
+// table while a replica stays open (issue 6: without it, each reload in a
+// session added the table's size). A checkpoint costs time in the number
+// of tables (issue 18: 0.1–0.3 s at 5,000), so small swaps wait until
+// they add up: the file then grows by at most an eighth between
+// checkpoints. Best effort: DuckDB refuses while another transaction runs.
+func (x *Executor) swapped(ctx context.Context, id string, bytes int64) {
+	x.freed += bytes
+	limit := int64(checkpointFreedMin)
+	if st, err := os.Stat(x.DB.Path()); err == nil {
+		limit = max(limit, st.Size()/8)
+	}
+	if x.freed < limit {
+		return
+	}
+	if err := x.DB.Checkpoint(ctx); err != nil {
+		x.Log.Debug().Str("dataset", id).Err(err).Msg("checkpoint after a snapshot swap")
+		return
+	}
+	x.freed = 0
+}
+
+// LoadPrepared loads prepared snapshots, all in one transaction when
+// there are several (issue 18: a commit each cost more than loading a
+// small table), each with its registry row and the end of its holds; a
+// version to review is held instead. If the shared transaction fails, each
+// is loaded again in a transaction of its own, so that a bad file costs
+// only its dataset. It returns one error per load (nil: loaded or held),
+// and removes the files.
+func (x *Executor) LoadPrepared(ctx context.Context, ps []*Prepared) []error {
+	errs := make([]error, len(ps))
+	var shared []int
+	for i, p := range ps {
+		switch {
+		case p.Err != nil:
+			errs[i] = p.Err
+			x.Discard(p)
+		case p.hold:
+			errs[i] = x.holdFromSchema(ctx, p.Dataset, p.Version, p.schema, "")
+		default:
+			shared = append(shared, i)
+		}
+	}
+	if len(shared) > 1 {
+		err := x.loadShared(ctx, ps, shared)
+		if err == nil || ctx.Err() != nil {
+			for _, i := range shared {
+				errs[i] = err
+				x.Discard(ps[i])
+			}
+			return errs
+		}
+		x.Log.Info().Err(err).Int("datasets", len(shared)).Msg("loading again, each dataset in a transaction of its own")
+	}
+	for _, i := range shared {
+		_, errs[i] = x.loadOne(ctx, ps[i], "")
+	}
+	return errs
+}
+
+// loadShared loads ps[i] for each i of idx in one transaction. The
+// registry rows change only once it commits.
+func (x *Executor) loadShared(ctx context.Context, ps []*Prepared, idx []int) error {
+	rows := make([]*storage.Dataset, len(idx))
+	var ends, again []string // datasets whose holds end; reloaded at their version, whose local holds end
+	var freed int64
+	err := x.DB.Update(ctx, func(tx *storage.Tx) error {
+		for k, i := range idx {
+			p := ps[i]
+			d := cloneDataset(p.Dataset)
+			if d.Table == "" {
+				return errors.New("shared load: " + d.ID + " has no table name")
+			}
+			load := tx.LoadSnapshot
+			if p.NewTable {
+				load = tx.CreateSnapshot
+			}
+			n, err := load(ctx, d.Table, p.schema.Columns, p.paths)
+			if err != nil {
+				return &Error{Op: "load", DatasetID: d.ID, Version: p.Version.Version, Err: err}
+			}
+			if err := x.applyIDMaps(ctx, tx, d.ID, p.maps); err != nil {
+				return &Error{Op: "load", DatasetID: d.ID, Version: p.Version.Version, Err: err}
+			}
+			if d.Version > 0 {
+				freed += p.Bytes
+			}
+			// As commitVersion: a version loaded again does not end Ploti's
+			// hold on the next one.
+			if d.Version == p.Version.Version {
+				again = append(again, d.ID)
+			} else {
+				ends = append(ends, d.ID)
+			}
+			heldVersion(d, p.Version, p.schema, n)
+			rows[k] = d
+		}
+		if err := tx.DeleteHoldsOf(ctx, ends, ""); err != nil {
+			return err
+		}
+		if err := tx.DeleteHoldsOf(ctx, again, storage.HoldLocal); err != nil {
+			return err
+		}
+		return tx.PutDatasets(ctx, rows)
+	})
+	if err != nil {
+		return err
+	}
+	for k, i := range idx {
+		*ps[i].Dataset = *rows[k]
+		ps[i].NewTable = false
+	}
+	if freed > 0 {
+		x.swapped(ctx, rows[0].ID, freed)
+	}
+	return nil
+}
