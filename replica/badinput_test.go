@@ -41,7 +41,8 @@ func fileMatch(tb testing.TB, em *emulator.Emulator, datasetID string, version i
 type badInput struct {
 	name string
 	// how v2 of ds_permits reaches the replica: "update" (a changes file),
-	// "resync" (a snapshot) or "idmap" (a snapshot and an id map).
+	// "minor" (a changes file with a column added), "resync" (a snapshot)
+	// or "idmap" (a snapshot and an id map).
 	mode  string
 	spoil func(t *testing.T, em *emulator.Emulator)
 	// wantFile and wantProblem must both appear in the dataset's reason.
@@ -80,7 +81,9 @@ var badInputs = []badInput{
 			em.Inject(emulator.Fault{Match: "GET /v1/feeds/datasets/ds_permits/versions/2", Kind: emulator.FaultTruncate, Count: -1})
 		},
 		wantFile: "GET /v1/feeds/datasets/ds_permits/versions/2", wantProblem: "malformed response: unexpected end of JSON input"},
-	{name: "schema file malformed JSON", mode: "update", stillBad: true,
+	// A version of the held schema version is merged with the registry's
+	// columns; a MINOR change makes the replica read the schema file.
+	{name: "schema file malformed JSON", mode: "minor", stillBad: true,
 		spoil: func(t *testing.T, em *emulator.Emulator) {
 			must(t, em.SpoilFile(context.Background(), "ds_permits", 2, "schema", 0, truncateHalf))
 		},
@@ -159,10 +162,13 @@ func TestSync_BadInput(t *testing.T) {
 				must(t, em.ReRelease("ds_permits", 1))
 			case "idmap":
 				opts = append(opts, emulator.WithReplacedIDs(0.5))
+			case "minor":
+				cols := append(append([]emulator.Column{}, permitCols...), emulator.Column{Name: "units", Type: "integer"})
+				opts = append(opts, emulator.WithSchema(cols, []string{"permit"}))
 			}
 			rel, err := em.Publish(ctx, "ds_permits", permits(1), opts...)
 			must(t, err)
-			if got := rel.ResyncRequired; got != (tc.mode != "update") {
+			if got := rel.ResyncRequired; got != (tc.mode != "update" && tc.mode != "minor") {
 				t.Fatalf("emulator: v2 resync %v (%s), want mode %s", got, rel.ResyncReason, tc.mode)
 			}
 			_, err = em.Publish(ctx, "ds_parcels", parcels(1))

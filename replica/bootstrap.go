@@ -4,15 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/ploti-replica/ploti-replica/apply"
+	"github.com/ploti-replica/ploti-replica/fetch"
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
 )
 
 // bootstrap loads every dataset the manifest lists, registers the
 // unavailable ones as pending, marks held datasets the manifest no longer
-// lists as removed, and stores the manifest's eventCursor.
+// lists as removed, and stores the manifest's eventCursor. It makes no API
+// call per dataset beyond its files (issue 18: a call each made a
+// statewide subscription wait on the rate limit): titles, places and
+// topics come from the datasets list, 200 a page, and the registry is read
+// once.
 func (r *Replica) bootstrap(ctx context.Context, sub *storage.Subscription, res *SyncResult) error {
 	m, err := r.api.Manifest(ctx, sub.ID, "")
 	if err != nil {
@@ -22,86 +29,160 @@ func (r *Replica) bootstrap(ctx context.Context, sub *storage.Subscription, res 
 		return fmt.Errorf("get manifest of %s: answer has no eventCursor", sub.ID)
 	}
 	res.Bootstrapped = true
-	listed := map[string]bool{}
-	for i, md := range m.Datasets {
-		if err := r.stopped(); err != nil {
-			return err
-		}
-		listed[md.DatasetID] = true
-		r.progress(Progress{Phase: "bootstrap", DatasetID: md.DatasetID, Version: md.Version, Done: i, Total: len(m.Datasets)})
-		if err := r.loadListed(ctx, md, res); err != nil {
-			return err
-		}
-	}
-	r.progress(Progress{Phase: "bootstrap", Done: len(m.Datasets), Total: len(m.Datasets)})
-	err = r.db.Update(ctx, func(tx *storage.Tx) error {
-		for _, u := range m.Unavailable {
-			listed[u.DatasetID] = true
-			if err := markUnavailable(ctx, tx, u); err != nil {
-				return err
-			}
-		}
-		all, err := tx.Datasets(ctx)
-		if err != nil {
-			return err
-		}
-		for _, d := range all {
-			if listed[d.ID] || d.Status == storage.StatusRemoved {
-				continue
-			}
-			d.Status, d.StatusReason, d.SkipUntilRemoved = storage.StatusRemoved, storage.ReasonNotInManifest, false
-			if err := tx.DeleteHolds(ctx, d.ID, ""); err != nil {
-				return err
-			}
-			if err := tx.PutDataset(ctx, d); err != nil {
-				return err
-			}
-		}
-		return tx.SetCursor(ctx, m.EventCursor)
-	})
+	reg, err := r.registry(ctx)
 	if err != nil {
+		return err
+	}
+	listed := map[string]bool{}
+	var jobs []*loadJob
+	var rows []*storage.Dataset // registry rows to write with the cursor
+	for _, md := range m.Datasets {
+		listed[md.DatasetID] = true
+		d := reg[md.DatasetID]
+		if d == nil {
+			d = &storage.Dataset{ID: md.DatasetID, Status: storage.StatusPending}
+		}
+		switch {
+		case d.Version == md.Version && d.Status == storage.StatusCurrent && !r.rebootstrap:
+			if d.SkipUntilRemoved { // listed: it is delivered after all
+				d.SkipUntilRemoved, d.StatusReason = false, ""
+				rows = append(rows, d)
+			}
+			continue
+		case d.Status == storage.StatusHeld:
+			// Held for review: a reload from the manifest must not bypass the
+			// review; Release loads the current version.
+			continue
+		}
+		if len(md.KeyColumns) > 0 {
+			d.KeyColumns = md.KeyColumns
+		}
+		v := &ploti.Version{DatasetID: md.DatasetID, Version: md.Version, SchemaVersion: md.SchemaVersion, RowCount: md.RowCount,
+			Files: md.Files, LinksExpireAt: md.LinksExpireAt}
+		jobs = append(jobs, &loadJob{d: d, v: v, size: snapshotSize(md.Files.Snapshot), ready: make(chan struct{})})
+	}
+	r.describeAll(ctx, sub.ID, len(m.Datasets), jobs)
+	if err := r.nameTables(ctx, jobs); err != nil {
+		return err
+	}
+	if err := r.loadAll(ctx, jobs, res); err != nil {
+		return err
+	}
+	r.progress(Progress{Phase: "bootstrap", Done: len(jobs), Total: len(jobs)})
+	if err := r.finishBootstrap(ctx, m, listed, rows); err != nil {
 		return err
 	}
 	sub.Cursor = m.EventCursor
 	return nil
 }
 
-// loadListed loads one manifest dataset unless that version is already held.
-func (r *Replica) loadListed(ctx context.Context, md ploti.ManifestDataset, res *SyncResult) error {
-	d, err := r.db.Dataset(ctx, md.DatasetID)
-	if errors.Is(err, storage.ErrNoDataset) {
-		d, err = &storage.Dataset{ID: md.DatasetID, Status: storage.StatusPending}, nil
+// registry reads every registry row, by dataset id.
+func (r *Replica) registry(ctx context.Context) (map[string]*storage.Dataset, error) {
+	all, err := r.db.Datasets(ctx)
+	if err != nil {
+		return nil, err
 	}
+	reg := make(map[string]*storage.Dataset, len(all))
+	for _, d := range all {
+		reg[d.ID] = d
+	}
+	return reg, nil
+}
+
+// describeAll gives the jobs' datasets that have no title their title,
+// place and topic from the datasets list of the subscription, when that
+// takes fewer calls than asking for each (the load asks for those left).
+// Best effort, as a load's own: a failure leaves them to the loads.
+func (r *Replica) describeAll(ctx context.Context, subID string, total int, jobs []*loadJob) {
+	missing := map[string]*storage.Dataset{}
+	for _, j := range jobs {
+		if j.d.Title == "" {
+			missing[j.d.ID] = j.d
+		}
+	}
+	pages := (total + fetch.MaxDatasetsLimit - 1) / fetch.MaxDatasetsLimit
+	if len(missing) <= pages {
+		return
+	}
+	r.listDatasets(ctx, subID, func(info *ploti.Dataset) bool {
+		if d := missing[info.ID]; d != nil {
+			apply.Describe(d, info)
+			delete(missing, d.ID)
+		}
+		return len(missing) > 0
+	})
+}
+
+// nameTables chooses the table names of the jobs' new datasets, with one
+// read of the catalog for all (storage.DB.FreeTableNames).
+func (r *Replica) nameTables(ctx context.Context, jobs []*loadJob) error {
+	var ids []string
+	for _, j := range jobs {
+		if j.d.Table == "" {
+			ids = append(ids, j.d.ID)
+		}
+	}
+	names, err := r.db.FreeTableNames(ctx, ids)
 	if err != nil {
 		return err
 	}
-	if d.Version == md.Version && d.Status == storage.StatusCurrent && !r.rebootstrap {
-		if d.SkipUntilRemoved { // listed: it is delivered after all
-			d.SkipUntilRemoved, d.StatusReason = false, ""
-			return r.db.Update(ctx, func(tx *storage.Tx) error { return tx.PutDataset(ctx, d) })
+	for _, j := range jobs {
+		if name, ok := names[j.d.ID]; ok {
+			j.d.Table, j.newTable = name, true
 		}
-		return nil
 	}
-	if d.Status == storage.StatusHeld {
-		// Held for review: a reload from the manifest must not bypass the
-		// review; Release loads the current version.
-		return nil
-	}
-	v := &ploti.Version{DatasetID: md.DatasetID, Version: md.Version, SchemaVersion: md.SchemaVersion, RowCount: md.RowCount,
-		Files: md.Files, LinksExpireAt: md.LinksExpireAt}
-	if len(md.KeyColumns) > 0 {
-		d.KeyColumns = md.KeyColumns
-	}
-	r.progress(Progress{Phase: "load", DatasetID: md.DatasetID, Version: md.Version})
-	if _, err := r.exec.LoadVersion(ctx, d, v, true); err != nil {
-		if ferr := r.exec.Fail(ctx, d, md.Version, err); !isDatasetError(ferr) {
-			return ferr
-		}
-		res.Failed = appendOnce(res.Failed, d.ID)
-		return nil
-	}
-	res.SnapshotsLoaded++
 	return nil
+}
+
+// finishBootstrap writes, in one transaction with the manifest's cursor,
+// the rows the bootstrap changed without a load: listed datasets no
+// longer skipped, unavailable ones, and held ones the manifest no longer
+// lists, marked removed.
+func (r *Replica) finishBootstrap(ctx context.Context, m *ploti.Manifest, listed map[string]bool, rows []*storage.Dataset) error {
+	reg, err := r.registry(ctx) // the loads and failures wrote rows
+	if err != nil {
+		return err
+	}
+	var ends []string // datasets whose holds end
+	for _, u := range m.Unavailable {
+		listed[u.DatasetID] = true
+		if d := unavailable(reg[u.DatasetID], u); d != nil {
+			rows = append(rows, d)
+		}
+	}
+	for _, d := range reg {
+		if listed[d.ID] || d.Status == storage.StatusRemoved {
+			continue
+		}
+		d.Status, d.StatusReason, d.SkipUntilRemoved = storage.StatusRemoved, storage.ReasonNotInManifest, false
+		ends = append(ends, d.ID)
+		rows = append(rows, d)
+	}
+	var fresh []string
+	for _, d := range rows {
+		if d.Table == "" {
+			fresh = append(fresh, d.ID)
+		}
+	}
+	names, err := r.db.FreeTableNames(ctx, fresh)
+	if err != nil {
+		return err
+	}
+	for _, d := range rows {
+		if d.Table == "" {
+			d.Table = names[d.ID]
+		}
+	}
+	slices.SortFunc(rows, func(a, b *storage.Dataset) int { return strings.Compare(a.ID, b.ID) })
+	return r.db.Update(ctx, func(tx *storage.Tx) error {
+		if err := tx.DeleteHoldsOf(ctx, ends, ""); err != nil {
+			return err
+		}
+		if err := tx.PutDatasets(ctx, rows); err != nil {
+			return err
+		}
+		return tx.SetCursor(ctx, m.EventCursor)
+	})
 }
 
 func isDatasetError(err error) bool {
@@ -109,13 +190,11 @@ func isDatasetError(err error) bool {
 	return errors.As(err, &ae)
 }
 
-func markUnavailable(ctx context.Context, tx *storage.Tx, u ploti.Unavailable) error {
-	d, err := tx.Dataset(ctx, u.DatasetID)
-	if errors.Is(err, storage.ErrNoDataset) {
-		d, err = &storage.Dataset{ID: u.DatasetID}, nil
-	}
-	if err != nil {
-		return err
+// unavailable is the registry row of a dataset the manifest lists as
+// unavailable (d: its row, or nil), or nil when the row stays as it is.
+func unavailable(d *storage.Dataset, u ploti.Unavailable) *storage.Dataset {
+	if d == nil {
+		d = &storage.Dataset{ID: u.DatasetID}
 	}
 	if d.Status == storage.StatusCurrent && d.Version > 0 && u.Reason != storage.ReasonRebuilding {
 		return nil
@@ -129,7 +208,7 @@ func markUnavailable(ctx context.Context, tx *storage.Tx, u ploti.Unavailable) e
 		d.Status = storage.StatusCurrent // its rows stay until the repair loads the rebuilt files
 	}
 	d.StatusReason = u.Reason // rebuilding, or the dataset's status: building, held, failed, awaiting_release
-	return tx.PutDataset(ctx, d)
+	return d
 }
 
 // repair reloads failed datasets from their current versions before the
@@ -183,4 +262,59 @@ func (r *Replica) reloadCurrent(ctx context.Context, d *storage.Dataset, review 
 		return r.exec.Fail(ctx, d, 0, err)
 	}
 	return nil
+}
+
+// describePending gives the datasets a page made pending their titles,
+// places and topics before the page commits: one call each, or the
+// subscription's datasets list when that takes fewer calls. Best effort.
+func (r *Replica) describePending(ctx context.Context, subID string, b *apply.Batch) {
+	ids, known := b.Undescribed()
+	if len(ids) == 0 {
+		return
+	}
+	if pages := (known + fetch.MaxDatasetsLimit - 1) / fetch.MaxDatasetsLimit; len(ids) <= pages {
+		for _, id := range ids {
+			info, err := r.api.Dataset(ctx, id)
+			if err != nil {
+				r.log.Debug().Str("dataset", id).Err(err).Msg("describe dataset")
+				continue
+			}
+			b.Describe(info)
+		}
+		return
+	}
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	r.listDatasets(ctx, subID, func(info *ploti.Dataset) bool {
+		if want[info.ID] {
+			b.Describe(info)
+			delete(want, info.ID)
+		}
+		return len(want) > 0
+	})
+}
+
+// listDatasets reads the subscription's datasets list, 200 a page, giving
+// each to fn until fn returns false or the list ends. Best effort: an
+// error ends it.
+func (r *Replica) listDatasets(ctx context.Context, subID string, fn func(*ploti.Dataset) bool) {
+	q := fetch.DatasetsQuery{Subscription: subID, Limit: fetch.MaxDatasetsLimit}
+	for {
+		page, err := r.api.DatasetsPage(ctx, q)
+		if err != nil {
+			r.log.Debug().Err(err).Msg("list the subscription's datasets")
+			return
+		}
+		for i := range page.Datasets {
+			if !fn(&page.Datasets[i]) {
+				return
+			}
+		}
+		if page.NextCursor == nil || *page.NextCursor == "" || *page.NextCursor == q.Cursor {
+			return
+		}
+		q.Cursor = *page.NextCursor
+	}
 }

@@ -27,10 +27,20 @@
 //
 //	bootstrap:
 //	    manifest := GET manifest
-//	    for each listed dataset not already at that version: load its snapshot
+//	    titles, places, topics := GET datasets?subscription= (200 a page; no call per dataset)
+//	    for each listed dataset not already at that version, in order:
+//	        prefetch (Options.Prefetch at once, within Options.SpoolLimit):
+//	            its schema and snapshot files into the spool
+//	        load: the ready ones, up to 64 MiB, in one transaction with their
+//	            registry rows; if it fails, each again in one of its own
 //	    unavailable: pending (rebuilding ones: the next sync asks the manifest again)
 //	    held datasets no longer listed: removed
 //	    cursor := manifest.eventCursor
+//
+// A page's events make no API call of their own but for the versions they
+// load or merge (one each, through the event's links.version); a merge of
+// the schema version the table holds needs no schema file; datasets the
+// page makes pending are described together before it commits.
 //
 // A dataset that fails (bad file, bad rows) keeps its last good version, is
 // marked failed with the reason, and the walk goes on; Sync then returns

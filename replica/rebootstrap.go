@@ -12,8 +12,8 @@ import (
 // stored cursor (ErrForeignCursor: "A cursor past the subscription's
 // newest event is not one it gave, and returns 400 invalid_input").
 //
-// Each dataset's table is swapped atomically, in a transaction of its own
-// with its registry row; the file's other tables, and the columns of
+// Each dataset's table is swapped atomically, in a transaction with its
+// registry row (small ones share one, as in any bootstrap); the file's other tables, and the columns of
 // Options.IDReferences (rewritten through the id maps of the versions a
 // reload passes), stay. A dataset held for review stays held; Ploti's
 // hold on the next version of a dataset reloaded at the version it holds

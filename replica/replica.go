@@ -20,6 +20,13 @@ import (
 const (
 	DefaultAPIURL   = "https://api.ploti.ai"
 	DefaultPageSize = 500
+	// DefaultPrefetch is how many datasets' files a bootstrap downloads at
+	// once, ahead of the loads: over a link with latency, small files are
+	// fetched many at a time (issue 18).
+	DefaultPrefetch = 16
+	// DefaultSpoolLimit bounds the bytes of snapshots downloaded ahead and
+	// not yet loaded.
+	DefaultSpoolLimit = 256 << 20
 )
 
 // IDRef names a user table column that holds a dataset's record ids; when
@@ -62,6 +69,13 @@ type Options struct {
 	NoCreate bool
 	// PageSize is the event page size; default DefaultPageSize (at most 500).
 	PageSize int
+	// Prefetch is how many datasets' files a bootstrap downloads at once,
+	// ahead of the loads; default DefaultPrefetch, 1 downloads one at a time.
+	Prefetch int
+	// SpoolLimit bounds the bytes of snapshots downloaded ahead and waiting
+	// for their load; default DefaultSpoolLimit. A dataset larger than it
+	// is downloaded alone.
+	SpoolLimit int64
 	// KeepChanges is how many of each dataset's latest logged versions keep
 	// their rows in _ploti.changes; 0 keeps them all. Each sync drops the
 	// older ones after its own commits, best effort.
@@ -108,6 +122,12 @@ func Open(ctx context.Context, path string, opts Options) (*Replica, error) {
 	}
 	if opts.PageSize <= 0 || opts.PageSize > 500 {
 		opts.PageSize = DefaultPageSize
+	}
+	if opts.Prefetch <= 0 {
+		opts.Prefetch = DefaultPrefetch
+	}
+	if opts.SpoolLimit <= 0 {
+		opts.SpoolLimit = DefaultSpoolLimit
 	}
 	if opts.OnMajor == "" {
 		opts.OnMajor = apply.OnMajorHold

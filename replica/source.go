@@ -18,6 +18,7 @@ type API interface {
 	Manifest(ctx context.Context, subscriptionID, asOf string) (*ploti.Manifest, error)
 	Events(ctx context.Context, subscriptionID, cursor string, limit int, types []string) (*ploti.EventPage, error)
 	Dataset(ctx context.Context, datasetID string) (*ploti.Dataset, error)
+	DatasetsPage(ctx context.Context, q fetch.DatasetsQuery) (*ploti.DatasetPage, error)
 	Version(ctx context.Context, datasetID string, version int) (*ploti.Version, error)
 	VersionByLink(ctx context.Context, link string) (*ploti.Version, error)
 	Links(ctx context.Context, datasetID string, version int, files []string) (*ploti.Version, error)

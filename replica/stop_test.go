@@ -17,6 +17,9 @@ func TestSync_stop(t *testing.T) {
 	loads := 0
 	r := mustOpen(t, em, sub, path, func(o *Options) {
 		o.Stop = stop
+		// A spool of one byte holds one dataset at a time, so each load is
+		// a transaction of its own (ready datasets otherwise share one).
+		o.SpoolLimit = 1
 		o.Progress = func(p Progress) {
 			if p.Phase == "load" {
 				loads++

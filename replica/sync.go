@@ -350,6 +350,7 @@ func (r *Replica) applyPageFrom(ctx context.Context, sub *storage.Subscription, 
 			mark.next, mark.res = i+1, cloneResult(*res)
 		}
 	}
+	r.describePending(ctx, sub.ID, b)
 	ahead := r.readAhead(ctx, sub.ID, page.NextCursor)
 	last := ahead != nil && len(ahead.Events) == 0
 	cursor := page.NextCursor
