@@ -93,6 +93,9 @@
 // version's rows as JSON lines in one COPY (kept for the two versions of a
 // dataset read last, written again identically when needed), and each page
 // is a run of its lines; only geometry is finished in Go, from its WKB.
+// rows calls count toward the rate limits like every call (a 1M-row read
+// is 1,000 calls at limit 1000): a test that reads large datasets whole
+// turns them off.
 //
 // # Member webhooks and request events
 //
@@ -138,7 +141,9 @@
 // Inject and FailNext make matching requests fail: a status burst (429, 500,
 // 503, with or without Retry-After), a connection reset, a truncated, cut-off
 // or corrupt body, a slow answer. SetLinkLifetime makes links expire early;
-// KeyLeaks counts file requests that carried the API key.
+// KeyLeaks counts file requests that carried the API key. SpoilWatch
+// rewrites a dataset's changes and rows answers (an id listed twice, a
+// value that does not fit its column) for a client's bad-input tests.
 //
 // SetWire puts the answers behind an imitated network (wire.go): a latency
 // before every answer and a bandwidth cap that file bodies in flight share,

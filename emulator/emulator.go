@@ -102,11 +102,12 @@ type Emulator struct {
 	webhooks *webhookState // webhooks and their delivery queue (webhooks.go); nil until first used
 	wire     wireState     // the imitated network (wire.go); off until SetWire
 
-	watches      map[string]*watch // the member's watches by dataset id (watch.go)
-	watchOrder   []string          // their dataset ids, oldest first
-	memberEvents []*memberEvent    // dataset.changed and request events, in order (member.go)
-	rowsUse      atomic.Int64      // counts rows cache uses, for eviction (watchrows.go)
-	truthN       int               // numbers WatchTruth's work (watchtruth.go)
+	watches      map[string]*watch                       // the member's watches by dataset id (watch.go)
+	watchOrder   []string                                // their dataset ids, oldest first
+	memberEvents []*memberEvent                          // dataset.changed and request events, in order (member.go)
+	rowsUse      atomic.Int64                            // counts rows cache uses, for eviction (watchrows.go)
+	truthN       int                                     // numbers WatchTruth's work (watchtruth.go)
+	watchSpoil   map[string]func(string, map[string]any) // SpoilWatch's, by dataset id
 
 	apiSrv, fileSrv *http.Server
 	apiURL, fileURL string

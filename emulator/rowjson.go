@@ -37,14 +37,31 @@ func jsonExpr(c Column, x string, depth int) string {
 	case "decimal", "date":
 		return "CAST(" + x + " AS VARCHAR)"
 	case "timestamp":
-		return fmt.Sprintf("replace(CAST(timezone('UTC', %s) AS VARCHAR), ' ', 'T') || 'Z'", x)
+		// the instant as a plain TIMESTAMP in UTC, without a time zone
+		// conversion: "2026-11-20 10:06:07.25" → "2026-11-20T10:06:07.25Z"
+		return fmt.Sprintf("replace(CAST(make_timestamp(epoch_us(%s)) AS VARCHAR), ' ', 'T') || 'Z'", x)
 	case "geometry":
 		return fmt.Sprintf("chr(1) || 'wkb:' || hex(ST_AsWKB(%s))", x)
 	case "list":
+		if nativeJSON(c) {
+			return x // DuckDB writes a list of strings or booleans as the array it is
+		}
 		v := fmt.Sprintf("_e%d", depth)
 		return fmt.Sprintf("to_json(list_transform(%s, %s -> %s))", x, v, jsonExpr(*c.Items, v, depth+1))
 	}
 	return x // string, boolean, json
+}
+
+// nativeJSON tells whether DuckDB's own JSON of a column's values is
+// already the watch API's.
+func nativeJSON(c Column) bool {
+	switch c.Type {
+	case "string", "boolean", "json":
+		return true
+	case "list":
+		return nativeJSON(*c.Items)
+	}
+	return false
 }
 
 // rowSelect is the select list of a row object: _ploti_record_id,

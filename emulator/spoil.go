@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -179,4 +180,48 @@ func writeJSONFault(w http.ResponseWriter, status int, v any, f *Fault) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
 	w.Write(b)
+}
+
+// SpoilWatch makes the watch API's changes and rows answers for a dataset
+// pass through spoil before they are sent, for a client's bad-input tests
+// (a row that does not fit the schema, an id listed twice, a renamed
+// record whose old id was never held): spoil gets the endpoint, "changes"
+// or "rows", and the answer decoded (objects as map[string]any, arrays as
+// []any, numbers as json.Number), and changes it in place. A nil spoil
+// stops it. The truth helpers are not affected. It returns ErrNotFound for
+// an unknown dataset.
+func (e *Emulator) SpoilWatch(datasetID string, spoil func(endpoint string, answer map[string]any)) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.datasets[datasetID] == nil {
+		return fmt.Errorf("spoil watch %s: %w", datasetID, ErrNotFound)
+	}
+	if e.watchSpoil == nil {
+		e.watchSpoil = map[string]func(string, map[string]any){}
+	}
+	if spoil == nil {
+		delete(e.watchSpoil, datasetID)
+	} else {
+		e.watchSpoil[datasetID] = spoil
+	}
+	return nil
+}
+
+// spoilWatch passes a watch answer through the dataset's SpoilWatch, if
+// any.
+func (e *Emulator) spoilWatch(datasetID, endpoint string, answer []byte) ([]byte, error) {
+	e.mu.Lock()
+	spoil := e.watchSpoil[datasetID]
+	e.mu.Unlock()
+	if spoil == nil {
+		return answer, nil
+	}
+	var m map[string]any
+	d := json.NewDecoder(bytes.NewReader(answer))
+	d.UseNumber()
+	if err := d.Decode(&m); err != nil {
+		return nil, fmt.Errorf("spoil %s answer: %w", endpoint, err)
+	}
+	spoil(endpoint, m)
+	return json.Marshal(m)
 }

@@ -98,6 +98,14 @@ func TestWatch_Errors(t *testing.T) {
 			if st != tc.status || eb.Error.Code != tc.code {
 				t.Fatalf("watch: %d %q, want %d %q", st, eb.Error.Code, tc.status, tc.code)
 			}
+			if tc.status == 200 {
+				// watching is separate from Data Feeds: versions of a dataset
+				// no subscription delivers are promoted and served
+				rel := mustPublish(t, em, []Row{permit("P-1", "1.00", -81)})
+				if st, p := getRows(t, em, tc.ds, ""); st != 200 || len(p.Rows) != 1 || *p.Version != rel.PlotiVersion {
+					t.Fatalf("rows: %d %+v", st, p)
+				}
+			}
 			for _, path := range []string{"", "/rows", "/changes?version=11"} {
 				var eb errorBody
 				st := apiGet(t, em, "/v1/datasets/"+tc.ds+path, &eb)

@@ -142,6 +142,9 @@ func (e *Emulator) renderChanges(ctx context.Context, pg changesPage) (int, any,
 	}
 	fmt.Fprintf(&b, `],"nextCursor":%s}`, next)
 	out, err := geoFixup(b.Bytes())
+	if err == nil {
+		out, err = e.spoilWatch(pg.datasetID, "changes", out)
+	}
 	if err != nil {
 		return 0, nil, fmt.Errorf("changes %s v%d: %w", pg.datasetID, pv.num, err)
 	}

@@ -228,3 +228,41 @@ func TestWatchChanges_PreviousVersionGap(t *testing.T) {
 		t.Fatal("an unknown previous Ploti version: no error")
 	}
 }
+
+// SpoilWatch changes the answers of one dataset until it is cleared.
+func TestSpoilWatch(t *testing.T) {
+	em := mustEmulator(t)
+	mustPublish(t, em, []Row{permit("P-1", "1.00", -81)})
+	rel := mustPublish(t, em, []Row{permit("P-1", "2.00", -81), permit("P-2", "3.00", -81)})
+	var seen []string
+	err := em.SpoilWatch(dsPermits, func(endpoint string, answer map[string]any) {
+		seen = append(seen, endpoint)
+		switch endpoint {
+		case "changes":
+			cs := answer["changes"].([]any)
+			answer["changes"] = append(cs, cs[0]) // an id listed twice
+		case "rows":
+			answer["rows"].([]any)[0].(map[string]any)["valuation"] = "not a number"
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ch := getChanges(t, em, dsPermits, rel.PlotiVersion, "")
+	_, rows := getRows(t, em, dsPermits, "")
+	if len(ch.Changes) != 3 || ch.Changes[2].RecordID != ch.Changes[0].RecordID || str(t, rows.Rows[0]["valuation"]) != "not a number" ||
+		strings.Join(seen, " ") != "changes rows" {
+		t.Fatalf("spoiled: %s; row %s; seen %v", summary(ch.Changes), rows.Rows[0]["valuation"], seen)
+	}
+	if *rows.Version != rel.PlotiVersion || ch.Counts.Added != 1 {
+		t.Fatalf("the rest of the answer: %+v %+v", rows.Version, ch.Counts)
+	}
+	em.SpoilWatch(dsPermits, nil)
+	_, ch = getChanges(t, em, dsPermits, rel.PlotiVersion, "")
+	if len(ch.Changes) != 2 {
+		t.Fatalf("after SpoilWatch(nil): %s", summary(ch.Changes))
+	}
+	if err := em.SpoilWatch("ds_nope", nil); err == nil {
+		t.Fatal("SpoilWatch of an unknown dataset: no error")
+	}
+}

@@ -84,6 +84,9 @@ func (e *Emulator) getWatchRows(r *http.Request) (int, any, error) {
 		fmt.Fprintf(&b, "%s}", jsonString(next))
 	}
 	out, err := geoFixup(b.Bytes())
+	if err == nil {
+		out, err = e.spoilWatch(pg.d.spec.ID, "rows", out)
+	}
 	if err != nil {
 		return 0, nil, fmt.Errorf("rows %s: %w", pg.d.spec.ID, err)
 	}
