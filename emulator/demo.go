@@ -28,9 +28,30 @@ type Demo struct {
 	Round int
 }
 
+// DemoDictionary is the data dictionary attached to the demo permits.
+const DemoDictionary = "column,meaning\npermit_number,the permit's number\nstatus,applied, under_review or issued\n" +
+	"valuation,declared value in US dollars\nissued,the date the permit was issued\nunits,dwelling units\ngeometry,the parcel's point, EPSG:4326\n"
+
 // SeedDemo adds the demo places, topics and datasets to em, subscribes to
 // them and publishes version 1 of each. It is deterministic.
 func SeedDemo(ctx context.Context, em *Emulator) (*Demo, error) {
+	d, err := SeedDemoCatalog(em)
+	if err != nil {
+		return nil, err
+	}
+	if d.SubscriptionID, err = em.CreateSubscription(SubscriptionSpec{Name: "Central Florida", Places: []string{"fl-counties"}}); err != nil {
+		return nil, fmt.Errorf("seed demo: %w", err)
+	}
+	if err := d.Next(ctx); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// SeedDemoCatalog adds the demo places, topics and datasets to em, with no
+// subscription and no version yet: a workspace before its first
+// subscription. Next publishes the versions; SubscriptionID stays empty.
+func SeedDemoCatalog(em *Emulator) (*Demo, error) {
 	em.AddPlace(Place{ID: "fl", Name: "Florida", Kind: "state", State: "fl"})
 	em.AddPlace(Place{ID: "fl-orange", Name: "Orange County, FL", Kind: "county", State: "fl"})
 	em.AddPlace(Place{ID: "fl-seminole", Name: "Seminole County, FL", Kind: "county", State: "fl"})
@@ -57,20 +78,13 @@ func SeedDemo(ctx context.Context, em *Emulator) (*Demo, error) {
 				{Name: "score", Type: "decimal", Precision: &Precision{Precision: 5, Scale: 1}}, {Name: "passed", Type: "boolean"},
 				{Name: "violations", Type: "list", Items: &Column{Type: "string"}}}},
 	}
+	specs[0].Attachments = []Attachment{{Name: "data-dictionary.csv", ContentType: "text/csv", Data: []byte(DemoDictionary)}}
 	for _, s := range specs {
 		if err := em.AddDataset(s); err != nil {
 			return nil, fmt.Errorf("seed demo: %w", err)
 		}
 	}
-	sub, err := em.CreateSubscription(SubscriptionSpec{Name: "Central Florida", Places: []string{"fl-counties"}})
-	if err != nil {
-		return nil, fmt.Errorf("seed demo: %w", err)
-	}
-	d := &Demo{Emulator: em, SubscriptionID: sub}
-	if err := d.Next(ctx); err != nil {
-		return nil, err
-	}
-	return d, nil
+	return &Demo{Emulator: em}, nil
 }
 
 // Next publishes the next version of each demo dataset: one row removed, one

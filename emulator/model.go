@@ -2,8 +2,6 @@ package emulator
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -129,6 +127,7 @@ type dataset struct {
 	staleSent    time.Time // nextCheckBy for which stale was sent
 	rebuilding   bool
 	attachments  []fileRef
+	attachSet    int // SetAttachments calls: each set of files has a folder of its own
 	// plotiVersions are the watch side's promoted versions, oldest first
 	// (watch.go).
 	plotiVersions []*plotiVersion
@@ -200,21 +199,8 @@ func (e *Emulator) AddDataset(spec DatasetSpec) error {
 		schemaNums:  map[string]string{},
 		deliverable: true,
 	}
-	for _, a := range spec.Attachments {
-		rel := fmt.Sprintf("files/%s/attachments/%d-%s", d.tag, len(d.attachments), safeName(a.Name))
-		path := e.abs(rel)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return fmt.Errorf("add dataset %s: %w", spec.ID, err)
-		}
-		if err := os.WriteFile(path, a.Data, 0o644); err != nil {
-			return fmt.Errorf("add dataset %s: %w", spec.ID, err)
-		}
-		f, err := describeFile(rel, path)
-		if err != nil {
-			return fmt.Errorf("add dataset %s: %w", spec.ID, err)
-		}
-		f.name, f.contentType = a.Name, a.ContentType
-		d.attachments = append(d.attachments, f)
+	if err := e.writeAttachments(d, spec.Attachments); err != nil {
+		return fmt.Errorf("add dataset %s: %w", spec.ID, err)
 	}
 	e.datasets[spec.ID] = d
 	e.dsOrder = append(e.dsOrder, spec.ID)

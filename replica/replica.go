@@ -86,6 +86,11 @@ type Options struct {
 	Progress func(Progress)
 	// FetchOptions tweak the API client (retries, waits, rate limits).
 	FetchOptions func(*fetch.Options)
+	// AttachmentsInlineMax is the largest attachment kept in
+	// _ploti.attachments itself (a BLOB); larger ones are kept in a folder
+	// beside the file (<file>.attachments). 0: DefaultAttachmentsInlineMax;
+	// negative: every attachment is kept as a file.
+	AttachmentsInlineMax int64
 	// Stop, when closed, asks Sync to stop at its next commit point: the
 	// transaction under way finishes, nothing new starts, and Sync returns
 	// ErrStopped. Cancelling ctx instead rolls the open transaction back.
@@ -113,6 +118,7 @@ type Replica struct {
 	// rebootstrap is set while Rebootstrap runs: the bootstrap reloads
 	// datasets at the version they hold too.
 	rebootstrap bool
+	memo        *linkMemo // r.api, remembering attachment links (attachments.go)
 }
 
 // Open opens (or creates) the DuckDB file at path for the subscription.
@@ -159,8 +165,9 @@ func Open(ctx context.Context, path string, opts Options) (*Replica, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.db, r.api = db, api
-	r.exec = &apply.Executor{DB: db, Source: &source{api: api}, OnMajor: opts.OnMajor, IDRefs: opts.IDReferences, Log: opts.Logger}
+	r.memo = &linkMemo{API: api} // attachment links, from the answers a sync reads anyway
+	r.db, r.api = db, r.memo
+	r.exec = &apply.Executor{DB: db, Source: &source{api: r.api}, OnMajor: opts.OnMajor, IDRefs: opts.IDReferences, Log: opts.Logger}
 	return r, nil
 }
 

@@ -18,15 +18,18 @@ import (
 // follows the CLI's one convention: camelCase, durations in seconds, empty
 // lists as [].
 type SyncResult struct {
-	Bootstrapped    bool          `json:"bootstrapped"`     // loaded from the manifest (first sync or a 410)
-	EventsSeen      int           `json:"eventsSeen"`       // events read from the log
-	EventsApplied   int           `json:"eventsApplied"`    // events that changed something
-	EventsSkipped   int           `json:"eventsSkipped"`    // events skipped by a rule or already applied
-	SnapshotsLoaded int           `json:"snapshotsLoaded"`  // snapshot loads (bootstrap, resync, reload)
-	ChangesMerged   int           `json:"changesMerged"`    // changes files merged
-	Failed          []string      `json:"failed"`           // datasets that failed this sync (their last good version stays)
-	Cursor          string        `json:"cursor,omitempty"` // the stored cursor after the sync
-	Duration        time.Duration `json:"-"`                // wall time (JSON: durationSeconds)
+	Bootstrapped    bool     `json:"bootstrapped"`    // loaded from the manifest (first sync or a 410)
+	EventsSeen      int      `json:"eventsSeen"`      // events read from the log
+	EventsApplied   int      `json:"eventsApplied"`   // events that changed something
+	EventsSkipped   int      `json:"eventsSkipped"`   // events skipped by a rule or already applied
+	SnapshotsLoaded int      `json:"snapshotsLoaded"` // snapshot loads (bootstrap, resync, reload)
+	ChangesMerged   int      `json:"changesMerged"`   // changes files merged
+	Failed          []string `json:"failed"`          // datasets that failed this sync (their last good version stays)
+	// AttachmentsFailed are datasets whose version's attachments could not
+	// be kept this sync (their data is applied; the next sync tries again).
+	AttachmentsFailed []string      `json:"attachmentsFailed,omitempty"`
+	Cursor            string        `json:"cursor,omitempty"` // the stored cursor after the sync
+	Duration          time.Duration `json:"-"`                // wall time (JSON: durationSeconds)
 }
 
 // MarshalJSON writes Duration as durationSeconds and Failed as [] when empty.
@@ -51,6 +54,7 @@ func (r SyncResult) MarshalJSON() ([]byte, error) {
 func (r *Replica) Sync(ctx context.Context) (SyncResult, error) {
 	start := time.Now()
 	var res SyncResult
+	r.memo.forget()
 	sub, err := r.subscription(ctx)
 	if err != nil {
 		return res, err
@@ -68,6 +72,9 @@ func (r *Replica) Sync(ctx context.Context) (SyncResult, error) {
 		if ferr := r.db.FinishRun(context.WithoutCancel(ctx), runRow(runID, res, err)); ferr != nil && err == nil {
 			err = ferr
 		}
+	}
+	if err == nil || errors.Is(err, ErrPartial) {
+		r.keepAttachments(ctx, &res)
 	}
 	r.pruneChanges(ctx)
 	return res, err

@@ -8,9 +8,10 @@
 // spooled as NDJSON) with its read_json (rows.go), never row by row
 // through Go.
 //
-// The _ploti schema (migration 3; migration 2 stores _ploti.changes.record_id
+// The _ploti schema (migration 4; migration 2 stores _ploti.changes.record_id
 // uncompressed, for faster checkpoints of a merge's log; migration 3 adds
-// datasets.source, 'renamed' changes and the inbox, for watched datasets):
+// datasets.source, 'renamed' changes and the inbox, for watched datasets;
+// migration 4 the attachments):
 //
 //	_ploti.subscription(subscription_id, api_url, cursor, last_sync_at, manifest_at)
 //	_ploti.datasets(dataset_id, table_name, title, place_id, topic, version,
@@ -25,6 +26,9 @@
 //	                                                           -- change: added, changed, removed, renamed (watches)
 //	_ploti.inbox(event_id, type, occurred_at, received_at, request_id, url, data)
 //	_ploti.sync_runs(run_id, started_at, finished_at, result, error, ...)
+//	_ploti.attachments(dataset_id, version, name, content_type, bytes, sha256,
+//	    content, path, fetched_at)             -- content BLOB, or path beside the file
+//	_ploti.attachment_syncs(dataset_id, version, synced_at, error)
 //	_ploti.schema_migrations(version, applied_at)
 //
 // status is one of pending, current, held, removed, failed; a hold's kind is

@@ -161,7 +161,12 @@ func TestDemo(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("demo: exit %d\n%s\n%s", code, out, errs)
 	}
-	for _, want := range []string{"bootstrapped", "3 changes file(s) merged", emulator.DemoParcels, "issued permits worth", "duckdb -readonly"} {
+	// issue 13: the demo starts from discovery: find a place, preview,
+	// subscribe, sync.
+	for _, want := range []string{"$ ploti-replica places --state fl", "fl-counties", "$ ploti-replica subscriptions preview --place fl-counties",
+		"would deliver 3 dataset(s)", "$ ploti-replica subscriptions create --name 'Central Florida' --place fl-counties", "export PLOTI_SUBSCRIPTION=sub_1",
+		"bootstrapped", "3 changes file(s) merged", emulator.DemoParcels, "issued permits worth",
+		"data-dictionary.csv (text/csv, 225 bytes, kept inline)", "duckdb -readonly"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("demo output lacks %q:\n%s", want, out)
 		}

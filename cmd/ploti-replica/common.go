@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -33,6 +35,8 @@ type connFlags struct {
 	IDRefs       []string
 	PageSize     int
 	KeepChanges  int
+	// AttachmentsInline is --attachments-inline-max, a size.
+	AttachmentsInline string
 }
 
 // flagSet picks which of the shared flags a command takes, so that its
@@ -73,6 +77,7 @@ func (c *connFlags) register(cmd *cobra.Command, sets flagSet) {
 		f.StringArrayVar(&c.IDRefs, "id-ref", nil, "TABLE.COLUMN=DATASET: a column of yours holding the dataset's record ids, rewritten when Ploti replaces ids (repeatable)")
 		f.IntVar(&c.PageSize, "page-size", replica.DefaultPageSize, "events read per page of the log (1 to 500); the cursor is committed after each page")
 		f.IntVar(&c.KeepChanges, "keep-changes", 0, "versions of each dataset whose rows _ploti.changes keeps (0: all)")
+		f.StringVar(&c.AttachmentsInline, "attachments-inline-max", "1MiB", "attachments up to this size are kept in _ploti.attachments, larger ones in the folder <db>.attachments beside the file (0: every one in the folder)")
 	}
 }
 
@@ -164,10 +169,15 @@ func (c *connFlags) options(env *Env) (replica.Options, error) {
 	if err != nil {
 		return replica.Options{}, err
 	}
+	inline, err := attachmentsInlineMax(c.AttachmentsInline)
+	if err != nil {
+		return replica.Options{}, err
+	}
 	told := false
 	return replica.Options{
 		APIURL: c.APIURL, APIKey: c.APIKey, SubscriptionID: c.Subscription, Logger: log, OnMajor: c.OnMajor,
 		MemoryLimit: c.MemoryLimit, LockTimeout: wait, IDReferences: refs, PageSize: c.PageSize, KeepChanges: c.KeepChanges,
+		AttachmentsInlineMax: inline,
 		OnLocked: func(msg string) {
 			if !told {
 				log.Warn().Str("db", c.DB).Msg("waiting for the file: " + msg)
@@ -253,4 +263,29 @@ func (c *connFlags) logger(w io.Writer) (zerolog.Logger, error) {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && isatty.IsTerminal(f.Fd())
+}
+
+// sizeRE is a size: a whole number and an optional unit.
+var sizeRE = regexp.MustCompile(`^(?i)\s*(\d+)\s*(b|kb|mb|gb|kib|mib|gib)?\s*$`)
+
+// attachmentsInlineMax reads --attachments-inline-max as
+// replica.Options.AttachmentsInlineMax takes it: 0 on the command line
+// (every attachment a file) is negative there; empty is its default.
+func attachmentsInlineMax(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	m := sizeRE.FindStringSubmatch(s)
+	if m == nil {
+		return 0, &usageError{fmt.Errorf("--attachments-inline-max %q: want a size such as 1MiB, 500KB or 0", s)}
+	}
+	n, err := strconv.ParseInt(m[1], 10, 64)
+	if err != nil {
+		return 0, &usageError{fmt.Errorf("--attachments-inline-max %q: %w", s, err)}
+	}
+	unit := map[string]int64{"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30}[strings.ToLower(m[2])]
+	if n == 0 {
+		return -1, nil
+	}
+	return n * unit, nil
 }

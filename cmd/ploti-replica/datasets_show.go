@@ -71,7 +71,7 @@ type schemaOut struct {
 }
 
 // attachmentOut is an attachment of the current version (never its
-// signed link).
+// signed link), or one the --db file keeps.
 type attachmentOut struct {
 	Version     int    `json:"version,omitempty"`
 	Name        string `json:"name"`
@@ -107,7 +107,9 @@ func (d *datasetsShowCmd) run(ctx context.Context, id string) error {
 		}
 		out.Schema = &schemaOut{SchemaVersion: sc.SchemaVersion, KeyColumns: nonNil(sc.KeyColumns), Columns: nonNil(sc.Columns)}
 	}
-	out.Local = d.local(ctx, id)
+	var kept []storage.Attachment
+	out.Local, kept = d.local(ctx, id)
+	out.Attachments = withKept(out.Attachments, kept)
 	if d.JSON {
 		return d.printJSON(out)
 	}
@@ -145,30 +147,55 @@ func (d *datasetsShowCmd) versions(ctx context.Context, c *fetch.Client, ds *plo
 	return nil
 }
 
-// local reads what the --db file holds of the dataset: nil when the file
-// does not exist, cannot be read now (another process writes it), or does
-// not hold the dataset.
-func (d *datasetsShowCmd) local(ctx context.Context, id string) *replica.DatasetStatus {
+// local reads what the --db file holds of the dataset, and the
+// attachments it keeps: nothing when the file does not exist, cannot be
+// read now (another process writes it), or does not hold the dataset.
+func (d *datasetsShowCmd) local(ctx context.Context, id string) (*replica.DatasetStatus, []storage.Attachment) {
 	if _, err := os.Stat(d.conn.DB); err != nil {
-		return nil
+		return nil, nil
 	}
 	db, err := storage.Open(ctx, d.conn.DB, storage.Options{ReadOnly: true, LockTimeout: -1})
 	if err != nil {
 		fmt.Fprintf(d.env.Stderr, "note: %s not read: %s\n", d.conn.DB, oneLine(err))
-		return nil
+		return nil, nil
 	}
 	defer db.Close()
 	st, err := replica.ReadStatus(ctx, db)
-	if err != nil {
-		fmt.Fprintf(d.env.Stderr, "note: %s not read: %s\n", d.conn.DB, oneLine(err))
-		return nil
-	}
-	for i := range st.Datasets {
-		if st.Datasets[i].DatasetID == id {
-			return &st.Datasets[i]
+	if err == nil {
+		var kept []storage.Attachment
+		if kept, err = db.Attachments(ctx, id, false); err == nil {
+			for i := range st.Datasets {
+				if st.Datasets[i].DatasetID == id {
+					return &st.Datasets[i], kept
+				}
+			}
+			return nil, kept
 		}
 	}
-	return nil
+	fmt.Fprintf(d.env.Stderr, "note: %s not read: %s\n", d.conn.DB, oneLine(err))
+	return nil, nil
+}
+
+// withKept marks the attachments the file keeps (same name and sha256)
+// with where, and adds those it keeps that Ploti no longer lists.
+func withKept(list []attachmentOut, kept []storage.Attachment) []attachmentOut {
+	for _, k := range kept {
+		where := "inline"
+		if !k.Inline() {
+			where = k.Path
+		}
+		found := false
+		for i := range list {
+			if list[i].Name == k.Name && (list[i].SHA256 == "" || strings.EqualFold(list[i].SHA256, k.SHA256)) {
+				list[i].Kept, found = where, true
+			}
+		}
+		if !found {
+			b := k.Bytes
+			list = append(list, attachmentOut{Version: k.Version, Name: k.Name, ContentType: k.ContentType, Bytes: &b, SHA256: k.SHA256, Kept: where})
+		}
+	}
+	return list
 }
 
 func (d *datasetsShowCmd) print(out datasetShow) error {
@@ -224,7 +251,7 @@ func (d *datasetsShowCmd) print(out datasetShow) error {
 		fmt.Fprintln(w, "  none")
 	}
 	for _, a := range out.Attachments {
-		fmt.Fprintf(w, "  %s (%s%s)%s\n", a.Name, orDash(a.ContentType), bytesText(a.Bytes), keptText(a.Kept))
+		fmt.Fprintf(w, "  %s (%s%s%s)\n", a.Name, orDash(a.ContentType), bytesText(a.Bytes), keptText(a.Kept))
 	}
 	d.printLocal(out.Local)
 	return nil
@@ -270,7 +297,7 @@ func keptText(k string) string {
 	if k == "" {
 		return ""
 	}
-	return " kept " + k
+	return ", kept " + k
 }
 
 // typeText writes a column type: "decimal(14,2)", "list<string>",

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ploti-replica/ploti-replica/emulator"
+	"github.com/ploti-replica/ploti-replica/fetch"
 	"github.com/ploti-replica/ploti-replica/replica"
 	"github.com/ploti-replica/ploti-replica/storage"
 )
@@ -26,11 +28,12 @@ func newDemoCmd(env *Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run the whole story against the bundled emulator: no Ploti account needed",
-		Long: `Start the emulator in-process with a small subscription (permits with points,
-parcels with polygons, inspections with decimals, dates, timestamps, booleans
-and lists, over two counties), sync it into a DuckDB file, publish two more
-versions with added, changed and removed rows, sync again, and show how to
-query the file.`,
+		Long: `Start the emulator in-process with a small workspace (permits with points
+and a data dictionary, parcels with polygons, inspections with decimals,
+dates, timestamps, booleans and lists, over two counties) and walk a new
+user's path: find the places, preview what a subscription would deliver,
+create it, sync it into a DuckDB file, publish two more versions with added,
+changed and removed rows, sync again, and show how to query the file.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return d.run(cmd.Context()) },
 	}
@@ -55,25 +58,30 @@ func (d *demoCmd) run(ctx context.Context) error {
 	if err := em.Start(); err != nil {
 		return err
 	}
-	world, err := emulator.SeedDemo(ctx, em)
+	world, err := emulator.SeedDemoCatalog(em)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "emulator on %s, subscription %s (3 datasets over 2 counties)\n\n", em.URL(), world.SubscriptionID)
-	for _, p := range []string{d.DB, d.DB + ".wal"} {
-		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+	for _, p := range []string{d.DB, d.DB + ".wal", d.DB + ".attachments"} {
+		if err := os.RemoveAll(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("demo: replace %s: %w", p, err)
 		}
+	}
+	fmt.Fprintf(w, "emulator on %s: a workspace covering two Florida counties, no subscription yet\n", em.URL())
+	if world.SubscriptionID, err = d.subscribe(ctx, em); err != nil {
+		return err
 	}
 	if err := markDemoFile(ctx, d.DB); err != nil {
 		return err
 	}
 	opts := replica.Options{APIURL: em.URL(), APIKey: em.APIKey(), SubscriptionID: world.SubscriptionID}
 	for round := 0; round < 3; round++ {
-		if round > 0 {
-			if err := world.Next(ctx); err != nil {
-				return err
-			}
+		if err := world.Next(ctx); err != nil {
+			return err
+		}
+		if round == 0 {
+			fmt.Fprintf(w, "\nPloti builds the first version of each dataset; sync it into %s:\n$ ploti-replica sync --db %[1]s\n", d.DB)
+		} else {
 			fmt.Fprintf(w, "published version %d of each dataset (rows added, changed and removed)\n", round+1)
 		}
 		res, err := syncOnce(ctx, d.DB, opts)
@@ -89,12 +97,62 @@ func (d *demoCmd) run(ctx context.Context) error {
 	if err := d.show(ctx, w); err != nil {
 		return err
 	}
+	if err := d.step(ctx, em, "what the file holds of the permits, and their data dictionary:", "datasets", "show", emulator.DemoPermits, "--versions", "3", "--db", d.DB); err != nil {
+		return err
+	}
 	fmt.Fprintf(w, `
 Query it (the file is closed now, so any client may open it):
   duckdb -readonly %[1]s "SELECT status, count(*), sum(valuation) FROM ds_fl_orange_permits GROUP BY 1"
   python3 -c "import duckdb; print(duckdb.connect('%[1]s', read_only=True).sql('SELECT * FROM _ploti.datasets'))"
+  duckdb -readonly %[1]s "SELECT dataset_id, name, bytes, decode(content) FROM _ploti.attachments"
   go run ./cmd/ploti-replica status --db %[1]s
 `, d.DB)
+	return nil
+}
+
+// subscribe walks a new user's first steps with the CLI's own commands:
+// the places, a preview, the subscription. It returns the subscription.
+func (d *demoCmd) subscribe(ctx context.Context, em *emulator.Emulator) (string, error) {
+	steps := []struct {
+		say  string
+		args []string
+	}{
+		{"find the places your coverage has, with how many datasets each holds:", []string{"places", "--state", "fl", "--deliverable"}},
+		{"see what a subscription to every Florida county you cover would deliver:", []string{"subscriptions", "preview", "--place", "fl-counties", "--sort", "title"}},
+		{"subscribe (the create is retried with one Idempotency-Key, so it never makes two):", []string{"subscriptions", "create", "--name", "Central Florida", "--place", "fl-counties"}},
+	}
+	for _, st := range steps {
+		if err := d.step(ctx, em, st.say, st.args...); err != nil {
+			return "", err
+		}
+	}
+	c, err := fetch.New(fetch.Options{BaseURL: em.URL(), APIKey: em.APIKey()})
+	if err != nil {
+		return "", err
+	}
+	subs, err := c.Subscriptions(ctx)
+	if err != nil || len(subs) != 1 {
+		return "", fmt.Errorf("demo: the subscription just created is not listed (%d, %v)", len(subs), err)
+	}
+	return subs[0].ID, nil
+}
+
+// step prints a command line and runs it against the demo's emulator.
+func (d *demoCmd) step(ctx context.Context, em *emulator.Emulator, say string, args ...string) error {
+	w := d.env.Stdout
+	shown := make([]string, len(args))
+	for i, a := range args {
+		shown[i] = a
+		if strings.ContainsAny(a, " '\"$") {
+			shown[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	fmt.Fprintf(w, "\n%s\n$ ploti-replica %s\n", say, strings.Join(shown, " "))
+	vars := map[string]string{"PLOTI_API_URL": em.URL(), "PLOTI_API_KEY": em.APIKey(), "PLOTI_DB": d.DB}
+	env := &Env{Stdout: w, Stderr: d.env.Stderr, Getenv: func(k string) string { return vars[k] }}
+	if code := run(ctx, env, args); code != exitOK {
+		return fmt.Errorf("demo: ploti-replica %s: exit %d", strings.Join(args, " "), code)
+	}
 	return nil
 }
 

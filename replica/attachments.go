@@ -1,0 +1,345 @@
+package replica
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/ploti-replica/ploti-replica/ploti"
+	"github.com/ploti-replica/ploti-replica/storage"
+)
+
+// DefaultAttachmentsInlineMax is the largest attachment kept in the
+// _ploti.attachments table itself when Options.AttachmentsInlineMax is 0.
+const DefaultAttachmentsInlineMax = 1 << 20
+
+// attachmentsDir is the folder, beside the replica file, that keeps the
+// attachments larger than the inline limit: <file>.attachments.
+func (r *Replica) attachmentsDir() string { return r.db.Path() + ".attachments" }
+
+// keepAttachments keeps the attachments of the version each feed dataset
+// holds ("Each comes with that version and signed links to its snapshot,
+// schema and attachments, the files Ploti holds for the dataset"): those
+// not kept yet are downloaded and verified (bytes, sha256), those kept
+// already (same name and sha256) stay. It runs after the sync's own
+// commits, in a transaction of its own, as housekeeping: a failure keeps
+// the attachments kept before, is recorded in _ploti.attachment_syncs and
+// in SyncResult.AttachmentsFailed, and the next sync tries again. The
+// links come from the manifests and versions the sync read; a version
+// loaded in an earlier sync costs one call for fresh links.
+func (r *Replica) keepAttachments(ctx context.Context, res *SyncResult) {
+	if ctx.Err() != nil {
+		return
+	}
+	if err := r.keepAttachmentsOnce(ctx, res); err != nil && ctx.Err() == nil {
+		r.log.Warn().Err(err).Msg("could not keep attachments; the next sync tries again")
+	}
+}
+
+// attachmentPlan is what keeping one dataset's attachments came to.
+type attachmentPlan struct {
+	d    *storage.Dataset
+	list []storage.Attachment
+	err  error
+}
+
+func (r *Replica) keepAttachmentsOnce(ctx context.Context, res *SyncResult) error {
+	all, err := r.db.Datasets(ctx)
+	if err != nil {
+		return err
+	}
+	syncs, err := r.db.AttachmentSyncs(ctx)
+	if err != nil {
+		return err
+	}
+	var plans []attachmentPlan
+	for _, d := range all {
+		if d.Version == 0 || d.Source == storage.SourceWatch || (d.Status != storage.StatusCurrent && d.Status != storage.StatusHeld) {
+			continue
+		}
+		if s, ok := syncs[d.ID]; ok && s.Version == d.Version && s.Error == "" {
+			continue
+		}
+		if err := r.stopped(); err != nil {
+			break
+		}
+		list, err := r.attachmentsOf(ctx, d)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		plans = append(plans, attachmentPlan{d: d, list: list, err: err})
+	}
+	if len(plans) == 0 {
+		return nil
+	}
+	err = r.db.Update(ctx, func(tx *storage.Tx) error {
+		for _, p := range plans {
+			if p.err != nil {
+				if err := tx.PutAttachmentError(ctx, p.d.ID, p.d.Version, p.err.Error()); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := tx.PutAttachments(ctx, p.d.ID, p.d.Version, p.list); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, p := range plans {
+		if p.err != nil {
+			res.AttachmentsFailed = appendOnce(res.AttachmentsFailed, p.d.ID)
+			r.log.Warn().Str("dataset", p.d.ID).Int("version", p.d.Version).Err(p.err).Msg("attachments not kept; the next sync tries again")
+			continue
+		}
+		r.pruneAttachmentFiles(p.d.ID, p.list)
+	}
+	return nil
+}
+
+// attachmentsOf downloads the attachments of the version d holds that are
+// not kept already, and returns the rows to keep.
+func (r *Replica) attachmentsOf(ctx context.Context, d *storage.Dataset) ([]storage.Attachment, error) {
+	links, err := r.attachmentLinks(ctx, d.ID, d.Version)
+	if err != nil {
+		return nil, err
+	}
+	kept, err := r.db.Attachments(ctx, d.ID, true)
+	if err != nil {
+		return nil, err
+	}
+	out := []storage.Attachment{}
+	seen := map[string]bool{}
+	for i, a := range links {
+		if a.Name == "" || seen[a.Name] {
+			return nil, fmt.Errorf("attachments of %s v%d: an attachment without a name, or two named %q", d.ID, d.Version, a.Name)
+		}
+		seen[a.Name] = true
+		if k, ok := reusable(kept, a); ok {
+			k.Version, k.ContentType = d.Version, a.ContentType
+			out = append(out, k)
+			continue
+		}
+		got, err := r.fetchAttachment(ctx, d, i, a)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got)
+	}
+	return out, nil
+}
+
+// reusable finds a kept attachment of the same name and content: its
+// sha256 equals the link's (a link without one is fetched again).
+func reusable(kept []storage.Attachment, a ploti.Attachment) (storage.Attachment, bool) {
+	for _, k := range kept {
+		if k.Name == a.Name && a.SHA256 != "" && strings.EqualFold(k.SHA256, a.SHA256) {
+			return k, true
+		}
+	}
+	return storage.Attachment{}, false
+}
+
+// fetchAttachment downloads one attachment (verified against the link's
+// bytes and sha256), and keeps it inline or as a file beside the replica.
+func (r *Replica) fetchAttachment(ctx context.Context, d *storage.Dataset, i int, a ploti.Attachment) (storage.Attachment, error) {
+	refresh := func(ctx context.Context) (ploti.File, error) {
+		fresh, err := r.freshAttachmentLinks(ctx, d.ID, d.Version)
+		if err != nil {
+			return ploti.File{}, err
+		}
+		for _, f := range fresh {
+			if f.Name == a.Name {
+				return ploti.File{URL: f.URL, Bytes: f.Bytes, SHA256: f.SHA256}, nil
+			}
+		}
+		return ploti.File{}, fmt.Errorf("fresh links of %s v%d have no attachment %q", d.ID, d.Version, a.Name)
+	}
+	path, err := r.api.Download(ctx, ploti.File{URL: a.URL, Bytes: a.Bytes, SHA256: a.SHA256}, fileName(d.ID, d.Version, "attachment", i, ".bin"), refresh)
+	if err != nil {
+		return storage.Attachment{}, fmt.Errorf("download attachment %q of %s v%d: %w", a.Name, d.ID, d.Version, err)
+	}
+	defer os.Remove(path)
+	sum, n, err := hashFile(path)
+	if err != nil {
+		return storage.Attachment{}, err
+	}
+	out := storage.Attachment{DatasetID: d.ID, Version: d.Version, Name: a.Name, ContentType: a.ContentType, Bytes: n, SHA256: sum}
+	if max := r.inlineMax(); max >= 0 && n <= max {
+		out.Content, err = os.ReadFile(path)
+		return out, err
+	}
+	rel := filepath.Join(filepath.Base(r.attachmentsDir()), safeFileName(d.ID), "v"+strconv.Itoa(d.Version), safeFileName(a.Name))
+	dst := filepath.Join(filepath.Dir(r.db.Path()), rel)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return storage.Attachment{}, fmt.Errorf("keep attachment %q of %s: %w", a.Name, d.ID, err)
+	}
+	if err := os.Rename(path, dst); err != nil {
+		return storage.Attachment{}, fmt.Errorf("keep attachment %q of %s: %w", a.Name, d.ID, err)
+	}
+	out.Path = filepath.ToSlash(rel)
+	return out, nil
+}
+
+// inlineMax is the largest attachment kept inline; -1: none is.
+func (r *Replica) inlineMax() int64 {
+	switch m := r.opts.AttachmentsInlineMax; {
+	case m == 0:
+		return DefaultAttachmentsInlineMax
+	case m < 0:
+		return -1
+	default:
+		return m
+	}
+}
+
+// pruneAttachmentFiles removes the files of a dataset's earlier
+// attachments once the rows that named them are replaced.
+func (r *Replica) pruneAttachmentFiles(datasetID string, keep []storage.Attachment) {
+	base := filepath.Dir(r.db.Path())
+	want := map[string]bool{}
+	for _, a := range keep {
+		if a.Path != "" {
+			want[filepath.Clean(filepath.Join(base, filepath.FromSlash(a.Path)))] = true
+		}
+	}
+	root := filepath.Join(r.attachmentsDir(), safeFileName(datasetID))
+	filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
+		if err == nil && !e.IsDir() && !want[filepath.Clean(p)] {
+			os.Remove(p)
+		}
+		return nil
+	})
+	// Remove the folders left empty, deepest first (Remove refuses the others).
+	var dirs []string
+	filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
+		if err == nil && e.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return nil
+	})
+	for i := len(dirs) - 1; i >= 0; i-- {
+		os.Remove(dirs[i])
+	}
+}
+
+func hashFile(path string) (string, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return "", 0, err
+	}
+	return hex.EncodeToString(h.Sum(nil)), n, nil
+}
+
+// safeFileName keeps a name from the network to one path segment.
+func safeFileName(s string) string {
+	out := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.' {
+			return r
+		}
+		return '_'
+	}, s)
+	if out = strings.TrimLeft(out, "."); out == "" {
+		out = "_"
+	}
+	return out
+}
+
+// attachmentLinks gives the signed attachment links of a version: those
+// the sync's manifests and versions carried, or fresh ones.
+func (r *Replica) attachmentLinks(ctx context.Context, datasetID string, version int) ([]ploti.Attachment, error) {
+	if list, ok := r.memo.get(datasetID, version); ok {
+		return list, nil
+	}
+	return r.freshAttachmentLinks(ctx, datasetID, version)
+}
+
+func (r *Replica) freshAttachmentLinks(ctx context.Context, datasetID string, version int) ([]ploti.Attachment, error) {
+	v, err := r.api.Links(ctx, datasetID, version, []string{"attachments"})
+	if err != nil {
+		return nil, fmt.Errorf("sign attachment links of %s v%d: %w", datasetID, version, err)
+	}
+	return v.Files.Attachments, nil
+}
+
+// linkMemo is the API with a memory of the attachment links of the
+// versions it answered with (manifests, versions): keeping a version's
+// attachments then needs no call of its own. Forget clears it (links last
+// an hour; a sync starts afresh).
+type linkMemo struct {
+	API
+	mu    sync.Mutex
+	links map[string][]ploti.Attachment // "dataset\x00version"
+}
+
+func memoKey(datasetID string, version int) string { return datasetID + "\x00" + strconv.Itoa(version) }
+
+func (m *linkMemo) put(datasetID string, version int, list []ploti.Attachment) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.links == nil {
+		m.links = map[string][]ploti.Attachment{}
+	}
+	if list == nil {
+		list = []ploti.Attachment{}
+	}
+	m.links[memoKey(datasetID, version)] = list
+}
+
+func (m *linkMemo) get(datasetID string, version int) ([]ploti.Attachment, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	list, ok := m.links[memoKey(datasetID, version)]
+	return list, ok
+}
+
+func (m *linkMemo) forget() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.links = nil
+}
+
+// Manifest remembers the attachment links of the datasets it lists.
+func (m *linkMemo) Manifest(ctx context.Context, subscriptionID, asOf string) (*ploti.Manifest, error) {
+	mf, err := m.API.Manifest(ctx, subscriptionID, asOf)
+	if err == nil {
+		for _, d := range mf.Datasets {
+			m.put(d.DatasetID, d.Version, d.Files.Attachments)
+		}
+	}
+	return mf, err
+}
+
+// Version remembers the version's attachment links.
+func (m *linkMemo) Version(ctx context.Context, datasetID string, version int) (*ploti.Version, error) {
+	v, err := m.API.Version(ctx, datasetID, version)
+	if err == nil {
+		m.put(v.DatasetID, v.Version, v.Files.Attachments)
+	}
+	return v, err
+}
+
+// VersionByLink remembers the version's attachment links.
+func (m *linkMemo) VersionByLink(ctx context.Context, link string) (*ploti.Version, error) {
+	v, err := m.API.VersionByLink(ctx, link)
+	if err == nil {
+		m.put(v.DatasetID, v.Version, v.Files.Attachments)
+	}
+	return v, err
+}

@@ -1,0 +1,110 @@
+package replica
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ploti-replica/ploti-replica/emulator"
+	"github.com/ploti-replica/ploti-replica/storage"
+)
+
+func sha(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
+
+// keptAttachments reads a dataset's kept attachments, with each one's
+// content (from the table or from its file).
+func keptAttachments(t *testing.T, r *Replica, datasetID string) map[string]storage.Attachment {
+	t.Helper()
+	list, err := r.db.Attachments(context.Background(), datasetID, true)
+	must(t, err)
+	out := map[string]storage.Attachment{}
+	for _, a := range list {
+		if !a.Inline() {
+			b, err := os.ReadFile(filepath.Join(filepath.Dir(r.db.Path()), filepath.FromSlash(a.Path)))
+			must(t, err)
+			a.Content = b
+		}
+		out[a.Name] = a
+	}
+	return out
+}
+
+// subscriptions-manifest-files.txt: the manifest lists each dataset "with
+// that version and signed links to its snapshot, schema and attachments,
+// the files Ploti holds for the dataset"; "Attachments are in whatever
+// format Ploti stored them, named by contentType." They are downloaded,
+// verified and kept in _ploti.attachments: inline up to a limit, as a file
+// beside the replica above it (issue 13).
+func TestScenario_Attachments(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	dict := []byte("column,meaning\npermit,the permit number\n")
+	manual := bytes.Repeat([]byte("%PDF-1.4 manual "), 200) // 3200 bytes
+	em.AddPlace(emulator.Place{ID: "fl-orange", Name: "Orange County, FL", Kind: "county", State: "fl"})
+	must(t, em.AddDataset(emulator.DatasetSpec{ID: "ds_permits", Title: "Permits", PlaceID: "fl-orange", KeyColumns: []string{"permit"},
+		Columns: permitCols[:1], Attachments: []emulator.Attachment{
+			{Name: "dictionary.csv", ContentType: "text/csv", Data: dict},
+			{Name: "../manual.pdf", ContentType: "application/pdf", Data: manual}}}))
+	sub, err := em.CreateSubscription(emulator.SubscriptionSpec{Places: []string{"fl-orange"}})
+	must(t, err)
+	row := func(i int) []emulator.Row { return []emulator.Row{{"permit": "P-1"}, {"permit": "P-" + itoa(i+1)}} }
+	_, err = em.Publish(ctx, "ds_permits", row(1))
+	must(t, err)
+	r := mustOpen(t, em, sub, "", func(o *Options) { o.AttachmentsInlineMax = 1024 })
+	mustSync(t, r)
+	kept := keptAttachments(t, r, "ds_permits")
+	d, m := kept["dictionary.csv"], kept["../manual.pdf"]
+	if !d.Inline() || !bytes.Equal(d.Content, dict) || d.SHA256 != sha(dict) || d.Bytes != int64(len(dict)) || d.ContentType != "text/csv" || d.Version != 1 {
+		t.Fatalf("dictionary = %+v, want inline, its bytes and sha256, version 1", d)
+	}
+	if m.Inline() || !bytes.Equal(m.Content, manual) || m.SHA256 != sha(manual) || !strings.HasPrefix(m.Path, "replica.duckdb.attachments/ds_permits/v1/") || strings.Contains(m.Path, "..") {
+		t.Fatalf("manual = %s %+v, want a file beside the replica, under its folder", m.Path, m.Bytes)
+	}
+
+	// A new version with the same files: nothing downloaded (every
+	// attachment download would fail now), the rows move to it.
+	_, err = em.Publish(ctx, "ds_permits", row(2))
+	must(t, err)
+	em.Inject(emulator.Fault{Match: "/files/d1/attachments/**", Kind: emulator.FaultCorrupt, Count: -1}) // ds_permits is d1
+	res := mustSync(t, r)
+	if len(res.AttachmentsFailed) != 0 || keptAttachments(t, r, "ds_permits")["../manual.pdf"].Version != 2 {
+		t.Fatalf("unchanged attachments of v2: %+v %+v", res, keptAttachments(t, r, "ds_permits"))
+	}
+
+	// A changed dictionary, but its download is corrupt: the data goes on,
+	// the attachments stay those of v2, and the next sync keeps them.
+	dict2 := []byte("column,meaning\npermit,the permit's number\nunits,dwelling units\n")
+	must(t, em.SetAttachments("ds_permits", []emulator.Attachment{
+		{Name: "dictionary.csv", ContentType: "text/csv", Data: dict2},
+		{Name: "../manual.pdf", ContentType: "application/pdf", Data: manual}}))
+	_, err = em.Publish(ctx, "ds_permits", row(3))
+	must(t, err)
+	res = mustSync(t, r)
+	if len(res.AttachmentsFailed) != 1 || datasetRow(t, r, "ds_permits").Version != 3 {
+		t.Fatalf("a corrupt attachment: %+v, v%d", res, datasetRow(t, r, "ds_permits").Version)
+	}
+	if got := keptAttachments(t, r, "ds_permits")["dictionary.csv"]; !bytes.Equal(got.Content, dict) || got.Version != 2 {
+		t.Fatalf("after a corrupt download the kept dictionary = v%d %q", got.Version, got.Content)
+	}
+	syncs, err := r.db.AttachmentSyncs(ctx)
+	must(t, err)
+	if s := syncs["ds_permits"]; s.Version != 3 || !strings.Contains(s.Error, "sha256") {
+		t.Fatalf("attachment sync = %+v, want the failure of v3 recorded", s)
+	}
+	em.ClearFaults()
+	res = mustSync(t, r)
+	kept = keptAttachments(t, r, "ds_permits")
+	if len(res.AttachmentsFailed) != 0 || !bytes.Equal(kept["dictionary.csv"].Content, dict2) || kept["dictionary.csv"].Version != 3 || kept["../manual.pdf"].Version != 3 {
+		t.Fatalf("the next sync: %+v %+v", res, kept)
+	}
+	// The manual's file is still the one kept under v1's folder.
+	entries, _ := filepath.Glob(filepath.Join(r.db.Path()+".attachments", "ds_permits", "*", "*"))
+	if len(entries) != 1 {
+		t.Fatalf("attachment files = %v, want the manual's only", entries)
+	}
+}

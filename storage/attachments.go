@@ -1,0 +1,140 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Attachment is a file Ploti holds with a dataset's version, as kept in
+// _ploti.attachments: inline (Content) or as a file (Path, relative to
+// the replica file's folder).
+type Attachment struct {
+	DatasetID   string
+	Version     int
+	Name        string
+	ContentType string
+	Bytes       int64
+	SHA256      string
+	// Content is the file when kept inline (read only when asked for).
+	Content []byte
+	// Path is where the file is kept when not inline.
+	Path      string
+	FetchedAt time.Time
+}
+
+// Inline reports whether the attachment is kept in the table.
+func (a Attachment) Inline() bool { return a.Path == "" }
+
+// AttachmentSync is the version whose attachments a dataset's rows are,
+// and why the last try to keep a later one failed, if it did.
+type AttachmentSync struct {
+	DatasetID string
+	Version   int
+	Error     string
+}
+
+// Attachments lists the attachments kept, of one dataset or ("") all,
+// by dataset and name; content reads the inline files too.
+func (db *DB) Attachments(ctx context.Context, datasetID string, content bool) ([]Attachment, error) {
+	col := "NULL::BLOB"
+	if content {
+		col = "content"
+	}
+	q := "SELECT dataset_id, version, name, coalesce(content_type, ''), bytes, sha256, " + col + ", coalesce(path, ''), fetched_at FROM _ploti.attachments"
+	var args []any
+	if datasetID != "" {
+		q += " WHERE dataset_id = ?"
+		args = append(args, datasetID)
+	}
+	rows, err := db.sql.QueryContext(ctx, q+" ORDER BY dataset_id, name", args...)
+	if err != nil {
+		return nil, fmt.Errorf("list attachments: %w", err)
+	}
+	defer rows.Close()
+	var out []Attachment
+	for rows.Next() {
+		var a Attachment
+		if err := rows.Scan(&a.DatasetID, &a.Version, &a.Name, &a.ContentType, &a.Bytes, &a.SHA256, &a.Content, &a.Path, &a.FetchedAt); err != nil {
+			return nil, fmt.Errorf("list attachments: %w", err)
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// AttachmentSyncs reads, by dataset, the version whose attachments are kept.
+func (db *DB) AttachmentSyncs(ctx context.Context) (map[string]AttachmentSync, error) {
+	rows, err := db.sql.QueryContext(ctx, "SELECT dataset_id, version, coalesce(error, '') FROM _ploti.attachment_syncs")
+	if err != nil {
+		return nil, fmt.Errorf("read attachment syncs: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]AttachmentSync{}
+	for rows.Next() {
+		var s AttachmentSync
+		if err := rows.Scan(&s.DatasetID, &s.Version, &s.Error); err != nil {
+			return nil, fmt.Errorf("read attachment syncs: %w", err)
+		}
+		out[s.DatasetID] = s
+	}
+	return out, rows.Err()
+}
+
+// PutAttachments replaces a dataset's attachments with those of version
+// (list may be empty: the version has none) and records it as kept.
+func (tx *Tx) PutAttachments(ctx context.Context, datasetID string, version int, list []Attachment) error {
+	if _, err := tx.tx.ExecContext(ctx, "DELETE FROM _ploti.attachments WHERE dataset_id = ?", datasetID); err != nil {
+		return fmt.Errorf("put attachments of %s: %w", datasetID, err)
+	}
+	for _, a := range list {
+		var content any
+		var path any
+		if a.Path != "" {
+			path = a.Path
+		} else {
+			content = nonNilBytes(a.Content)
+		}
+		at := a.FetchedAt
+		if at.IsZero() {
+			at = tx.Now
+		}
+		_, err := tx.tx.ExecContext(ctx, `INSERT INTO _ploti.attachments (dataset_id, version, name, content_type, bytes, sha256, content, path, fetched_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, datasetID, version, a.Name, nullStr(a.ContentType), a.Bytes, a.SHA256, content, path, at)
+		if err != nil {
+			return fmt.Errorf("put attachment %s of %s: %w", a.Name, datasetID, err)
+		}
+	}
+	return tx.putAttachmentSync(ctx, datasetID, version, "")
+}
+
+// PutAttachmentError records that keeping version's attachments failed;
+// the rows kept stay.
+func (tx *Tx) PutAttachmentError(ctx context.Context, datasetID string, version int, msg string) error {
+	return tx.putAttachmentSync(ctx, datasetID, version, msg)
+}
+
+func (tx *Tx) putAttachmentSync(ctx context.Context, datasetID string, version int, msg string) error {
+	if _, err := tx.tx.ExecContext(ctx, "DELETE FROM _ploti.attachment_syncs WHERE dataset_id = ?", datasetID); err != nil {
+		return fmt.Errorf("record attachments of %s: %w", datasetID, err)
+	}
+	var e any
+	if msg != "" {
+		e = msg
+	}
+	_, err := tx.tx.ExecContext(ctx, "INSERT INTO _ploti.attachment_syncs (dataset_id, version, synced_at, error) VALUES (?, ?, ?, ?)",
+		datasetID, version, tx.Now, e)
+	if err != nil {
+		return fmt.Errorf("record attachments of %s: %w", datasetID, err)
+	}
+	return nil
+}
+
+// nonNilBytes keeps an empty file's content a zero-length BLOB, not NULL.
+func nonNilBytes(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
