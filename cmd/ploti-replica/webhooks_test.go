@@ -65,9 +65,8 @@ func TestWebhooksCreate_answerLost(t *testing.T) {
 
 // CONTRACT.md 9, "Member webhooks": "POST /v1/webhooks without
 // subscriptionId makes a webhook that receives dataset.changed for every
-// dataset its member watches and the member's request events". Tested at
-// the request level: the bundled emulator does not serve member webhooks
-// yet.
+// dataset its member watches and the member's request events". The body
+// sent has no subscriptionId at all.
 func TestWebhooksCreate_memberWebhook(t *testing.T) {
 	var mu sync.Mutex
 	var bodies []map[string]any
@@ -110,5 +109,19 @@ func TestWebhooksCreate_memberWebhook(t *testing.T) {
 				t.Fatalf("body = %v, want no subscriptionId", body)
 			}
 		})
+	}
+}
+
+// The same against the emulator, which serves member webhooks: without a
+// subscription, or with --member over PLOTI_SUBSCRIPTION, the webhook is
+// the member's.
+func TestWebhooksCreate_memberWebhookOnTheEmulator(t *testing.T) {
+	em, _, vars := demoWorld(t)
+	mustCLI(t, vars, "webhooks", "create", "--url", "https://example.org/member", "--member")
+	delete(vars, "PLOTI_SUBSCRIPTION")
+	mustCLI(t, vars, "webhooks", "create", "--url", "https://example.org/member2")
+	hooks := em.Webhooks()
+	if len(hooks) != 2 || hooks[0].SubscriptionID != "" || hooks[1].SubscriptionID != "" {
+		t.Fatalf("webhooks = %+v, want two member webhooks", hooks)
 	}
 }
