@@ -29,11 +29,14 @@ func (r *Replica) attachmentsDir() string { return r.db.Path() + ".attachments" 
 // schema and attachments, the files Ploti holds for the dataset"): those
 // not kept yet are downloaded and verified (bytes, sha256), those kept
 // already (same name and sha256) stay. It runs after the sync's own
-// commits, in a transaction of its own, as housekeeping: a failure keeps
-// the attachments kept before, is recorded in _ploti.attachment_syncs and
-// in SyncResult.AttachmentsFailed, and the next sync tries again. The
-// links come from the manifests and versions the sync read; a version
-// loaded in an earlier sync costs one call for fresh links.
+// commits, as housekeeping, and commits only when something changed: a
+// dataset's first check, attachments added, changed or dropped, a
+// failure (decision 13: a sync's last commit stays its data's). A failure
+// keeps the attachments kept before, is recorded in
+// _ploti.attachment_syncs and in SyncResult.AttachmentsFailed, and the
+// next sync tries again. The links come from the manifests and versions
+// the sync read: a version loaded in an earlier sync is looked at again
+// only after a failure.
 func (r *Replica) keepAttachments(ctx context.Context, res *SyncResult) {
 	if ctx.Err() != nil {
 		return
@@ -64,17 +67,21 @@ func (r *Replica) keepAttachmentsOnce(ctx context.Context, res *SyncResult) erro
 		if d.Version == 0 || d.Source == storage.SourceWatch || (d.Status != storage.StatusCurrent && d.Status != storage.StatusHeld) {
 			continue
 		}
-		if s, ok := syncs[d.ID]; ok && s.Version == d.Version && s.Error == "" {
-			continue
+		s, checked := syncs[d.ID]
+		links, seen := r.memo.get(d.ID, d.Version)
+		if !seen && checked && s.Error == "" {
+			continue // not read this sync: nothing new to look at
 		}
 		if err := r.stopped(); err != nil {
 			break
 		}
-		list, err := r.attachmentsOf(ctx, d)
+		list, changed, err := r.attachmentsOf(ctx, d, links, seen)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		plans = append(plans, attachmentPlan{d: d, list: list, err: err})
+		if err != nil || changed || !checked || s.Error != "" {
+			plans = append(plans, attachmentPlan{d: d, list: list, err: err})
+		}
 	}
 	if len(plans) == 0 {
 		return nil
@@ -107,47 +114,63 @@ func (r *Replica) keepAttachmentsOnce(ctx context.Context, res *SyncResult) erro
 	return nil
 }
 
-// attachmentsOf downloads the attachments of the version d holds that are
-// not kept already, and returns the rows to keep.
-func (r *Replica) attachmentsOf(ctx context.Context, d *storage.Dataset) ([]storage.Attachment, error) {
-	links, err := r.attachmentLinks(ctx, d.ID, d.Version)
-	if err != nil {
-		return nil, err
+// attachmentsOf gives the attachments to keep for the version d holds,
+// from its links (asked for when not seen this sync): those kept already
+// with the same name and sha256 stay as they are, the others are
+// downloaded. changed tells whether the rows differ from those kept.
+func (r *Replica) attachmentsOf(ctx context.Context, d *storage.Dataset, links []ploti.Attachment, seen bool) (list []storage.Attachment, changed bool, err error) {
+	if !seen {
+		if links, err = r.freshAttachmentLinks(ctx, d.ID, d.Version); err != nil {
+			return nil, false, err
+		}
 	}
 	kept, err := r.db.Attachments(ctx, d.ID, true)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	out := []storage.Attachment{}
-	seen := map[string]bool{}
+	names := map[string]bool{}
 	for i, a := range links {
-		if a.Name == "" || seen[a.Name] {
-			return nil, fmt.Errorf("attachments of %s v%d: an attachment without a name, or two named %q", d.ID, d.Version, a.Name)
+		if a.Name == "" || names[a.Name] {
+			return nil, false, fmt.Errorf("attachments of %s v%d: an attachment without a name, or two named %q", d.ID, d.Version, a.Name)
 		}
-		seen[a.Name] = true
-		if k, ok := reusable(kept, a); ok {
-			k.Version, k.ContentType = d.Version, a.ContentType
+		names[a.Name] = true
+		if k, ok := reusable(kept, a.Name, a.SHA256); ok && k.ContentType == a.ContentType {
 			out = append(out, k)
 			continue
 		}
 		got, err := r.fetchAttachment(ctx, d, i, a)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		out = append(out, got)
+		if k, ok := reusable(kept, got.Name, got.SHA256); ok && k.ContentType == got.ContentType {
+			if got.Path != k.Path {
+				r.discardAttachmentFile(got) // the same content, fetched again: keep the row as it is
+			}
+			out = append(out, k)
+			continue
+		}
+		out, changed = append(out, got), true
 	}
-	return out, nil
+	return out, changed || len(out) != len(kept), nil
 }
 
 // reusable finds a kept attachment of the same name and content: its
-// sha256 equals the link's (a link without one is fetched again).
-func reusable(kept []storage.Attachment, a ploti.Attachment) (storage.Attachment, bool) {
+// sha256 is the one given (a link without one is fetched, then compared).
+func reusable(kept []storage.Attachment, name, sum string) (storage.Attachment, bool) {
 	for _, k := range kept {
-		if k.Name == a.Name && a.SHA256 != "" && strings.EqualFold(k.SHA256, a.SHA256) {
+		if k.Name == name && sum != "" && strings.EqualFold(k.SHA256, sum) {
 			return k, true
 		}
 	}
 	return storage.Attachment{}, false
+}
+
+// discardAttachmentFile removes the file of an attachment not kept.
+func (r *Replica) discardAttachmentFile(a storage.Attachment) {
+	if a.Path != "" {
+		os.Remove(filepath.Join(filepath.Dir(r.db.Path()), filepath.FromSlash(a.Path)))
+	}
 }
 
 // fetchAttachment downloads one attachment (verified against the link's
@@ -259,15 +282,6 @@ func safeFileName(s string) string {
 		out = "_"
 	}
 	return out
-}
-
-// attachmentLinks gives the signed attachment links of a version: those
-// the sync's manifests and versions carried, or fresh ones.
-func (r *Replica) attachmentLinks(ctx context.Context, datasetID string, version int) ([]ploti.Attachment, error) {
-	if list, ok := r.memo.get(datasetID, version); ok {
-		return list, nil
-	}
-	return r.freshAttachmentLinks(ctx, datasetID, version)
 }
 
 func (r *Replica) freshAttachmentLinks(ctx context.Context, datasetID string, version int) ([]ploti.Attachment, error) {

@@ -82,7 +82,9 @@ func (db *DB) AttachmentSyncs(ctx context.Context) (map[string]AttachmentSync, e
 }
 
 // PutAttachments replaces a dataset's attachments with those of version
-// (list may be empty: the version has none) and records it as kept.
+// (list may be empty: the version has none) and records it as kept. Each
+// row keeps its own Version (the version whose links brought the file),
+// version when zero.
 func (tx *Tx) PutAttachments(ctx context.Context, datasetID string, version int, list []Attachment) error {
 	if _, err := tx.tx.ExecContext(ctx, "DELETE FROM _ploti.attachments WHERE dataset_id = ?", datasetID); err != nil {
 		return fmt.Errorf("put attachments of %s: %w", datasetID, err)
@@ -95,12 +97,15 @@ func (tx *Tx) PutAttachments(ctx context.Context, datasetID string, version int,
 		} else {
 			content = nonNilBytes(a.Content)
 		}
-		at := a.FetchedAt
+		at, v := a.FetchedAt, a.Version
 		if at.IsZero() {
 			at = tx.Now
 		}
+		if v == 0 {
+			v = version
+		}
 		_, err := tx.tx.ExecContext(ctx, `INSERT INTO _ploti.attachments (dataset_id, version, name, content_type, bytes, sha256, content, path, fetched_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, datasetID, version, a.Name, nullStr(a.ContentType), a.Bytes, a.SHA256, content, path, at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, datasetID, v, a.Name, nullStr(a.ContentType), a.Bytes, a.SHA256, content, path, at)
 		if err != nil {
 			return fmt.Errorf("put attachment %s of %s: %w", a.Name, datasetID, err)
 		}
@@ -137,4 +142,3 @@ func nonNilBytes(b []byte) []byte {
 	}
 	return b
 }
-
