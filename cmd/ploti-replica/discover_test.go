@@ -142,3 +142,42 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// Every command puts a 429 and a 503 in words (issue 13: "every error the
+// docs name ... shown to the user in words").
+func TestCommands_rateLimitAndPlanInWords(t *testing.T) {
+	em, d, vars := demoWorld(t)
+	for _, tc := range []struct {
+		match string
+		args  []string
+	}{
+		{"GET /v1/places", []string{"places"}},
+		{"GET /v1/topics", []string{"topics"}},
+		{"GET /v1/feeds/datasets", []string{"datasets", "list"}},
+		{"GET /v1/feeds/datasets/*", []string{"datasets", "show", emulator.DemoPermits}},
+		{"GET /v1/feeds/subscriptions", []string{"subscriptions", "list"}},
+		{"GET /v1/feeds/subscriptions/*", []string{"subscriptions", "show", d.SubscriptionID}},
+		{"POST /v1/feeds/subscriptions/preview", []string{"subscriptions", "preview", "--place", "fl-orange"}},
+		{"GET /v1/feeds/subscriptions/*", []string{"subscriptions", "update", d.SubscriptionID, "--add-topic", "health-safety"}},
+		{"DELETE /v1/feeds/subscriptions/*", []string{"subscriptions", "delete", d.SubscriptionID}},
+	} {
+		for _, status := range []int{429, 503} {
+			em.ClearFaults()
+			em.FailNext(tc.match, status, 1)
+			code, _, errs := cli(t, vars, append(tc.args, "--max-attempts", "1")...)
+			want := map[int]string{429: "over Ploti's rate limit (429", 503: "cannot read your workspace's plan just now (503 plan_unavailable)"}[status]
+			if code != exitFailure || !strings.Contains(errs, want) {
+				t.Errorf("%v after a %d: exit %d, stderr %q; want %q", tc.args, status, code, errs, want)
+			}
+		}
+	}
+	em.ClearFaults()
+	var del struct {
+		ID      string `json:"id"`
+		Deleted bool   `json:"deleted"`
+	}
+	parseJSON(t, mustCLI(t, vars, "subscriptions", "delete", d.SubscriptionID, "--json"), &del)
+	if del.ID != d.SubscriptionID || !del.Deleted {
+		t.Fatalf("delete --json = %+v", del)
+	}
+}
