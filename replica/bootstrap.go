@@ -65,6 +65,9 @@ func (r *Replica) bootstrap(ctx context.Context, sub *storage.Subscription, res 
 	if err := r.nameTables(ctx, jobs); err != nil {
 		return err
 	}
+	if err := r.registerPending(ctx, jobs); err != nil {
+		return err
+	}
 	if err := r.loadAll(ctx, jobs, res); err != nil {
 		return err
 	}
@@ -132,6 +135,27 @@ func (r *Replica) nameTables(ctx context.Context, jobs []*loadJob) error {
 		}
 	}
 	return nil
+}
+
+// registerPending writes, in one transaction before any load, a pending
+// row for each listed dataset the registry does not know yet, so that a
+// bootstrap stopped half way (a signal, a crash, a failure of the API)
+// leaves status listing what it did not load, never a silent partial set
+// (issue 14). The loads then write over these rows; the next sync, with
+// no cursor stored, bootstraps again and loads them.
+func (r *Replica) registerPending(ctx context.Context, jobs []*loadJob) error {
+	var rows []*storage.Dataset
+	for _, j := range jobs {
+		if j.newTable {
+			d := *j.d
+			d.Status, d.StatusReason = storage.StatusPending, storage.ReasonNotLoadedYet
+			rows = append(rows, &d)
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	return r.db.Update(ctx, func(tx *storage.Tx) error { return tx.PutDatasets(ctx, rows) })
 }
 
 // finishBootstrap writes, in one transaction with the manifest's cursor,

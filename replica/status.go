@@ -206,6 +206,8 @@ func explain(d DatasetStatus) string {
 		parts = append(parts, "Ploti is rebuilding its files; the next sync loads it")
 	case storage.ReasonLeftSubscription:
 		parts = append(parts, "the API says it is no longer delivered; its events are skipped until feed.dataset.removed")
+	case storage.ReasonNotLoadedYet:
+		parts = append(parts, "the manifest lists it, but the bootstrap stopped before loading it; the next sync loads it")
 	case storage.ReasonNotInManifest:
 		parts = append(parts, "no longer in the subscription's manifest; its rows stay")
 	case "building", "held", "failed", "awaiting_release":

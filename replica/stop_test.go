@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"testing"
+
+	"github.com/ploti-replica/ploti-replica/storage"
 )
 
 // TestSync_stop guards Options.Stop (issue 5: "SIGINT/SIGTERM finishes the
@@ -40,6 +42,15 @@ func TestSync_stop(t *testing.T) {
 	}
 	if st.Cursor != "" || st.LastRun == nil || st.LastRun.Result != "stopped" {
 		t.Fatalf("after the stop: cursor %q, last run %+v; want no cursor and a stopped run", st.Cursor, st.LastRun)
+	}
+	// Issue 14: the dataset the stopped bootstrap did not load is listed
+	// as pending, never silently missing.
+	byStatus := map[string]string{}
+	for _, d := range st.Datasets {
+		byStatus[d.Status] += d.Reason
+	}
+	if len(st.Datasets) != 2 || byStatus[storage.StatusCurrent] != "" || byStatus[storage.StatusPending] != storage.ReasonNotLoadedYet {
+		t.Fatalf("after the stop, status should list one dataset current and the other pending (%s): %+v", storage.ReasonNotLoadedYet, st.Datasets)
 	}
 	if err := r.Close(); err != nil {
 		t.Fatal(err)

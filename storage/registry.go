@@ -528,4 +528,5 @@ const (
 	ReasonNotInManifest        = "not_in_manifest"        // a reload from the manifest no longer lists it
 	ReasonRebuilding           = "rebuilding"             // the manifest lists its files as being rebuilt
 	ReasonUnwatched            = "unwatched"              // a watched dataset no longer watched: its rows stay
+	ReasonNotLoadedYet         = "not_loaded_yet"         // listed by the manifest, not loaded by a bootstrap that stopped
 )
