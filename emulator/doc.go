@@ -89,10 +89,13 @@
 // "Infinity" or "-Infinity"; a date "2026-11-20"; a timestamp RFC 3339 in
 // UTC, with the fraction of a second when there is one; geometry GeoJSON
 // (Z kept, M dropped, an empty point {"coordinates": []}); a null is null.
-// DuckDB renders the rows in bulk: a whole read's first page writes the
-// version's rows as JSON lines in one COPY (kept for the two versions of a
-// dataset read last, written again identically when needed), and each page
-// is a run of its lines; only geometry is finished in Go, from its WKB.
+// DuckDB renders the rows in bulk: the version's rows are written as JSON
+// lines in one COPY (kept for the two versions of a dataset read last,
+// written again identically when needed), and each page is a run of its
+// lines; only geometry is finished in Go, from its WKB. A release of a
+// watched dataset writes its file before Publish or ReleaseHeld returns,
+// so a client's first page does not wait for it; otherwise the first whole
+// read does.
 // rows calls count toward the rate limits like every call (a 1M-row read
 // is 1,000 calls at limit 1000): a test that reads large datasets whole
 // turns them off.

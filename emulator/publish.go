@@ -198,8 +198,13 @@ func (e *Emulator) publish(ctx context.Context, datasetID string, opts []Publish
 		return Release{}, fmt.Errorf("publish %s v%d: %w", datasetID, p.num, err)
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.commitLocked(p, v), nil
+	rel := e.commitLocked(p, v)
+	pg, watched := e.promotedRowsLocked(p.d, v)
+	e.mu.Unlock()
+	if watched {
+		e.prepareRows(ctx, pg)
+	}
+	return rel, nil
 }
 
 func (e *Emulator) plan(datasetID string, opts []PublishOption) (*buildPlan, error) {

@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"context"
 	"fmt"
 	"time"
 )
@@ -185,7 +186,19 @@ func (e *Emulator) ReleaseHeld(datasetID string) (Release, error) {
 	e.pubMu.Lock()
 	defer e.pubMu.Unlock()
 	e.mu.Lock()
-	defer e.mu.Unlock()
+	rel, err := e.releaseHeldLocked(datasetID)
+	pg, watched := rowsPage{}, false
+	if err == nil {
+		pg, watched = e.promotedRowsLocked(e.datasets[datasetID], e.datasets[datasetID].versionNum(rel.Version))
+	}
+	e.mu.Unlock()
+	if watched {
+		e.prepareRows(context.Background(), pg)
+	}
+	return rel, err
+}
+
+func (e *Emulator) releaseHeldLocked(datasetID string) (Release, error) {
 	d := e.datasets[datasetID]
 	if d == nil {
 		return Release{}, fmt.Errorf("release held %s: %w", datasetID, ErrNotFound)

@@ -2,13 +2,17 @@ package emulator
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 )
+
+var benchUnwatched = flag.Bool("unwatched", false, "BenchmarkWatchRows_whole: leave the dataset unwatched")
 
 // benchRows publishes n rows of the permit schema through PublishQuery.
 func benchRows(b *testing.B, em *Emulator, n int) Release {
@@ -23,12 +27,16 @@ func benchRows(b *testing.B, em *Emulator, n int) Release {
 	return rel
 }
 
-// BenchmarkWatchRows_whole reads a 1M-row dataset whole through rows
-// (limit 1000) over loopback HTTP: the first page writes the rows file.
+// BenchmarkWatchRows_whole reads a 1M-row watched dataset whole through
+// rows (limit 1000) over loopback HTTP; with -unwatched the first page
+// writes the rows file.
 // go test ./emulator -run XXX -bench WatchRows -benchtime 1x
 func BenchmarkWatchRows_whole(b *testing.B) {
 	em := mustEmulator(b)
 	const n = 1_000_000
+	if !*benchUnwatched {
+		em.Watch(dsPermits)
+	}
 	benchRows(b, em, n)
 	b.ResetTimer()
 	for range b.N {
@@ -85,8 +93,27 @@ func BenchmarkWatchPublish_recorded(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if rel.Changed != 100 {
-			b.Fatalf("changed %d", rel.Changed)
+		// 100 rows move each round, and the 100 of the round before move back
+		if want := min(i+1, 2) * 100; rel.Changed != int64(want) || rel.PlotiVersion == 0 {
+			b.Fatalf("changed %d, want %d (Ploti version %d)", rel.Changed, want, rel.PlotiVersion)
+		}
+	}
+}
+
+// BenchmarkWatchRows_ids reads 500 rows by id from a 1M-row dataset.
+func BenchmarkWatchRows_ids(b *testing.B) {
+	em := mustEmulator(b)
+	benchRows(b, em, 1_000_000)
+	var ids []string
+	for i := range 500 {
+		ids = append(ids, fmt.Sprintf("rec_d1_%d", 1+i*1999))
+	}
+	q := "ids=" + strings.Join(ids, ",") + "&limit=500"
+	b.ResetTimer()
+	for range b.N {
+		st, p := getRows(b, em, dsPermits, q)
+		if st != 200 || len(p.Rows) != 500 {
+			b.Fatalf("%d, %d rows", st, len(p.Rows))
 		}
 	}
 }

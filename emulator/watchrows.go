@@ -62,6 +62,7 @@ func (e *Emulator) getWatchRows(r *http.Request) (int, any, error) {
 		return 0, nil, err
 	}
 	var b bytes.Buffer
+	b.Grow(4096 + limit*320) // a page of typical rows without regrowing
 	fmt.Fprintf(&b, `{"datasetId":%s,"version":%s,"columns":`, jsonString(pg.d.spec.ID), versionJSON(pg.pv))
 	cols, _ := json.Marshal(columnsJSON(pg.cols, false))
 	b.Write(cols)
@@ -274,6 +275,23 @@ func readLines(f *os.File, b *bytes.Buffer, off int64, limit int) (int64, error)
 		return -1, nil
 	}
 	return off, nil
+}
+
+// promotedRowsLocked tells whether a version just released was promoted
+// for a dataset the member watches, and gives what writing its rows needs.
+func (e *Emulator) promotedRowsLocked(d *dataset, v *version) (rowsPage, bool) {
+	pv := d.latestPloti()
+	if pv == nil || pv.feed != v || e.watches[d.spec.ID] == nil || e.openErr(d) != nil {
+		return rowsPage{}, false
+	}
+	return rowsPage{d: d, pv: pv, cols: v.schema.Columns, rel: e.versionRel(v)}, true
+}
+
+// prepareRows writes a watched dataset's new version's rows file at once,
+// so that a client's first whole read does not wait for it. It is best
+// effort: a failure leaves the work to the first read, which reports it.
+func (e *Emulator) prepareRows(ctx context.Context, pg rowsPage) {
+	e.rowsFile(ctx, pg)
 }
 
 // rowsFile returns the version's rows as JSON lines, writing them when

@@ -244,3 +244,27 @@ func TestWatchRows_EvictedFileWrittenAgain(t *testing.T) {
 		t.Fatalf("read across the eviction: %d + %d rows", len(first.Rows), len(rest))
 	}
 }
+
+// A release of a watched dataset writes its rows file at once (a held one
+// when released); an unwatched one waits for its first whole read.
+func TestWatchRows_preparedForWatched(t *testing.T) {
+	em := mustEmulator(t)
+	file := func(n int) bool {
+		_, err := os.Stat(em.abs(fmt.Sprintf("watch/d1/p%d-rows.jsonl", n)))
+		return err == nil
+	}
+	r1 := mustPublish(t, em, []Row{permit("P-1", "1.00", -81)})
+	if file(r1.PlotiVersion) {
+		t.Fatal("rows file of an unwatched dataset written before any read")
+	}
+	em.Watch(dsPermits)
+	r2 := mustPublish(t, em, []Row{permit("P-1", "2.00", -81)})
+	mustPublish(t, em, []Row{permit("P-1", "2.00", -81)}, Hold("row_drop"))
+	r3, err := em.ReleaseHeld(dsPermits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !file(r2.PlotiVersion) || !file(r3.PlotiVersion) {
+		t.Fatalf("rows files of a watched dataset: %v %v", file(r2.PlotiVersion), file(r3.PlotiVersion))
+	}
+}
