@@ -91,6 +91,11 @@ type Options struct {
 	// beside the file (<file>.attachments). 0: DefaultAttachmentsInlineMax;
 	// negative: every attachment is kept as a file.
 	AttachmentsInlineMax int64
+	// Publish, when set, is a path to which each Sync that committed (all
+	// applied, or ErrPartial) writes a checkpointed, read-only copy of the
+	// file, renamed over it atomically (see Replica.Publish): readers of
+	// that path never meet the writer's lock and see whole syncs only.
+	Publish string
 	// Stop, when closed, asks Sync to stop at its next commit point: the
 	// transaction under way finishes, nothing new starts, and Sync returns
 	// ErrStopped. Cancelling ctx instead rolls the open transaction back.

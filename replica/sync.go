@@ -30,6 +30,8 @@ type SyncResult struct {
 	AttachmentsFailed []string      `json:"attachmentsFailed,omitempty"`
 	Cursor            string        `json:"cursor,omitempty"` // the stored cursor after the sync
 	Duration          time.Duration `json:"-"`                // wall time (JSON: durationSeconds)
+	// Published is the copy Options.Publish asked for.
+	Published *Published `json:"published,omitempty"`
 }
 
 // MarshalJSON writes Duration as durationSeconds and Failed as [] when empty.
@@ -50,7 +52,9 @@ func (r SyncResult) MarshalJSON() ([]byte, error) {
 // the log a page at a time, committing the cursor after each page's effects.
 // A dataset that fails does not stop the others; Sync then returns
 // ErrPartial with the result. Closing Options.Stop ends it early, between
-// transactions, with ErrStopped.
+// transactions, with ErrStopped. With Options.Publish set, a sync that ran
+// to its end (nil or ErrPartial) then publishes the file's copy there
+// (Publish); an error of the publish is joined to the sync's.
 func (r *Replica) Sync(ctx context.Context) (SyncResult, error) {
 	start := time.Now()
 	var res SyncResult
@@ -77,6 +81,13 @@ func (r *Replica) Sync(ctx context.Context) (SyncResult, error) {
 		r.keepAttachments(ctx, &res)
 	}
 	r.pruneChanges(ctx)
+	if r.opts.Publish != "" && (err == nil || errors.Is(err, ErrPartial)) && ctx.Err() == nil {
+		pub, perr := r.Publish(ctx, r.opts.Publish)
+		if perr != nil {
+			return res, errors.Join(err, perr)
+		}
+		res.Published = &pub
+	}
 	return res, err
 }
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"regexp"
 	"sort"
 	"strconv"
@@ -54,7 +55,8 @@ type DB struct {
 	path      string
 	now       func() time.Time
 	readOnly  bool
-	storage   uint64 // DuckDB storage version of the file
+	storage   uint64   // DuckDB storage version of the file
+	pubSrc    *os.File // the file opened by Publish; closed after DuckDB (see publishSource)
 }
 
 var lockRE = regexp.MustCompile(`(?i)conflicting lock|could not set lock`)
@@ -250,6 +252,9 @@ func (db *DB) Close() error {
 	}
 	if db.connector != nil {
 		errs = append(errs, db.connector.Close())
+	}
+	if db.pubSrc != nil { // only now: closing it drops DuckDB's lock
+		errs = append(errs, db.pubSrc.Close())
 	}
 	return errors.Join(errs...)
 }

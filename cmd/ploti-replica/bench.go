@@ -47,7 +47,7 @@ on two cores.`,
 	f.IntVar(&b.Repeat, "repeat", bench.DefaultRepeat, "runs of each measurement")
 	f.IntVar(&b.Threads, "threads", 0, "DuckDB threads for the engine and for DuckDB alone (0: all cores)")
 	f.StringVar(&b.Dir, "dir", "", "scratch directory (default a temporary one, removed after)")
-	f.StringSliceVar(&b.Only, "only", nil, "measure only these sections: "+strings.Join(bench.Sections, ", ")+" (merge runs load too)")
+	f.StringSliceVar(&b.Only, "only", nil, "measure only these sections: "+strings.Join(bench.Sections, ", ")+" (merge and publish run load too)")
 	return cmd
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -37,6 +38,7 @@ type connFlags struct {
 	KeepChanges  int
 	// AttachmentsInline is --attachments-inline-max, a size.
 	AttachmentsInline string
+	Publish           string
 }
 
 // flagSet picks which of the shared flags a command takes, so that its
@@ -48,7 +50,7 @@ const (
 	flagsLog  flagSet = 1 << iota // --log-level, --log-format
 	flagsFile                     // --db, --lock-timeout
 	flagsAPI                      // --api-url, --api-key, --subscription
-	flagsSync                     // --on-major, --memory-limit, --id-ref, --page-size, --keep-changes
+	flagsSync                     // --on-major, --memory-limit, --id-ref, --page-size, --keep-changes, --publish
 
 	flagsManage = flagsLog | flagsAPI                         // API calls only, no file
 	flagsRead   = flagsLog | flagsFile                        // the file only
@@ -78,6 +80,7 @@ func (c *connFlags) register(cmd *cobra.Command, sets flagSet) {
 		f.IntVar(&c.PageSize, "page-size", replica.DefaultPageSize, "events read per page of the log (1 to 500); the cursor is committed after each page")
 		f.IntVar(&c.KeepChanges, "keep-changes", 0, "versions of each dataset whose rows _ploti.changes keeps (0: all)")
 		f.StringVar(&c.AttachmentsInline, "attachments-inline-max", "1MiB", "attachments up to this size are kept in _ploti.attachments, larger ones in the folder <db>.attachments beside the file (0: every one in the folder)")
+		f.StringVar(&c.Publish, "publish", "", "after each sync, write a checkpointed read-only copy of the file to PATH, renamed over it atomically: readers of PATH never wait for the writer")
 	}
 }
 
@@ -165,6 +168,9 @@ func (c *connFlags) options(env *Env) (replica.Options, error) {
 	if c.MemoryLimit != "" && !memoryLimitRE.MatchString(c.MemoryLimit) {
 		return replica.Options{}, &usageError{fmt.Errorf("--memory-limit %q: want a size such as 1GB, 512MiB or 50%%", c.MemoryLimit)}
 	}
+	if err := checkPublish(c.DB, c.Publish); err != nil {
+		return replica.Options{}, err
+	}
 	wait, err := c.lockWait()
 	if err != nil {
 		return replica.Options{}, err
@@ -178,6 +184,7 @@ func (c *connFlags) options(env *Env) (replica.Options, error) {
 		APIURL: c.APIURL, APIKey: c.APIKey, SubscriptionID: c.Subscription, Logger: log, OnMajor: c.OnMajor,
 		MemoryLimit: c.MemoryLimit, LockTimeout: wait, IDReferences: refs, PageSize: c.PageSize, KeepChanges: c.KeepChanges,
 		AttachmentsInlineMax: inline,
+		Publish:              c.Publish,
 		OnLocked: func(msg string) {
 			if !told {
 				log.Warn().Str("db", c.DB).Msg("waiting for the file: " + msg)
@@ -209,6 +216,29 @@ func checkAPIURL(s string) error {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return &usageError{fmt.Errorf("--api-url %q: want an absolute http(s) URL such as %s", s, replica.DefaultAPIURL)}
+	}
+	return nil
+}
+
+// checkPublish refuses, as a usage error, a --publish path that is the
+// file itself or whose folder is not there.
+func checkPublish(db, publish string) error {
+	if publish == "" {
+		return nil
+	}
+	a, aerr := filepath.Abs(db)
+	b, berr := filepath.Abs(publish)
+	same := aerr == nil && berr == nil && a == b
+	if si, err := os.Stat(db); err == nil {
+		if pi, err := os.Stat(publish); err == nil && os.SameFile(si, pi) {
+			same = true
+		}
+	}
+	if same {
+		return &usageError{fmt.Errorf("--publish %s: it is the --db file itself; give the path readers open", publish)}
+	}
+	if fi, err := os.Stat(filepath.Dir(publish)); err != nil || !fi.IsDir() {
+		return &usageError{fmt.Errorf("--publish %s: no such folder %s", publish, filepath.Dir(publish))}
 	}
 	return nil
 }

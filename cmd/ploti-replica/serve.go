@@ -65,6 +65,9 @@ const (
 	logKeyDB        = "db"
 	logKeyTrigger   = "trigger"
 	logKeyRetryWait = "retry_in_ms"
+	logKeyPublished = "published"
+	logKeyPubBytes  = "published_bytes"
+	logKeyPubTook   = "publish_ms"
 )
 
 type serveCmd struct {
@@ -98,7 +101,9 @@ func newServe(env *Env) (*serveCmd, *cobra.Command) {
 Webhooks only say "read the log now": a lost one costs at most the wait until
 the next poll or the next webhook. Events that arrive during a sync cause
 exactly one more sync. The DuckDB file is open only while a sync runs, so
-notebooks can open it read-only in between.
+notebooks can open it read-only in between. With --publish PATH, each sync
+ends by renaming a checkpointed read-only copy over PATH: dashboards that
+open PATH never wait for the writer and see whole syncs only.
 
   POST <--webhook-path>  signed deliveries (Standard Webhooks); 2xx at once
   GET  /healthz          200 while the last sync succeeded and nothing waits
@@ -473,6 +478,9 @@ func (d *daemon) logSync(trigger, result string, out syncOutcome, took time.Dura
 	}
 	if len(out.res.Failed) > 0 {
 		e = e.Strs(logKeyFailed, out.res.Failed)
+	}
+	if p := out.res.Published; p != nil {
+		e = e.Str(logKeyPublished, p.Path).Int64(logKeyPubBytes, p.Bytes).Dur(logKeyPubTook, p.Duration)
 	}
 	e.Str(logKeyTrigger, trigger).Str(logKeyResult, result).Dur(logKeyDuration, took).Int(logKeySeen, out.res.EventsSeen).
 		Int(logKeyApplied, out.res.EventsApplied).Int(logKeyLoaded, out.res.SnapshotsLoaded).Int(logKeyMerged, out.res.ChangesMerged).

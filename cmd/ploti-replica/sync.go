@@ -28,7 +28,9 @@ func newSyncCmd(env *Env) *cobra.Command {
 		Short: "Bootstrap or catch up the DuckDB file, then exit",
 		Long: `Bootstrap the file from the subscription's manifest (first run, or after the
 cursor expired), then apply the event log a page at a time. The file is open
-only while sync runs; other processes can read it before and after.
+only while sync runs; other processes can read it before and after. With
+--publish PATH, a checkpointed read-only copy is renamed over PATH after the
+sync: readers of PATH never wait for the writer and see whole syncs only.
 
 When the API refuses the stored cursor as one it never gave, --rebootstrap
 reloads every dataset from a fresh manifest into the same file.
@@ -126,5 +128,12 @@ func printSync(w io.Writer, path string, res replica.SyncResult) {
 		path, how, res.Duration.Round(1e6), res.SnapshotsLoaded, res.ChangesMerged, res.EventsSeen, res.EventsApplied, res.EventsSkipped)
 	for _, d := range res.Failed {
 		fmt.Fprintf(w, "  failed: %s (its last good version stays; see `ploti-replica status`)\n", d)
+	}
+	if p := res.Published; p != nil {
+		how := "copied"
+		if p.Reflink {
+			how = "reflinked"
+		}
+		fmt.Fprintf(w, "  published %s (%.1f MiB, %s) in %s\n", p.Path, float64(p.Bytes)/(1<<20), how, p.Duration.Round(1e6))
 	}
 }

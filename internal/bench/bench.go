@@ -48,8 +48,8 @@ type Config struct {
 	// Merges are the merge sizes, as fractions of the rows; the issue's
 	// 1%, 0.01% and 10% when nil.
 	Merges []float64
-	// Only limits the run to these sections (nil: all): load, merge (which
-	// needs load), memory, file, log, updates, demo.
+	// Only limits the run to these sections (nil: all): load, merge and
+	// publish (which need load), memory, file, log, updates, demo.
 	Only []string
 	// Threads is DuckDB's thread count for the engine and for DuckDB alone
 	// (0: DuckDB's default, the machine's cores).
@@ -96,7 +96,7 @@ func (c *Config) defaults() {
 }
 
 // Sections are the parts of a run, for Config.Only.
-var Sections = []string{"load", "merge", "memory", "file", "log", "updates", "demo"}
+var Sections = []string{"load", "merge", "publish", "memory", "file", "log", "updates", "demo"}
 
 // Quick is the CI smoke test's configuration: 1M rows, the 1% merge only,
 // and a catch-up scaled down, so the whole run takes about a minute on two
@@ -107,7 +107,8 @@ func Quick() Config {
 
 // want reports whether the run measures a section.
 func (r *run) want(section string) bool {
-	return len(r.cfg.Only) == 0 || slices.Contains(r.cfg.Only, section) || section == "load" && slices.Contains(r.cfg.Only, "merge")
+	return len(r.cfg.Only) == 0 || slices.Contains(r.cfg.Only, section) ||
+		section == "load" && (slices.Contains(r.cfg.Only, "merge") || slices.Contains(r.cfg.Only, "publish"))
 }
 
 // run is one bench run's shared state.

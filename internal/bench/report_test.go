@@ -15,7 +15,7 @@ func TestReport_SummaryLine(t *testing.T) {
 	r.Summary["events_per_s"] = 3104.6
 	r.Summary["rss_ratio"] = math.NaN()
 	got := r.SummaryLine()
-	want := "load_ratio=1.04 merge_vs_reload=- merge_vs_raw=- events_per_s=3105 updates_vs_raw=- rss_ratio=- file_growth=1.50"
+	want := "load_ratio=1.04 merge_vs_reload=- merge_vs_raw=- events_per_s=3105 updates_vs_raw=- rss_ratio=- file_growth=1.50 publish_vs_copy=-"
 	if got != want {
 		t.Fatalf("summary:\n got %s\nwant %s", got, want)
 	}

@@ -39,7 +39,7 @@ type mergeStep struct {
 // snapshots measures, for each size, the snapshot load; for the largest
 // also the merges, the peak memory and the file size.
 func (r *run) snapshots(ctx context.Context) error {
-	if !r.want("load") && !r.want("memory") && !r.want("file") {
+	if !r.want("load") && !r.want("memory") && !r.want("file") && !r.want("publish") {
 		return nil
 	}
 	em, err := r.newEmulator("emulator-snapshots", emulator.Options{})
@@ -61,7 +61,7 @@ func (r *run) snapshots(ctx context.Context) error {
 			for _, step := range []struct {
 				name string
 				fn   func(context.Context, *bigDataset) error
-			}{{"merge", r.merges}, {"memory", r.memory}, {"file", r.fileGrowth}} {
+			}{{"merge", r.merges}, {"publish", r.publish}, {"memory", r.memory}, {"file", r.fileGrowth}} {
 				if !r.want(step.name) {
 					continue
 				}
