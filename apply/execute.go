@@ -577,16 +577,14 @@ func mergeFiles(ctx context.Context, tx *storage.Tx, d *storage.Dataset, v *plot
 // the event, inside the data's transaction.
 func (x *Executor) commitVersion(ctx context.Context, tx *storage.Tx, d *storage.Dataset, v *ploti.Version, schema *ploti.Schema, rows int64, eventID string, endHolds bool) error {
 	// A version loaded again (a repair, a rebootstrap) does not end Ploti's
-	// hold on the next one: only a later version does.
-	ends := ""
-	if d.Version == v.Version {
-		ends = storage.HoldLocal
-	}
+	// hold on the next one: only a later version does (storage.EndHolds).
 	heldVersion(d, v, schema, rows)
 	if endHolds {
-		if err := tx.DeleteHolds(ctx, d.ID, ends); err != nil {
+		stay, err := tx.EndHolds(ctx, map[string]int{d.ID: v.Version})
+		if err != nil {
 			return err
 		}
+		d.StatusReason = stay[d.ID]
 	}
 	if err := tx.PutDataset(ctx, d); err != nil {
 		return err

@@ -231,7 +231,7 @@ func (x *Executor) LoadPrepared(ctx context.Context, ps []*Prepared) []error {
 // registry rows change only once it commits.
 func (x *Executor) loadShared(ctx context.Context, ps []*Prepared, idx []int) error {
 	rows := make([]*storage.Dataset, len(idx))
-	var ends, again []string // datasets whose holds end; reloaded at their version, whose local holds end
+	loaded := map[string]int{} // the version each dataset loads, for the holds it ends
 	var freed int64
 	err := x.DB.Update(ctx, func(tx *storage.Tx) error {
 		for k, i := range idx {
@@ -256,19 +256,16 @@ func (x *Executor) loadShared(ctx context.Context, ps []*Prepared, idx []int) er
 			}
 			// As commitVersion: a version loaded again does not end Ploti's
 			// hold on the next one.
-			if d.Version == p.Version.Version {
-				again = append(again, d.ID)
-			} else {
-				ends = append(ends, d.ID)
-			}
+			loaded[d.ID] = p.Version.Version
 			heldVersion(d, p.Version, p.schema, n)
 			rows[k] = d
 		}
-		if err := tx.DeleteHoldsOf(ctx, ends, ""); err != nil {
+		stay, err := tx.EndHolds(ctx, loaded)
+		if err != nil {
 			return err
 		}
-		if err := tx.DeleteHoldsOf(ctx, again, storage.HoldLocal); err != nil {
-			return err
+		for _, d := range rows {
+			d.StatusReason = stay[d.ID]
 		}
 		return tx.PutDatasets(ctx, rows)
 	})

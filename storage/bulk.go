@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 )
 
@@ -63,4 +64,44 @@ func (tx *Tx) DeleteHoldsOf(ctx context.Context, ids []string, kind string) erro
 		return fmt.Errorf("release holds of %d datasets: %w", len(ids), err)
 	}
 	return nil
+}
+
+// EndHolds removes the holds that loading each dataset's version (loaded:
+// dataset id → version) ends: its local hold (the review is over) and
+// Ploti's holds on a version below the one loaded. Ploti's hold on the
+// loaded version or a later one stays (feed-events.txt on
+// feed.dataset.delayed: "version is the version you hold, which stays
+// current meanwhile"): a repair that loads that version again does not
+// end the wait for the next. It returns the reasons of the server holds
+// that stay, by dataset, for the registry's status_reason.
+func (tx *Tx) EndHolds(ctx context.Context, loaded map[string]int) (map[string]string, error) {
+	if len(loaded) == 0 {
+		return nil, nil
+	}
+	var vals, ids []string
+	for id, v := range loaded {
+		vals = append(vals, fmt.Sprintf("(%s, %d)", Literal(id), v))
+		ids = append(ids, Literal(id))
+	}
+	sort.Strings(vals)
+	q := "DELETE FROM _ploti.holds AS h USING (VALUES " + strings.Join(vals, ", ") + ") AS l(id, v) " +
+		"WHERE h.dataset_id = l.id AND (h.kind <> " + Literal(HoldServer) + " OR coalesce(h.version, 0) < l.v)"
+	if _, err := tx.tx.ExecContext(ctx, q); err != nil {
+		return nil, fmt.Errorf("end holds of %d datasets: %w", len(loaded), err)
+	}
+	rows, err := tx.tx.QueryContext(ctx, "SELECT dataset_id, reason FROM _ploti.holds WHERE kind = "+Literal(HoldServer)+
+		" AND dataset_id IN ("+strings.Join(ids, ", ")+")")
+	if err != nil {
+		return nil, fmt.Errorf("read holds that stay: %w", err)
+	}
+	defer rows.Close()
+	stay := map[string]string{}
+	for rows.Next() {
+		var id, reason string
+		if err := rows.Scan(&id, &reason); err != nil {
+			return nil, fmt.Errorf("read holds that stay: %w", err)
+		}
+		stay[id] = reason
+	}
+	return stay, rows.Err()
 }

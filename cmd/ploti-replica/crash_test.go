@@ -191,14 +191,18 @@ type crashProxy struct {
 	srv      *httptest.Server
 	client   *http.Client
 
-	mu   sync.Mutex
-	gen  int       // the run; a late kill of an earlier run is dropped
-	n    int       // requests in this run
-	seq  []string  // their kinds
-	plan *killPlan // nil: pass everything
-	kill func()    // kills the running child
-	hit  string    // where the plan fired: the request's kind
-	path string    // and its path
+	mu    sync.Mutex
+	gen   int         // the run; a late kill of an earlier run is dropped
+	n     int         // requests in this run
+	seq   []string    // their kinds
+	plan  *killPlan   // nil: pass everything
+	kill  func()      // kills the running child
+	hit   string      // where the plan fired: the request's kind
+	path  string      // and its path
+	took  []time.Time // when each request of this run was answered (soak.go)
+	paths []string    // each request's path
+
+	faults *proxyFaults // transport faults, in the soak's resumed runs (soak_test.go)
 }
 
 // killPlan is one moment: request at (1-based, in the run) and how.
@@ -230,6 +234,7 @@ func (p *crashProxy) start(plan *killPlan, kill func()) {
 	defer p.mu.Unlock()
 	p.gen++
 	p.n, p.seq, p.plan, p.kill, p.hit, p.path = 0, nil, plan, kill, "", ""
+	p.took, p.paths = nil, nil
 }
 
 func (p *crashProxy) fire(gen int, kind, path string) {
@@ -280,13 +285,23 @@ func (p *crashProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.n++
 	k, gen := p.n, p.gen
 	p.seq = append(p.seq, kind)
+	p.took = append(p.took, time.Time{})
+	p.paths = append(p.paths, r.URL.Path)
 	var plan killPlan
 	if p.plan != nil && p.plan.at == k {
 		plan = *p.plan
 	}
+	fault := ""
+	if plan.mode == "" && p.faults != nil {
+		fault = p.faults.pick(kind)
+	}
 	p.mu.Unlock()
+	defer p.answered(gen, k)
 	if plan.mode == "before" {
 		p.fire(gen, kind, r.URL.Path)
+		return
+	}
+	if p.faults.before(w, fault) {
 		return
 	}
 	body, _ := io.ReadAll(r.Body)
@@ -319,6 +334,9 @@ func (p *crashProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.Header()[k] = vs
 		}
 	}
+	if p.faults.body(w, fault, resp.StatusCode, b) {
+		return
+	}
 	w.Header().Set("Content-Length", fmt.Sprint(len(b)))
 	w.WriteHeader(resp.StatusCode)
 	if plan.mode == "mid" {
@@ -337,6 +355,15 @@ func (p *crashProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// answered notes when request k of run gen was answered.
+func (p *crashProxy) answered(gen, k int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if gen == p.gen && k <= len(p.took) {
+		p.took[k-1] = time.Now()
+	}
+}
+
 // childRun is what one `ploti-replica sync` did.
 type childRun struct {
 	killed bool
@@ -345,12 +372,15 @@ type childRun struct {
 	code   int
 	seq    []string
 	stderr string
+	took   []time.Time // when each request was answered
+	paths  []string    // each request's path
+	ended  time.Time   // when the child exited
 }
 
 // runChild runs `sync` on db; with a plan, the proxy kills it there.
 func (w *crashWorld) runChild(t *testing.T, db string, plan *killPlan) childRun {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), childTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, w.bin, "sync", "--db", db, "--log-format", "json", "--log-level", "debug", "--page-size", "3", "--lock-timeout", "20s")
 	cmd.Env = append(os.Environ(), "PLOTI_API_URL="+w.proxy.URL(), "PLOTI_API_KEY="+w.em.APIKey(), "PLOTI_SUBSCRIPTION="+w.sub)
@@ -361,8 +391,10 @@ func (w *crashWorld) runChild(t *testing.T, db string, plan *killPlan) childRun 
 	}
 	w.proxy.start(plan, func() { cmd.Process.Signal(syscall.SIGKILL) })
 	err := cmd.Wait()
+	ended := time.Now()
 	w.proxy.mu.Lock()
-	run := childRun{hit: w.proxy.hit, path: w.proxy.path, seq: append([]string(nil), w.proxy.seq...), stderr: stderr.String()}
+	run := childRun{hit: w.proxy.hit, path: w.proxy.path, seq: append([]string(nil), w.proxy.seq...), stderr: stderr.String(),
+		took: append([]time.Time(nil), w.proxy.took...), paths: append([]string(nil), w.proxy.paths...), ended: ended}
 	w.proxy.kill = nil
 	w.proxy.mu.Unlock()
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
@@ -619,6 +651,10 @@ func crashKind(from string, p killPlan, run childRun) string {
 func TestCrash(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the crash harness builds the binary and runs it about 170 times")
+	}
+	if *soakScenarios > 0 {
+		soak(t)
+		return
 	}
 	began := time.Now()
 	w := newCrashWorld(t)
