@@ -341,6 +341,12 @@ func (x *Executor) fail(ctx context.Context, b *Batch, d *storage.Dataset, a Act
 	if ctx.Err() != nil || errors.Is(cause, context.Canceled) || errors.Is(cause, context.DeadlineExceeded) {
 		return cause
 	}
+	// A full disk is the machine's, not the dataset's: every dataset after
+	// it would fail the same way, and marking this one failed is a write
+	// too. The walk stops; the event stays unapplied for the next sync.
+	if df := storage.AsDiskFull(cause, x.DB.Path()); df != nil {
+		return df
+	}
 	gone := errors.Is(cause, ErrGone)
 	err := &Error{Op: a.Kind.String(), DatasetID: d.ID, Version: a.Version, EventID: eventID, Err: cause}
 	tx, terr := b.Tx(ctx)

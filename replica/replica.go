@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -76,6 +77,11 @@ type Options struct {
 	// for their load; default DefaultSpoolLimit. A dataset larger than it
 	// is downloaded alone.
 	SpoolLimit int64
+	// SpoolDir is the folder under which a sync keeps the files it
+	// downloads (its own folder <file name>.spool inside, removed when the
+	// replica closes); default: beside the file. Put it on another disk
+	// when the file's has no room for a dataset's snapshot twice over.
+	SpoolDir string
 	// KeepChanges is how many of each dataset's latest logged versions keep
 	// their rows in _ploti.changes; 0 keeps them all. Each sync drops the
 	// older ones after its own commits, best effort.
@@ -150,6 +156,9 @@ func Open(ctx context.Context, path string, opts Options) (*Replica, error) {
 		opts.Now = time.Now
 	}
 	r := &Replica{opts: opts, spool: path + ".spool", log: opts.Logger}
+	if opts.SpoolDir != "" {
+		r.spool = filepath.Join(opts.SpoolDir, filepath.Base(path)+".spool")
+	}
 	api := opts.API
 	if api == nil {
 		if opts.SubscriptionID == "" {

@@ -72,6 +72,9 @@ func (r *Replica) Sync(ctx context.Context) (SyncResult, error) {
 	res.Cursor = sub.Cursor // the walk moves it only once a commit stored it
 	res.Duration = time.Since(start)
 	err = outcome(sub.ID, res, err)
+	if df := storage.AsDiskFull(err, r.db.Path()); df != nil {
+		err = fmt.Errorf("sync %s: %w", sub.ID, df)
+	}
 	if !end.recorded {
 		if ferr := r.db.FinishRun(context.WithoutCancel(ctx), runRow(runID, res, err)); ferr != nil && err == nil {
 			err = ferr
