@@ -84,7 +84,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	wait := 100 * time.Millisecond
 	told := false
 	for {
-		db, err := open(ctx, path, opts)
+		db, err := open(ctx, path, opts, info.Exists)
 		if err == nil {
 			db.storage = info.StorageVersion
 			if !info.Exists {
@@ -117,15 +117,26 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 }
 
-func open(ctx context.Context, path string, opts Options) (*DB, error) {
+func open(ctx context.Context, path string, opts Options, existed bool) (*DB, error) {
 	connector, err := newConnector(path, opts)
 	if err != nil {
 		if lockRE.MatchString(err.Error()) {
 			return nil, fmt.Errorf("%w: %s", ErrLocked, lockHolder(err.Error()))
 		}
+		if d := asDamaged(path, err); d != nil && existed {
+			return nil, d
+		}
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	db := &DB{sql: sql.OpenDB(connector), connector: connector, path: path, now: opts.Now, readOnly: opts.ReadOnly}
+	if existed {
+		// Issue 15: a file that does not read back whole is refused
+		// before the migrations (or anything) write to it.
+		if err := db.checkReadable(ctx); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
 	if opts.ReadOnly {
 		if err := db.checkReplica(ctx); err != nil {
 			db.Close()
