@@ -34,7 +34,7 @@ var (
 	soakSeed      = flag.Uint64("crash.seed", 15, "soak: seed of the kill and fault plans")
 	soakScenarios = flag.Int("crash.scenarios", 0, "soak: scenarios to run (0: the quick run, CI's)")
 	soakRows      = flag.Int("crash.rows", 1_000_000, "soak: rows of the large dataset")
-	soakFaultRate = flag.Float64("crash.faults", 0.2, "soak: share of a resumed run's requests given a transport fault")
+	soakFaultRate = flag.Float64("crash.faults", 0.3, "soak: share of a resumed run's requests given a transport fault")
 	soakLarge     = flag.Int("crash.large-every", 8, "soak: one scenario in this many runs in the large world")
 )
 
