@@ -101,7 +101,7 @@ func run(ctx context.Context, env *Env, args []string) int {
 	case errors.Is(err, storage.ErrNoFile):
 		fmt.Fprintf(env.Stderr, "ploti-replica: %s (`ploti-replica sync` creates it; check --db or PLOTI_DB)\n", oneLine(err))
 		return exitFailure
-	case errors.Is(err, replica.ErrPartial):
+	case errors.Is(err, replica.ErrPartial), errors.Is(err, replica.ErrDiffers):
 		fmt.Fprintf(env.Stderr, "ploti-replica: %s\n", oneLine(err))
 		return exitPartial
 	case errors.Is(err, storage.ErrLocked):
@@ -166,6 +166,7 @@ func newRoot(env *Env) *cobra.Command {
 	root.SetErr(env.Stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	root.AddCommand(newSyncCmd(env), newStatusCmd(env), newHoldsCmd(env), newDemoCmd(env), newEmulatorCmd(env), newBenchCmd(env), newBenchChildCmd(env), newServeCmd(env), newWebhooksCmd(env), newSubscriptionsCmd(env))
+	root.AddCommand(newVerifyCmd(env))
 	root.AddCommand(newPlacesCmd(env), newTopicsCmd(env), newDatasetsCmd(env))
 	root.Version = versionLine()
 	root.SetVersionTemplate("{{.Version}}\n")

@@ -1,0 +1,249 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/ploti-replica/ploti-replica/ploti"
+)
+
+// verifyScratch is the table a snapshot is loaded into for a comparison,
+// inside a transaction that is rolled back: nothing of it is ever written.
+const verifyScratch = "_ploti_verify_snapshot"
+
+// ColumnDiff is how one column of a table differs from a snapshot's, row
+// by row (rows matched by record id).
+type ColumnDiff struct {
+	Name string
+	// TableType and SnapshotType are the DuckDB types; "" when the column
+	// is missing on that side.
+	TableType, SnapshotType string
+	// Cells that differ among the rows both hold; of them, Unfilled are
+	// NULL in the table where the snapshot has a value.
+	Cells, Unfilled int64
+}
+
+// SnapshotComparison is an open comparison of a dataset's table with a
+// version's snapshot, loaded as a fresh load would load it into a scratch
+// table in a transaction that Close rolls back.
+type SnapshotComparison struct {
+	tx     *Tx
+	table  string
+	common []string // columns both sides have, record id first
+	// TableRows and SnapshotRows count each side's rows.
+	TableRows, SnapshotRows int64
+	// Same is true when the row counts and an order-independent hash of
+	// every column (each value hashed with its record id) agree.
+	Same bool
+	// Columns lists the columns whose types or cells differ.
+	Columns []ColumnDiff
+}
+
+// CompareSnapshot loads files (a version's snapshot, cols its schema) as a
+// load would, and compares table with it: row counts and, per column, the
+// sum of hash(record id, value) over the rows, all inside DuckDB. Only when
+// those differ does it match the rows by record id to tell the columns
+// apart. Close the comparison to drop the scratch table.
+func (db *DB) CompareSnapshot(ctx context.Context, table string, cols []ploti.Column, files []string) (*SnapshotComparison, error) {
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c := &SnapshotComparison{tx: tx, table: table}
+	if err := c.load(ctx, cols, files); err != nil {
+		tx.Rollback()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *SnapshotComparison) load(ctx context.Context, cols []ploti.Column, files []string) error {
+	n, err := c.tx.loadSnapshot(ctx, verifyScratch, cols, files, true)
+	if err != nil {
+		return err
+	}
+	c.SnapshotRows = n
+	mine, err := c.tx.tableColumns(ctx, c.table)
+	if err != nil {
+		return err
+	}
+	if len(mine) == 0 {
+		return fmt.Errorf("compare %s: %w: no such table", c.table, ErrBadData)
+	}
+	theirs, err := c.tx.tableColumns(ctx, verifyScratch)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for name := range theirs {
+		names = append(names, name)
+	}
+	for name := range mine {
+		if _, ok := theirs[name]; !ok {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		tt, st := mine[name], theirs[name]
+		switch {
+		case tt != st:
+			c.Columns = append(c.Columns, ColumnDiff{Name: name, TableType: tt, SnapshotType: st})
+		case name == ColRecordID:
+			c.common = append([]string{name}, c.common...)
+		default:
+			c.common = append(c.common, name)
+		}
+	}
+	if len(c.common) == 0 || c.common[0] != ColRecordID {
+		return fmt.Errorf("compare %s: %w: no %s column on both sides", c.table, ErrBadData, ColRecordID)
+	}
+	hashes := func(t string) (int64, []string, error) {
+		parts := []string{"count(*)::VARCHAR"}
+		for _, col := range c.common {
+			parts = append(parts, fmt.Sprintf("coalesce(sum(hash(%s, %s))::VARCHAR, '')", Ident(ColRecordID), Ident(col)))
+		}
+		out := make([]any, len(parts))
+		vals := make([]string, len(parts))
+		for i := range out {
+			out[i] = &vals[i]
+		}
+		if err := c.tx.tx.QueryRowContext(ctx, "SELECT "+strings.Join(parts, ", ")+" FROM main."+Ident(t)).Scan(out...); err != nil {
+			return 0, nil, fmt.Errorf("hash %s: %w", t, err)
+		}
+		var n int64
+		fmt.Sscan(vals[0], &n)
+		return n, vals[1:], nil
+	}
+	var th, sh []string
+	if c.TableRows, th, err = hashes(c.table); err != nil {
+		return err
+	}
+	if _, sh, err = hashes(verifyScratch); err != nil {
+		return err
+	}
+	c.Same = len(c.Columns) == 0 && c.TableRows == c.SnapshotRows
+	var differ []string
+	for i, col := range c.common {
+		if th[i] != sh[i] {
+			c.Same = false
+			if col != ColRecordID {
+				differ = append(differ, col)
+			}
+		}
+	}
+	if len(differ) == 0 {
+		return nil
+	}
+	// Which cells differ, column by column, among the rows both hold.
+	var parts []string
+	for _, col := range differ {
+		id := Ident(col)
+		parts = append(parts, fmt.Sprintf("count(*) FILTER (WHERE t.%[1]s IS DISTINCT FROM s.%[1]s)", id),
+			fmt.Sprintf("count(*) FILTER (WHERE t.%[1]s IS NULL AND s.%[1]s IS NOT NULL)", id))
+	}
+	counts := make([]int64, len(parts))
+	out := make([]any, len(parts))
+	for i := range out {
+		out[i] = &counts[i]
+	}
+	q := fmt.Sprintf("SELECT %s FROM main.%s t JOIN main.%s s USING (%s)", strings.Join(parts, ", "), Ident(c.table), Ident(verifyScratch), Ident(ColRecordID))
+	if err := c.tx.tx.QueryRowContext(ctx, q).Scan(out...); err != nil {
+		return fmt.Errorf("compare %s: %w", c.table, err)
+	}
+	for i, col := range differ {
+		if counts[2*i] > 0 {
+			c.Columns = append(c.Columns, ColumnDiff{Name: col, TableType: mine[col], SnapshotType: theirs[col], Cells: counts[2*i], Unfilled: counts[2*i+1]})
+		}
+	}
+	return nil
+}
+
+// RowDiff counts the rows that differ, by record id.
+type RowDiff struct {
+	Added   int64 // in the table only
+	Missing int64 // in the snapshot only
+	Changed int64 // in both, some column's value differs
+	// Examples are a few record ids of each kind.
+	AddedIDs, MissingIDs, ChangedIDs []string
+}
+
+// Rows matches the rows by record id. A cell NULL in the table where the
+// snapshot has a value, in one of unfilled, does not count (a column a
+// MINOR change added keeps NULL in the rows that did not change since).
+func (c *SnapshotComparison) Rows(ctx context.Context, unfilled []string) (RowDiff, error) {
+	var d RowDiff
+	skip := map[string]bool{}
+	for _, u := range unfilled {
+		skip[u] = true
+	}
+	var conds []string
+	for _, col := range c.common[1:] {
+		id := Ident(col)
+		cond := fmt.Sprintf("t.%[1]s IS DISTINCT FROM s.%[1]s", id)
+		if skip[col] {
+			cond = fmt.Sprintf("(%s AND t.%s IS NOT NULL)", cond, id)
+		}
+		conds = append(conds, cond)
+	}
+	changed := "false"
+	if len(conds) > 0 {
+		changed = strings.Join(conds, " OR ")
+	}
+	rid := Ident(ColRecordID)
+	q := fmt.Sprintf(`WITH j AS (
+		SELECT coalesce(t.%[1]s, s.%[1]s)::VARCHAR AS id,
+			CASE WHEN s.%[1]s IS NULL THEN 'added' WHEN t.%[1]s IS NULL THEN 'missing' WHEN %[4]s THEN 'changed' END AS kind
+		FROM main.%[2]s t FULL JOIN main.%[3]s s ON t.%[1]s = s.%[1]s)
+	SELECT kind, count(*), list(id ORDER BY id)[1:5] FROM j WHERE kind IS NOT NULL GROUP BY kind`, rid, Ident(c.table), Ident(verifyScratch), changed)
+	rows, err := c.tx.tx.QueryContext(ctx, q)
+	if err != nil {
+		return d, fmt.Errorf("compare rows of %s: %w", c.table, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var kind string
+		var n int64
+		var ids []any
+		if err := rows.Scan(&kind, &n, &ids); err != nil {
+			return d, fmt.Errorf("compare rows of %s: %w", c.table, err)
+		}
+		var s []string
+		for _, id := range ids {
+			s = append(s, fmt.Sprint(id))
+		}
+		switch kind {
+		case "added":
+			d.Added, d.AddedIDs = n, s
+		case "missing":
+			d.Missing, d.MissingIDs = n, s
+		case "changed":
+			d.Changed, d.ChangedIDs = n, s
+		}
+	}
+	return d, rows.Err()
+}
+
+// Close drops the scratch table (the transaction is rolled back).
+func (c *SnapshotComparison) Close() error { return c.tx.Rollback() }
+
+// tableColumns maps a main table's columns to their DuckDB types.
+func (tx *Tx) tableColumns(ctx context.Context, table string) (map[string]string, error) {
+	rows, err := tx.tx.QueryContext(ctx, `SELECT column_name, data_type FROM duckdb_columns()
+		WHERE database_name = current_database() AND schema_name = 'main' AND table_name = ?`, table)
+	if err != nil {
+		return nil, fmt.Errorf("columns of %s: %w", table, err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var n, t string
+		if err := rows.Scan(&n, &t); err != nil {
+			return nil, fmt.Errorf("columns of %s: %w", table, err)
+		}
+		out[n] = t
+	}
+	return out, rows.Err()
+}
