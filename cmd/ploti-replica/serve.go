@@ -78,6 +78,7 @@ type serveCmd struct {
 	SecretFile      string
 	Poll            time.Duration
 	ShutdownTimeout time.Duration
+	VerifyEvery     time.Duration
 
 	// Set by tests.
 	now      func() time.Time // the webhook verifier's clock; default time.Now
@@ -123,6 +124,7 @@ SIGINT or SIGTERM lets the transaction under way commit, then exits 0.`,
 	f.StringVar(&s.WebhookPath, "webhook-path", defaultWebhookPath, "path that receives Ploti's webhook POSTs")
 	f.StringVar(&s.SecretFile, "webhook-secret-file", "", "file holding the webhook's signing secret, whsec_… (env PLOTI_WEBHOOK_SECRET_FILE)")
 	f.DurationVar(&s.Poll, "poll", defaultPoll, "also sync this long after the last sync; 0 turns polling off")
+	f.DurationVar(&s.VerifyEvery, "verify-every", 0, "also check every table against the version it holds this often (as `verify`, in the sync that comes when due), with the result in /metrics; 0: never")
 	f.DurationVar(&s.ShutdownTimeout, "shutdown-timeout", defaultShutdownTimeout,
 		"on SIGINT/SIGTERM, how long the sync under way may take to reach its next commit before it is cancelled (rolled back)")
 	return s, cmd
@@ -154,6 +156,9 @@ func (s *serveCmd) run(ctx context.Context) error {
 	opts.Progress = s.progress
 	d := newDaemon(s.conn.DB, opts, log, now)
 	d.poll, d.grace = s.Poll, s.ShutdownTimeout
+	if d.verifyEvery = s.VerifyEvery; d.verifyEvery > 0 {
+		d.nextVerify = now().Add(d.verifyEvery)
+	}
 	if s.retryMin > 0 {
 		d.retryMin = s.retryMin
 	}
@@ -252,8 +257,12 @@ type daemon struct {
 	retryMin time.Duration
 	retryMax time.Duration
 
-	mu     sync.Mutex
-	health health
+	verifyEvery   time.Duration // serve_verify.go
+	verifyMetrics *verifyMetrics
+
+	mu         sync.Mutex
+	health     health
+	nextVerify time.Time
 }
 
 // health is what the last finished sync left, for /healthz.
@@ -273,6 +282,7 @@ func newDaemon(path string, opts replica.Options, log zerolog.Logger, now func()
 	d := &daemon{path: path, opts: opts, log: log, now: now, trig: webhook.NewTrigger(), poll: defaultPoll,
 		grace: defaultShutdownTimeout, retryMin: defaultRetryMin, retryMax: defaultRetryMax, health: health{Behind: -1}}
 	d.metrics = newServeMetrics(d.lastSuccess, now)
+	d.verifyMetrics = newVerifyMetrics(d.metrics.reg)
 	return d
 }
 
@@ -333,6 +343,9 @@ func (d *daemon) loop(ctx context.Context) error {
 				wait = retry
 			}
 			d.log.Info().Dur(logKeyRetryWait, wait).Msg("sync again after the failure")
+		}
+		if due, on := d.verifyDue(); on && (wait == 0 || due < wait) {
+			wait = max(due, time.Millisecond)
 		}
 		next.Stop()
 		if wait > 0 {
@@ -421,6 +434,7 @@ func (d *daemon) runSync(ctx context.Context, opts replica.Options, waiting *ato
 	}
 	out.status = st
 	if out.err == nil || errors.Is(out.err, replica.ErrPartial) {
+		d.maybeVerify(ctx, r)
 		if out.behind, err = r.Behind(ctx, behindLimit); err != nil {
 			d.log.Warn().Err(err).Msg("count the events after the cursor")
 			out.behind = -1
