@@ -173,7 +173,7 @@ func checkCopy(ctx context.Context, path string) error {
 	if _, err := Inspect(path); err != nil {
 		return err
 	}
-	c, err := open(ctx, path, Options{ReadOnly: true})
+	c, err := open(ctx, path, Options{ReadOnly: true}, false)
 	if err != nil {
 		return err
 	}
