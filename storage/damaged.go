@@ -23,6 +23,11 @@ type DamagedError struct {
 }
 
 func (e *DamagedError) Error() string {
+	if errors.Is(e.Err, ErrStaleWAL) {
+		return fmt.Sprintf("open %s: %v; nothing was written. Move %s.wal aside: the file then opens at its last checkpoint "+
+			"and the next sync fetches what came since. Or rebuild the file: move it aside too and run `ploti-replica sync --db %s`, "+
+			"which loads every dataset from Ploti into a new file", e.Path, e.Err, e.Path, e.Path)
+	}
 	cause := e.Err.Error()
 	if i := strings.IndexByte(cause, '\n'); i >= 0 {
 		cause = cause[:i]

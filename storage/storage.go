@@ -57,6 +57,7 @@ type DB struct {
 	readOnly  bool
 	storage   uint64   // DuckDB storage version of the file
 	pubSrc    *os.File // the file opened by Publish; closed after DuckDB (see publishSource)
+	chained   bool     // Commit appends to _ploti.commit_log (walcheck.go)
 }
 
 var lockRE = regexp.MustCompile(`(?i)conflicting lock|could not set lock`)
@@ -73,6 +74,11 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	info, err := Inspect(path)
 	if err != nil {
 		return nil, err
+	}
+	if info.Exists {
+		if err := checkWAL(ctx, path); err != nil {
+			return nil, err
+		}
 	}
 	if !info.Exists && (opts.NoCreate || opts.ReadOnly) {
 		return nil, fmt.Errorf("open %s: %w", path, ErrNoFile)
@@ -147,6 +153,7 @@ func open(ctx context.Context, path string, opts Options, existed bool) (*DB, er
 			db.Close()
 			return nil, err
 		}
+		db.chained = true
 		// DuckDB's setting is global to the open file: every connection
 		// of the pool shares it.
 		if _, err := db.sql.ExecContext(ctx, "SET checkpoint_threshold = '"+CheckpointThreshold+"'"); err != nil {
@@ -355,7 +362,21 @@ func (db *DB) Begin(ctx context.Context) (*Tx, error) {
 }
 
 // Commit commits the transaction.
-func (tx *Tx) Commit() error { return tx.tx.Commit() }
+func (tx *Tx) Commit() error {
+	if !tx.db.chained {
+		return tx.tx.Commit()
+	}
+	seq, err := tx.chainCommit()
+	if err != nil {
+		tx.tx.Rollback()
+		return err
+	}
+	if err := tx.tx.Commit(); err != nil {
+		return err
+	}
+	tx.db.pruneCommitLog(seq)
+	return nil
+}
 
 // Rollback aborts the transaction; after Commit it does nothing.
 func (tx *Tx) Rollback() error {
