@@ -48,8 +48,17 @@ type Config struct {
 	// Merges are the merge sizes, as fractions of the rows; the issue's
 	// 1%, 0.01% and 10% when nil.
 	Merges []float64
+	// ManyDatasets is the many-datasets section's subscription size;
+	// DefaultManyDatasets when zero.
+	ManyDatasets int
+	// ManyEvents is about how many events its catch-up's log holds;
+	// DefaultManyEvents when zero.
+	ManyEvents int
+	// Wire is the imitated link the many-datasets section bootstraps over;
+	// emulator.OfficeWire when zero.
+	Wire emulator.Wire
 	// Only limits the run to these sections (nil: all): load, merge and
-	// publish (which need load), memory, file, log, updates, demo.
+	// publish (which need load), memory, file, log, updates, demo, many.
 	Only []string
 	// Threads is DuckDB's thread count for the engine and for DuckDB alone
 	// (0: DuckDB's default, the machine's cores).
@@ -87,6 +96,15 @@ func (c *Config) defaults() {
 	if c.Reloads <= 0 {
 		c.Reloads = DefaultReloads
 	}
+	if c.ManyDatasets <= 0 {
+		c.ManyDatasets = DefaultManyDatasets
+	}
+	if c.ManyEvents <= 0 {
+		c.ManyEvents = DefaultManyEvents
+	}
+	if c.Wire == (emulator.Wire{}) {
+		c.Wire = emulator.OfficeWire
+	}
 	if c.Merges == nil {
 		c.Merges = []float64{0.01, 0.0001, 0.1}
 	}
@@ -96,13 +114,14 @@ func (c *Config) defaults() {
 }
 
 // Sections are the parts of a run, for Config.Only.
-var Sections = []string{"load", "merge", "publish", "memory", "file", "log", "updates", "demo"}
+var Sections = []string{"load", "merge", "publish", "memory", "file", "log", "updates", "demo", "many"}
 
 // Quick is the CI smoke test's configuration: 1M rows, the 1% merge only,
-// and a catch-up scaled down, so the whole run takes about a minute on two
-// cores.
+// and a catch-up and a statewide subscription scaled down, so the whole
+// run takes about two minutes on two cores.
 func Quick() Config {
-	return Config{Rows: []int64{1000000}, Merges: []float64{0.01}, Events: 1000, CatchUpDatasets: 20, UpdateRows: 20000, Updates: 20, Reloads: 3}
+	return Config{Rows: []int64{1000000}, Merges: []float64{0.01}, Events: 1000, CatchUpDatasets: 20, UpdateRows: 20000, Updates: 20, Reloads: 3,
+		ManyDatasets: 60, ManyEvents: 600}
 }
 
 // want reports whether the run measures a section.
@@ -146,6 +165,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		{"snapshots", r.snapshots},
 		{"catch-up", r.catchUp},
 		{"demo", r.demo},
+		{"many", r.many},
 	}
 	for _, s := range steps {
 		if err := s.fn(ctx); err != nil {

@@ -30,6 +30,8 @@ type timedAPI struct {
 	download cost
 	calls    cost
 	bytes    int64
+	files    int
+	n        map[string]int // API calls by kind
 }
 
 func (t *timedAPI) Download(ctx context.Context, f ploti.File, name string, refresh func(context.Context) (ploti.File, error)) (string, error) {
@@ -38,48 +40,57 @@ func (t *timedAPI) Download(ctx context.Context, f ploti.File, name string, refr
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.download = t.download.add(stop())
+	t.files++
 	if f.Bytes != nil {
 		t.bytes += *f.Bytes
 	}
 	return p, err
 }
 
-// call times one API call.
-func timed[T any](t *timedAPI, call func() (T, error)) (T, error) {
+// timed times one API call and counts it under kind.
+func timed[T any](t *timedAPI, kind string, call func() (T, error)) (T, error) {
 	stop := startWatch()
 	v, err := call()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.calls = t.calls.add(stop())
+	if t.n == nil {
+		t.n = map[string]int{}
+	}
+	t.n[kind]++
 	return v, err
 }
 
 func (t *timedAPI) Manifest(ctx context.Context, sub, asOf string) (*ploti.Manifest, error) {
-	return timed(t, func() (*ploti.Manifest, error) { return t.API.Manifest(ctx, sub, asOf) })
+	return timed(t, "manifest", func() (*ploti.Manifest, error) { return t.API.Manifest(ctx, sub, asOf) })
 }
 
 func (t *timedAPI) Events(ctx context.Context, sub, cursor string, limit int, types []string) (*ploti.EventPage, error) {
-	return timed(t, func() (*ploti.EventPage, error) { return t.API.Events(ctx, sub, cursor, limit, types) })
+	return timed(t, "events", func() (*ploti.EventPage, error) { return t.API.Events(ctx, sub, cursor, limit, types) })
 }
 
 func (t *timedAPI) Dataset(ctx context.Context, id string) (*ploti.Dataset, error) {
-	return timed(t, func() (*ploti.Dataset, error) { return t.API.Dataset(ctx, id) })
+	return timed(t, "dataset", func() (*ploti.Dataset, error) { return t.API.Dataset(ctx, id) })
+}
+
+func (t *timedAPI) DatasetsPage(ctx context.Context, q fetch.DatasetsQuery) (*ploti.DatasetPage, error) {
+	return timed(t, "datasets", func() (*ploti.DatasetPage, error) { return t.API.DatasetsPage(ctx, q) })
 }
 
 func (t *timedAPI) Version(ctx context.Context, id string, version int) (*ploti.Version, error) {
-	return timed(t, func() (*ploti.Version, error) { return t.API.Version(ctx, id, version) })
+	return timed(t, "version", func() (*ploti.Version, error) { return t.API.Version(ctx, id, version) })
 }
 
 func (t *timedAPI) VersionByLink(ctx context.Context, link string) (*ploti.Version, error) {
-	return timed(t, func() (*ploti.Version, error) { return t.API.VersionByLink(ctx, link) })
+	return timed(t, "version", func() (*ploti.Version, error) { return t.API.VersionByLink(ctx, link) })
 }
 
 func (t *timedAPI) Links(ctx context.Context, id string, version int, files []string) (*ploti.Version, error) {
-	return timed(t, func() (*ploti.Version, error) { return t.API.Links(ctx, id, version, files) })
+	return timed(t, "links", func() (*ploti.Version, error) { return t.API.Links(ctx, id, version, files) })
 }
 
 func (t *timedAPI) Schema(ctx context.Context, id string, version int) (*ploti.Schema, error) {
-	return timed(t, func() (*ploti.Schema, error) { return t.API.Schema(ctx, id, version) })
+	return timed(t, "schema", func() (*ploti.Schema, error) { return t.API.Schema(ctx, id, version) })
 }
 
 // cost is what a step took: wall time, and the process's CPU time (which
@@ -102,7 +113,18 @@ func startWatch() func() cost {
 type syncRun struct {
 	Total, Download, API cost
 	Bytes                int64
+	Files                int            // files downloaded
+	Calls                map[string]int // API calls by kind
 	Result               replica.SyncResult
+}
+
+// CallCount is every API call the sync made.
+func (s syncRun) CallCount() int {
+	n := 0
+	for _, c := range s.Calls {
+		n += c
+	}
+	return n
 }
 
 // Engine is the sync's cost minus the downloads' and the API calls'.
@@ -115,6 +137,9 @@ func (s syncRun) Network() cost { return s.Download.add(s.API) }
 type engineOpts struct {
 	Threads     int
 	MemoryLimit string
+	// RateLimit keeps the client's rate limiter on (Ploti's 120 calls a
+	// minute, as users have it); the bench's other sections turn it off.
+	RateLimit bool
 }
 
 // engineSync opens the replica at path, syncs it with the emulator and
@@ -125,9 +150,10 @@ func engineSync(ctx context.Context, em *emulator.Emulator, sub, path string, eo
 
 func syncWith(ctx context.Context, apiURL, key, sub, path string, eo engineOpts) (syncRun, error) {
 	var run syncRun
-	// The client-side rate limit (Ploti's 120 calls a minute) is off: the
-	// emulator has none, and the bench measures the engine, not the wait.
-	client, err := fetch.New(fetch.Options{BaseURL: apiURL, APIKey: key, SpoolDir: path + ".spool", DisableRateLimit: true})
+	// The client-side rate limit (Ploti's 120 calls a minute) is off unless
+	// asked for: the emulator has none, and the bench measures the engine,
+	// not the wait.
+	client, err := fetch.New(fetch.Options{BaseURL: apiURL, APIKey: key, SpoolDir: path + ".spool", DisableRateLimit: !eo.RateLimit})
 	if err != nil {
 		return run, err
 	}
@@ -144,7 +170,7 @@ func syncWith(ctx context.Context, apiURL, key, sub, path string, eo engineOpts)
 		err = cerr
 	}
 	run.Total = stop()
-	run.Download, run.API, run.Bytes = api.download, api.calls, api.bytes
+	run.Download, run.API, run.Bytes, run.Files, run.Calls = api.download, api.calls, api.bytes, api.files, api.n
 	if err != nil {
 		return run, fmt.Errorf("sync %s: %w", path, err)
 	}

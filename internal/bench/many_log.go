@@ -1,0 +1,230 @@
+package bench
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/ploti-replica/ploti-replica/emulator"
+	"github.com/ploti-replica/ploti-replica/fetch"
+	"github.com/ploti-replica/ploti-replica/storage"
+)
+
+// manyLogFixture is a log after the statewide file's cursor: rounds of a
+// stale event for every dataset and a small update for one in ten.
+type manyLogFixture struct {
+	events   int
+	updates  int
+	rowsEach float64 // changed rows per update, on average
+	pages    [][][2]string
+}
+
+// buildManyLog publishes the log's rounds and collects, page by page (500
+// events from the file's cursor, as the walk reads them), the changes
+// files its updates bring.
+func (r *run) buildManyLog(ctx context.Context, f *manyFixture) (*manyLogFixture, error) {
+	em, n := f.em, len(f.ids)
+	from := len(em.Events(f.sub))
+	rounds := max(1, int(math.Round(float64(r.cfg.ManyEvents)/float64(n+n/manyUpdateEvery))))
+	r.logf("emulator: building a log of %d rounds over %d datasets (a stale event each, an update for one in %d)", rounds, n, manyUpdateEvery)
+	start := time.Now()
+	histories := make([][]churn, n)
+	versions := map[[2]any]string{} // dataset, version → changes file
+	var changed int64
+	l := &manyLogFixture{}
+	for round := range rounds {
+		for i, id := range f.ids {
+			if (i+round)%manyUpdateEvery == 0 {
+				histories[i] = append(histories[i], churn{0.01})
+				rel, err := em.PublishQuery(ctx, id, permitsSQL(f.sizes[i], histories[i]))
+				if err != nil {
+					return nil, err
+				}
+				if rel.ResyncRequired || rel.Held {
+					return nil, fmt.Errorf("update %d of %s is a resync or held: %w", rel.Version, id, errMismatch)
+				}
+				file, err := em.ChangesFile(ctx, id, rel.Version)
+				if err != nil {
+					return nil, err
+				}
+				versions[[2]any{id, rel.Version}] = file
+				changed += rel.Added + rel.Changed + rel.Removed
+				l.updates++
+			}
+			if err := em.Check(id); err != nil {
+				return nil, err
+			}
+		}
+		em.Advance(staleRound)
+	}
+	evs := em.Events(f.sub)[from:]
+	l.events = len(evs)
+	for p := 0; p*500 < len(evs); p++ {
+		var page [][2]string
+		for _, ev := range evs[p*500 : min(len(evs), (p+1)*500)] {
+			if ev.Type != "feed.dataset.updated" {
+				continue
+			}
+			var body struct {
+				Data struct {
+					Version int `json:"version"`
+				} `json:"data"`
+			}
+			if err := json.Unmarshal(ev.JSON, &body); err != nil {
+				return nil, err
+			}
+			file, ok := versions[[2]any{ev.DatasetID, body.Data.Version}]
+			if !ok {
+				return nil, fmt.Errorf("event %s names %s v%d, not published here: %w", ev.ID, ev.DatasetID, body.Data.Version, errMismatch)
+			}
+			page = append(page, [2]string{storage.TableName(ev.DatasetID), file})
+		}
+		l.pages = append(l.pages, page)
+	}
+	l.rowsEach = float64(changed) / float64(max(l.updates, 1))
+	r.logf("emulator: %d events, %d updates of %.0f rows on average, built in %s", l.events, l.updates, l.rowsEach, time.Since(start).Round(time.Second))
+	return l, nil
+}
+
+// rawMergePages applies the changes files with DuckDB alone, one
+// transaction per page of the log, then closes the file.
+func (r *run) rawMergePages(ctx context.Context, path string, pages [][][2]string) (cost, error) {
+	settle()
+	stop := startWatch()
+	err := withPlain(ctx, path, r.eo, func(db *sql.DB) error {
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		for _, page := range pages {
+			if len(page) == 0 {
+				continue
+			}
+			if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
+				return err
+			}
+			for _, m := range page {
+				for _, q := range rawMergeSQL(m[0], m[1]) {
+					if q == "BEGIN" || q == "COMMIT" {
+						continue
+					}
+					if _, err := conn.ExecContext(ctx, q); err != nil {
+						return fmt.Errorf("raw merge of %s: %w", m[1], err)
+					}
+				}
+			}
+			if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return stop(), err
+}
+
+// manyLog measures the catch-up of the log: on loopback with the rate
+// limits off (the engine's own speed, events a second, and against DuckDB
+// alone applying the same files in one transaction per page), its API
+// calls, the time the client's rate limiter alone would make it take, and
+// one run over the imitated link.
+func (r *run) manyLog(ctx context.Context, f *manyFixture) error {
+	l, err := r.buildManyLog(ctx, f)
+	if err != nil {
+		return err
+	}
+	var eng, net, raw Costs
+	var rate Quantity
+	var last syncRun
+	for i := range r.cfg.Repeat {
+		steps := []func() error{
+			func() error {
+				run, err := r.manyCatchUp(ctx, f, l, r.eo)
+				eng.Add(run.Engine())
+				net.Add(run.Network())
+				rate.Add(float64(run.Result.EventsSeen) / run.Total.Wall.Seconds())
+				last = run
+				return err
+			},
+			func() error {
+				p := r.path("many-log-raw")
+				defer removeDB(p)
+				if err := copyDB(f.raw, p); err != nil {
+					return err
+				}
+				d, err := r.rawMergePages(ctx, p, l.pages)
+				raw.Add(d)
+				return err
+			},
+		}
+		if i%2 == 1 {
+			slices.Reverse(steps)
+		}
+		for _, s := range steps {
+			if err := s(); err != nil {
+				return err
+			}
+		}
+		r.logf("many catch-up, run %d: engine %s (+ API calls and downloads %s), DuckDB alone %s", i+1,
+			secs(eng.Wall.Runs[i]), secs(net.Wall.Runs[i]), secs(raw.Wall.Runs[i]))
+	}
+	f.em.SetWire(r.cfg.Wire)
+	wired, err := r.manyCatchUp(ctx, f, l, r.eo)
+	f.em.SetWire(emulator.Wire{})
+	if err != nil {
+		return err
+	}
+	perSec := rate.Median()
+	size := fmt.Sprintf("%d events over %d datasets, %d updates of ~%.0f rows", l.events, len(f.ids), l.updates, l.rowsEach)
+	r.rep.target(Line{What: "7c. catch-up of a statewide log (stale events, small updates), loopback, rate limits off", Size: size,
+		Engine: fmt.Sprintf("%s; + API calls and downloads %s", eng.String(), net.Wall.String()),
+		Versus: "events a second: " + rate.Format(func(v float64) string { return fmt.Sprintf("%.0f", v) }), Ratio: perSec, CPURatio: math.NaN()}, 2000, false)
+	r.rep.Summary["many_events_per_s"] = perSec
+	ratio, cpu := ratios(eng, raw)
+	r.rep.target(Line{What: "7c. the same, API calls and downloads excluded", Size: size, Engine: eng.String(),
+		Versus: "DuckDB alone, a transaction a page: " + raw.String(), Ratio: ratio, CPURatio: cpu}, 1.3, true)
+	r.rep.Summary["many_updates_vs_raw"] = ratio
+	calls := last.CallCount()
+	cpv := float64(calls) / float64(l.updates)
+	other := calls - last.Calls["events"] - last.Calls["version"] - last.Calls["manifest"]
+	r.rep.target(Line{What: "7c. API calls per version the catch-up brings", Size: fmt.Sprintf("%d versions, %d state-only events", l.updates, l.events-l.updates),
+		Engine: callText(last.Calls), Versus: fmt.Sprintf("calls for state-only events: %d", other), Ratio: cpv, CPURatio: math.NaN()}, 1.0, true)
+	r.rep.Summary["calls_per_version"] = cpv
+	limit := limiterWait(last.Calls)
+	r.rep.add(Line{What: "7c. the catch-up's wall time under Ploti's rate limits", Size: size,
+		Engine: fmt.Sprintf("at least %s: the client's limiter alone, for %d calls (120 a minute after a burst of 20; manifests 20)", secs(limit), calls),
+		Versus: fmt.Sprintf("with the limits off: %s on loopback; %s over the %s, %s link", secs(eng.Wall.Median()+net.Wall.Median()),
+			secs(wired.Total.Wall), mbps(r.cfg.Wire.Bandwidth), r.cfg.Wire.Latency),
+		Ratio: math.NaN()})
+	return nil
+}
+
+// manyCatchUp syncs a copy of the bootstrapped file with the log and
+// checks that it merged every update.
+func (r *run) manyCatchUp(ctx context.Context, f *manyFixture, l *manyLogFixture, eo engineOpts) (syncRun, error) {
+	p := r.path("many-log-engine")
+	defer removeDB(p)
+	if err := copyDB(f.engine, p); err != nil {
+		return syncRun{}, err
+	}
+	run, err := syncWith(ctx, f.em.URL(), f.em.APIKey(), f.sub, p, eo)
+	if err == nil && (run.Result.EventsSeen != l.events || len(run.Result.Failed) > 0) {
+		err = fmt.Errorf("catch-up saw %d of %d events, %d failed: %w", run.Result.EventsSeen, l.events, len(run.Result.Failed), errMismatch)
+	}
+	return run, err
+}
+
+// limiterWait is the least time the client's rate limiter lets calls
+// take: every call beyond the burst waits for a token.
+func limiterWait(calls map[string]int) time.Duration {
+	all, heavy := 0, calls["manifest"]
+	for _, n := range calls {
+		all += n
+	}
+	perMin := func(n, rate int) float64 { return float64(max(0, n-max(1, rate/6))) / (float64(rate) / 60) }
+	return time.Duration(max(perMin(all, fetch.DefaultCallsPerMinute), perMin(heavy, fetch.DefaultHeavyCallsPerMinute)) * float64(time.Second))
+}
