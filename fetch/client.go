@@ -174,6 +174,16 @@ func New(opts Options) (*Client, error) {
 // BaseURL returns the API base URL the client calls (and sends its key to).
 func (c *Client) BaseURL() string { return c.base.String() }
 
+// CallsPerMinute is the rate the client's limiter lets API calls go at,
+// and how many it lets go at once before it waits (its burst); zero when
+// the limiter is off.
+func (c *Client) CallsPerMinute() (rate, burst int) {
+	if c.limiter == nil {
+		return 0, 0
+	}
+	return int(c.limiter.all.perSec*60 + 0.5), int(c.limiter.all.burst)
+}
+
 func orDefault[T comparable](v, def T) T {
 	var zero T
 	if v == zero {
