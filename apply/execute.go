@@ -178,6 +178,17 @@ func (x *Executor) Apply(ctx context.Context, b *Batch, ev ploti.Event) (Result,
 	a := Decide(st, ev, x.onMajor())
 	res := Result{Action: a}
 	if a.Kind == Skip {
+		if d != nil && bringsHeld(d, ev) && (d.StaleLastCheckedAt != nil || d.StaleNextCheckBy != nil) {
+			// The version held came with this event (loaded ahead of the
+			// walk, from a later snapshot, or applied before a replay): a
+			// missed check recorded before it is over, as when the event
+			// is applied (heldVersion).
+			d.StaleLastCheckedAt, d.StaleNextCheckBy = nil, nil
+			if d.StatusReason == storage.ReasonStale {
+				d.StatusReason = ""
+			}
+			b.putDataset(d)
+		}
 		return res, b.markApplied(ctx, ev.ID)
 	}
 	if d == nil {
@@ -247,6 +258,13 @@ func (x *Executor) Apply(ctx context.Context, b *Batch, ev ploti.Event) (Result,
 		return res, x.fail(ctx, b, d, a, ev.ID, err)
 	}
 	return res, nil
+}
+
+// bringsHeld reports whether an event brings the version the dataset
+// holds.
+func bringsHeld(d *storage.Dataset, ev ploti.Event) bool {
+	return (ev.Type == ploti.EventUpdated || ev.Type == ploti.EventResyncRequired) && ev.Data.Version != nil &&
+		*ev.Data.Version == d.Version && d.Version > 0 && d.Status == storage.StatusCurrent
 }
 
 func (x *Executor) onMajor() string {

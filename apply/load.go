@@ -23,6 +23,11 @@ type Prepared struct {
 	// chosen ahead (storage.DB.FreeTableNames), so a shared load creates the
 	// table with CreateSnapshot, and a load alone chooses its name again.
 	NewTable bool
+	// LogDiff asks the load to record in _ploti.changes how the snapshot
+	// differs from the table it replaces (storage.Tx.LogSnapshotDiff): a
+	// dataset caught up from a later snapshot, past versions whose changes
+	// files it does not read.
+	LogDiff bool
 	// Err is why the preparation failed; nothing is then loaded.
 	Err error
 	// Bytes are the snapshot's bytes in the spool.
@@ -128,6 +133,9 @@ func (x *Executor) loadOne(ctx context.Context, p *Prepared, eventID string) (in
 				return err
 			}
 			d.Table = fresh.Table
+		}
+		if err := x.logDiff(ctx, tx, p, d); err != nil {
+			return err
 		}
 		var err error
 		if rows, err = tx.LoadSnapshot(ctx, d.Table, schema.Columns, p.paths); err != nil {
@@ -240,6 +248,9 @@ func (x *Executor) loadShared(ctx context.Context, ps []*Prepared, idx []int) er
 			if d.Table == "" {
 				return errors.New("shared load: " + d.ID + " has no table name")
 			}
+			if err := x.logDiff(ctx, tx, p, d); err != nil {
+				return &Error{Op: "load", DatasetID: d.ID, Version: p.Version.Version, Err: err}
+			}
 			load := tx.LoadSnapshot
 			if p.NewTable {
 				load = tx.CreateSnapshot
@@ -280,4 +291,14 @@ func (x *Executor) loadShared(ctx context.Context, ps []*Prepared, idx []int) er
 		x.swapped(ctx, rows[0].ID, freed)
 	}
 	return nil
+}
+
+// logDiff records how a prepared snapshot differs from the table it
+// replaces, when the load asks for it and a table is held.
+func (x *Executor) logDiff(ctx context.Context, tx *storage.Tx, p *Prepared, d *storage.Dataset) error {
+	if !p.LogDiff || d.Version == 0 || d.Table == "" || p.NewTable {
+		return nil
+	}
+	_, err := tx.LogSnapshotDiff(ctx, d.ID, p.Version.Version, d.Table, p.schema.Columns, p.paths)
+	return err
 }

@@ -267,3 +267,11 @@ func TestSync_newPendingDatasetsAreDescribedTogether(t *testing.T) {
 		}
 	}
 }
+
+// CallsPerMinute passes the real client's rate limit on.
+func (c *countingAPI) CallsPerMinute() (rate, burst int) {
+	if l, ok := c.API.(rateLimited); ok {
+		return l.CallsPerMinute()
+	}
+	return 0, 0
+}

@@ -14,7 +14,8 @@
 //	if no cursor:                           bootstrap
 //	else:                                   rebuilt (load from a fresh manifest the datasets
 //	                                        it listed as rebuilding), repair (reload failed
-//	                                        datasets from current)
+//	                                        datasets from current), catch up from the
+//	                                        manifest (under the rate limit, see below)
 //	loop:
 //	    page := events after cursor (limit 500)
 //	    410 expired:                        bootstrap, continue
@@ -36,6 +37,12 @@
 //	    unavailable: pending (rebuilding ones: the next sync asks the manifest again)
 //	    held datasets no longer listed: removed
 //	    cursor := manifest.eventCursor
+//
+// Under the client's rate limit, a sync with a cursor reads the log ahead
+// (up to 40 pages, kept for the walk) and, when the walk would need more
+// calls than the limiter's burst, loads the datasets the log moves past
+// with updates only from one manifest call (catchUpFromManifest); the
+// walk then skips their updates up to the version loaded.
 //
 // A page's events make no API call of their own but for the versions they
 // load or merge (one each, through the event's links.version); a merge of

@@ -24,6 +24,7 @@ type loadJob struct {
 	d        *storage.Dataset
 	v        *ploti.Version
 	newTable bool  // d.Table was chosen ahead (see apply.Prepared.NewTable)
+	logDiff  bool  // record how the snapshot differs from the table (apply.Prepared.LogDiff)
 	size     int64 // the snapshot's declared bytes; -1 when a part does not say
 	reserved int64 // what the spool budget holds for it
 	p        *apply.Prepared
@@ -116,7 +117,7 @@ func (r *Replica) prefetch(ctx context.Context, jobs []*loadJob, budget *spoolBu
 			defer func() { <-slots }()
 			defer close(j.ready)
 			j.p = r.exec.Prepare(ctx, j.d, j.v, true)
-			j.p.NewTable = j.newTable
+			j.p.NewTable, j.p.LogDiff = j.newTable, j.logDiff
 		})
 	}
 }

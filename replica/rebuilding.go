@@ -8,13 +8,18 @@ import (
 )
 
 // catchUp prepares a sync that has a cursor: datasets whose files were
-// being rebuilt are loaded from a fresh manifest, then failed datasets
-// are repaired from their current versions.
+// being rebuilt are loaded from a fresh manifest, failed datasets are
+// repaired from their current versions, and, under the rate limit,
+// datasets the log has moved past are loaded from the manifest when that
+// saves calls (catchUpFromManifest).
 func (r *Replica) catchUp(ctx context.Context, sub *storage.Subscription, res *SyncResult) error {
 	if err := r.reloadRebuilt(ctx, sub, res); err != nil {
 		return err
 	}
-	return r.repair(ctx, res)
+	if err := r.repair(ctx, res); err != nil {
+		return err
+	}
+	return r.catchUpFromManifest(ctx, sub, res)
 }
 
 // reloadRebuilt asks the manifest again for the datasets a manifest listed

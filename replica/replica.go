@@ -126,6 +126,9 @@ type Replica struct {
 	exec  *apply.Executor
 	spool string
 	log   zerolog.Logger
+	// kept are events pages read ahead of the walk, by the cursor they
+	// follow (catchUpFromManifest); a sync takes them instead of reading.
+	kept map[string]keptPage
 	// rebootstrap is set while Rebootstrap runs: the bootstrap reloads
 	// datasets at the version they hold too.
 	rebootstrap bool
@@ -155,7 +158,7 @@ func Open(ctx context.Context, path string, opts Options) (*Replica, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	r := &Replica{opts: opts, spool: path + ".spool", log: opts.Logger}
+	r := &Replica{opts: opts, spool: path + ".spool", log: opts.Logger, kept: map[string]keptPage{}}
 	if opts.SpoolDir != "" {
 		r.spool = filepath.Join(opts.SpoolDir, filepath.Base(path)+".spool")
 	}

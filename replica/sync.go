@@ -68,7 +68,9 @@ func (r *Replica) Sync(ctx context.Context) (SyncResult, error) {
 		return res, err
 	}
 	end := &syncEnd{runID: runID}
+	clear(r.kept)
 	err = r.sync(ctx, sub, &res, end)
+	clear(r.kept)
 	res.Cursor = sub.Cursor // the walk moves it only once a commit stored it
 	res.Duration = time.Since(start)
 	err = outcome(sub.ID, res, err)
@@ -195,7 +197,7 @@ func (r *Replica) sync(ctx context.Context, sub *storage.Subscription, res *Sync
 		if ahead != nil {
 			page, ahead = ahead, nil
 		} else {
-			page, err = r.api.Events(ctx, sub.ID, sub.Cursor, r.opts.PageSize, nil)
+			page, err = r.page(ctx, sub.ID, sub.Cursor)
 		}
 		switch {
 		case errors.Is(err, fetch.ErrExpired):
@@ -205,6 +207,7 @@ func (r *Replica) sync(ctx context.Context, sub *storage.Subscription, res *Sync
 				return fmt.Errorf("read events of %s: the cursor of a fresh manifest expired again (%d reloads in one sync): %w", sub.ID, reloads-1, err)
 			}
 			r.log.Info().Str("subscription", sub.ID).Msg("cursor expired: reloading from the manifest")
+			clear(r.kept)
 			if err := r.bootstrap(ctx, sub, res); err != nil {
 				return err
 			}
@@ -260,7 +263,7 @@ func (r *Replica) readAhead(ctx context.Context, subID, cursor string) *ploti.Ev
 		case <-rctx.Done():
 		}
 	}()
-	page, err := r.api.Events(rctx, subID, cursor, r.opts.PageSize, nil)
+	page, err := r.page(rctx, subID, cursor)
 	if err != nil || r.stopped() != nil {
 		return nil
 	}

@@ -13,7 +13,7 @@ import (
 // only in the files is added, one only in the table removed, one in both
 // with any value different changed. It is what a dataset caught up from a
 // later snapshot logs in place of each skipped version's changes
-// (docs/decisions.md 26). Call it before the snapshot replaces the table;
+// (docs/decisions.md 34). Call it before the snapshot replaces the table;
 // the files' ids are checked by the load that follows, in the same
 // transaction. It returns how many changes it logged.
 func (tx *Tx) LogSnapshotDiff(ctx context.Context, datasetID string, version int, table string, cols []ploti.Column, files []string) (int64, error) {

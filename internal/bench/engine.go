@@ -73,6 +73,14 @@ func (t *timedAPI) Dataset(ctx context.Context, id string) (*ploti.Dataset, erro
 	return timed(t, "dataset", func() (*ploti.Dataset, error) { return t.API.Dataset(ctx, id) })
 }
 
+// CallsPerMinute passes the client's rate limit on to the replica.
+func (t *timedAPI) CallsPerMinute() (rate, burst int) {
+	if l, ok := t.API.(interface{ CallsPerMinute() (int, int) }); ok {
+		return l.CallsPerMinute()
+	}
+	return 0, 0
+}
+
 func (t *timedAPI) DatasetsPage(ctx context.Context, q fetch.DatasetsQuery) (*ploti.DatasetPage, error) {
 	return timed(t, "datasets", func() (*ploti.DatasetPage, error) { return t.API.DatasetsPage(ctx, q) })
 }

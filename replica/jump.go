@@ -1,0 +1,202 @@
+package replica
+
+import (
+	"context"
+
+	"github.com/ploti-replica/ploti-replica/ploti"
+	"github.com/ploti-replica/ploti-replica/storage"
+)
+
+// lookAheadPages bounds the events pages a catch-up reads before it
+// decides whether to load datasets from the manifest (20,000 events).
+const lookAheadPages = 40
+
+// jumpRowsPerCall is how many rows a dataset may hold for its reload from
+// a snapshot to cost less than one API call under the rate limit: half a
+// second buys about 50,000 rows at 10 µs a row (the download at 10 MB/s
+// of about 100 bytes a row, and DuckDB's load), a conservative guess.
+const jumpRowsPerCall = 50000
+
+// rateLimited is an API client with a client-side rate limiter
+// (*fetch.Client): its rate a minute and its burst, zero when off.
+type rateLimited interface {
+	CallsPerMinute() (rate, burst int)
+}
+
+// behind is what the events after the cursor bring one dataset.
+type behind struct {
+	versions int  // updated events past the held version
+	other    bool // an event that needs the walk: resync, schema change, added, removed
+}
+
+// catchUpFromManifest loads datasets that the log has moved past their
+// held version from the subscription's manifest, when that costs fewer API
+// calls than walking to their versions one by one (issue 18: under the
+// rate limit of 120 calls a minute, one version call for each of 2,000
+// updated datasets is 17 minutes; the manifest is one call). It reads the
+// log ahead first, up to lookAheadPages, and keeps the pages for the walk.
+//
+// It acts only while the client's rate limiter is on and the walk would
+// need more calls than the limiter's burst, and only for a dataset that
+// is current, whose events ahead are updates and state-only ones (no
+// resync, schema change, addition or removal, which the walk applies),
+// whose reload costs less than the calls it saves, and that the manifest
+// lists at a later version of the schema version it holds, with no
+// column referencing it (Options.IDReferences). The docs allow it:
+// "Skip an updated, resync_required or schema_changed for a version at or
+// below the one you hold, including after you reload a dataset part way
+// through the log". Each load records how the snapshot differs from the
+// table in _ploti.changes, under the version loaded (docs/decisions.md
+// 34). A failure leaves the dataset to the walk.
+func (r *Replica) catchUpFromManifest(ctx context.Context, sub *storage.Subscription, res *SyncResult) error {
+	lim, ok := r.api.(rateLimited)
+	if !ok {
+		return nil
+	}
+	rate, burst := lim.CallsPerMinute()
+	if rate <= 0 {
+		return nil
+	}
+	pages, err := r.lookAhead(ctx, sub)
+	if err != nil || len(pages) == 0 {
+		return err
+	}
+	reg, err := r.registry(ctx)
+	if err != nil {
+		return err
+	}
+	ahead, calls := r.behindOf(pages, reg)
+	candidates := map[string]*storage.Dataset{}
+	saved := 0
+	for id, b := range ahead {
+		d := reg[id]
+		if b.other || b.versions == 0 || !r.jumpable(d) || d.RowCount > int64(b.versions)*jumpRowsPerCall {
+			continue
+		}
+		candidates[id] = d
+		saved += b.versions
+	}
+	if calls <= burst || saved < 2 {
+		return nil
+	}
+	m, err := r.api.Manifest(ctx, sub.ID, "")
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		r.log.Warn().Err(err).Msg("could not get the manifest to catch up from; walking the log instead")
+		return nil
+	}
+	var jobs []*loadJob
+	for _, md := range m.Datasets {
+		d := candidates[md.DatasetID]
+		if d == nil || md.Version <= d.Version || md.SchemaVersion != d.SchemaVersion {
+			continue
+		}
+		v := &ploti.Version{DatasetID: md.DatasetID, Version: md.Version, SchemaVersion: md.SchemaVersion, RowCount: md.RowCount,
+			Files: md.Files, LinksExpireAt: md.LinksExpireAt}
+		jobs = append(jobs, &loadJob{d: d, v: v, size: snapshotSize(md.Files.Snapshot), ready: make(chan struct{}), logDiff: true})
+	}
+	r.log.Info().Int("datasets", len(jobs)).Int("calls_saved", saved).Int("calls", calls).
+		Msg("catching up datasets from the manifest instead of one version call each")
+	return r.loadAll(ctx, jobs, res)
+}
+
+// jumpable reports whether a dataset can be caught up from a snapshot.
+func (r *Replica) jumpable(d *storage.Dataset) bool {
+	if d == nil || d.Status != storage.StatusCurrent || d.Version == 0 || d.SkipUntilRemoved || d.Table == "" ||
+		d.Source != "" && d.Source != storage.SourceFeed {
+		return false
+	}
+	for _, ref := range r.opts.IDReferences {
+		if ref.DatasetID == d.ID {
+			return false
+		}
+	}
+	return true
+}
+
+// behindOf counts, for each dataset, the versions the pages bring past the
+// one it holds, and the API calls walking them would make: the pages and
+// a version call for each event that names a version to load or merge.
+func (r *Replica) behindOf(pages []*ploti.EventPage, reg map[string]*storage.Dataset) (map[string]*behind, int) {
+	out := map[string]*behind{}
+	calls := len(pages)
+	for _, p := range pages {
+		for _, ev := range p.Events {
+			if !ev.IsFeed() || ev.Validate() != nil {
+				continue
+			}
+			id := ev.Data.DatasetID
+			b := out[id]
+			if b == nil {
+				b = &behind{}
+				out[id] = b
+			}
+			held := 0
+			if d := reg[id]; d != nil {
+				held = d.Version
+			}
+			newer := ev.Data.Version != nil && *ev.Data.Version > held
+			switch ev.Type {
+			case ploti.EventUpdated:
+				if newer {
+					b.versions++
+					calls++
+				}
+			case ploti.EventResyncRequired, ploti.EventAdded:
+				b.other = true
+				if newer {
+					calls++
+				}
+			case ploti.EventSchemaChanged, ploti.EventRemoved:
+				b.other = true
+			}
+		}
+	}
+	return out, calls
+}
+
+// lookAhead reads the events pages after the cursor and keeps them, and
+// the answer to each read, for the walk (page): up to lookAheadPages while
+// they are full, and the page that shows the log's end when it comes
+// within them. A read that fails ends it; the walk meets the same answer.
+func (r *Replica) lookAhead(ctx context.Context, sub *storage.Subscription) ([]*ploti.EventPage, error) {
+	var pages []*ploti.EventPage
+	cursor := sub.Cursor
+	for len(pages) < lookAheadPages {
+		if err := r.stopped(); err != nil {
+			return nil, err
+		}
+		p, err := r.api.Events(ctx, sub.ID, cursor, r.opts.PageSize, nil)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		r.kept[cursor] = keptPage{p, err}
+		if err != nil || len(p.Events) == 0 || p.NextCursor == "" || p.NextCursor == cursor {
+			break
+		}
+		pages = append(pages, p)
+		if len(p.Events) < r.opts.PageSize { // the log's last page: the walk reads its end
+			break
+		}
+		cursor = p.NextCursor
+	}
+	return pages, nil
+}
+
+// keptPage is an events read the catch-up made ahead of the walk.
+type keptPage struct {
+	page *ploti.EventPage
+	err  error
+}
+
+// page reads the events page after cursor, or takes the answer the
+// catch-up read ahead.
+func (r *Replica) page(ctx context.Context, subID, cursor string) (*ploti.EventPage, error) {
+	if k, ok := r.kept[cursor]; ok {
+		delete(r.kept, cursor)
+		return k.page, k.err
+	}
+	return r.api.Events(ctx, subID, cursor, r.opts.PageSize, nil)
+}
