@@ -101,6 +101,30 @@ type Batch struct {
 	tx    *storage.Tx
 	ctx   context.Context // the context of the transaction, for Flush's writes
 	cache *pageCache      // registry rows read, and writes held back (batch.go)
+	// deferred are the shared merges whose checks and log Flush makes at
+	// once (storage.Tx.FinishMerged); files are theirs, removed after.
+	deferred []storage.Merged
+	files    []keptFiles
+}
+
+// keptFiles are downloaded files a batch removes once it commits or aborts.
+type keptFiles struct {
+	src   Source
+	paths []string
+}
+
+// keep removes paths once the batch commits or aborts.
+func (b *Batch) keep(src Source, paths []string) { b.files = append(b.files, keptFiles{src, paths}) }
+
+// merged defers a shared merge's checks and log to Flush.
+func (b *Batch) merged(m storage.Merged) { b.deferred = append(b.deferred, m) }
+
+// release removes the batch's files and forgets its deferred merges.
+func (b *Batch) release() {
+	for _, k := range b.files {
+		k.src.Discard(k.paths)
+	}
+	b.files, b.deferred = nil, nil
 }
 
 // NewBatch starts an empty batch.
@@ -129,12 +153,22 @@ func (b *Batch) Flush() error {
 	if b.tx == nil {
 		return nil
 	}
+	if err := b.tx.FinishMerged(b.ctx, b.deferred); err != nil {
+		// A merge of the page does not fit: its transaction goes, and the
+		// walk applies the page again with each merge checked on its own.
+		b.Abort()
+		if cerr := b.ctx.Err(); cerr != nil {
+			return fmt.Errorf("commit batch: %w: %w", cerr, err)
+		}
+		return fmt.Errorf("commit batch: %w: %w", ErrRetryPage, err)
+	}
 	if err := b.writeBack(b.ctx); err != nil {
 		b.Abort()
 		return fmt.Errorf("commit batch: %w", err)
 	}
 	tx := b.tx
 	b.tx = nil
+	defer b.release()
 	if err := tx.Commit(); err != nil {
 		b.cache = nil // it holds what did not commit
 		return fmt.Errorf("commit batch: %w", err)
@@ -149,6 +183,7 @@ func (b *Batch) Abort() {
 		b.tx.Rollback()
 		b.tx = nil
 	}
+	b.release()
 }
 
 // State reads a dataset's state through the batch.
@@ -508,7 +543,9 @@ func (x *Executor) sharedMerge(ctx context.Context, b *Batch, d *storage.Dataset
 	if err != nil {
 		return total, err
 	}
-	defer x.Source.Discard(paths)
+	// The files stay until the batch commits: its Flush checks and logs
+	// them all at once (storage.Tx.FinishMerged).
+	b.keep(x.Source, paths)
 	tx, err := b.Tx(ctx)
 	if err != nil {
 		return total, err
@@ -519,9 +556,19 @@ func (x *Executor) sharedMerge(ctx context.Context, b *Batch, d *storage.Dataset
 		}
 		return fmt.Errorf("%w: %s v%d: %w", ErrRetryPage, d.ID, v.Version, err)
 	}
-	if total, err = mergeFiles(ctx, tx, d, v, schema, paths); err != nil {
-		return total, retry(err)
+	rows := d.RowCount
+	if rows <= 0 {
+		rows = -1
 	}
+	for _, p := range paths {
+		m, err := tx.MergeDeferred(ctx, d.ID, v.Version, d.Table, schema.Columns, p, rows)
+		if err != nil {
+			return total, retry(err)
+		}
+		b.merged(m)
+		rows = m.Rows
+	}
+	total.Rows = rows
 	// The registry row, the end of its holds and the event id are written
 	// at the batch's Flush, with the other rows of the page (issue 6: a
 	// statement each cost 2 ms an update in a catch-up of small updates).

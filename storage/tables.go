@@ -224,29 +224,12 @@ type MergeStats struct {
 // unknown; the stats' Rows is the count after.
 func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, table string, cols []ploti.Column, file string, rowsBefore int64) (MergeStats, error) {
 	var st MergeStats
-	files := []string{file}
 	name := filepath.Base(file)
-	have, types, err := tx.fileColumns(ctx, files)
-	if err != nil {
-		return st, &DataError{File: name, Detail: "not a readable Parquet changes file: " + err.Error()}
-	}
-	if err := checkColumns(have, cols, ColChange); err != nil {
-		return st, &DataError{File: name, Detail: err.Error()}
-	}
-	known := map[string]bool{ColRecordID: true, ColPlaceID: true, ColChange: true}
-	for _, c := range cols {
-		known[c.Name] = true
-	}
-	for _, c := range have {
-		if !known[c] {
-			return st, &DataError{File: name, Detail: fmt.Sprintf("has column %s that the table's schema does not", c)}
-		}
-	}
-	sel, err := selectList(cols, types)
+	sel, err := tx.probeChanges(ctx, cols, file)
 	if err != nil {
 		return st, err
 	}
-	id, change, t, src := Ident(ColRecordID), Ident(ColChange), "main."+Ident(table), parquetSource(files)
+	id, change, t, src := Ident(ColRecordID), Ident(ColChange), "main."+Ident(table), parquetSource([]string{file})
 	// The file's ids and changes, read from the file by each statement
 	// that needs them, as DuckDB alone would (issue 6: a temporary table of
 	// them cost 0.02–0.03 s of a 1% merge at 10M rows, a copy of every
@@ -267,65 +250,16 @@ func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, t
 		}
 		return st, &DataError{File: name, Detail: "read: " + err.Error()}
 	}
-	switch {
-	case nulls > 0 || dups > 0:
-		return st, &DataError{File: name, Detail: fmt.Sprintf("changes file has %d null and %d duplicate _ploti_record_id values", nulls, dups)}
-	case bad > 0:
-		return st, &DataError{File: name, Detail: fmt.Sprintf("changes file has %d rows whose _ploti_change is not added, changed or removed", bad)}
+	if err := fileFaults(name, nulls, dups, bad); err != nil {
+		return st, err
 	}
-	// One pass over the table deletes the changed and removed rows and
-	// checks that the file fits the held version: an added id must not be
-	// held (the MERGE's error clause), and every changed or removed id
-	// must be: record ids are unique in the table (the engine's own, which
-	// users query and do not write) and, checked above, in the file, so the
-	// MERGE deletes as many rows as the file changes and removes only if
-	// each of those ids is held. Issue 6: a semi-join for the added ids and
-	// the DELETE each scanned the table's ids; MERGE's error clause does
-	// both in the DELETE's scan, and an inner join, with no NOT MATCHED BY
-	// TARGET clause, costs 0.02–0.03 s less at 10M rows.
-	res, err := tx.tx.ExecContext(ctx, mergeDeleteSQL(t, ids))
+	deleted, _, err := tx.applyChanges(ctx, table, cols, sel, file)
 	if err != nil {
-		if msg := err.Error(); strings.Contains(msg, "Merge error condition") {
-			if _, why, ok := strings.Cut(msg, fitMark); ok {
-				return st, &DataError{File: name, Detail: "changes file does not fit the held version: " + why}
-			}
-		}
-		return st, fmt.Errorf("merge %s into %s: delete: %w", name, table, err)
-	}
-	deleted, err := res.RowsAffected()
-	if err != nil {
-		return st, fmt.Errorf("merge %s into %s: delete: %w", name, table, err)
+		return st, err
 	}
 	// The caller rolls the transaction back on an error: nothing changes.
 	if want := st.Changed + st.Removed; deleted != want {
-		detail := fmt.Sprintf("its %d changed or removed ids match %d held rows", want, deleted)
-		// Name one. The transaction no longer sees the rows the MERGE
-		// deleted: ask the committed table, on another connection. That is
-		// the held version unless an earlier merge in this transaction
-		// changed it: a page's shared merges are then applied again each
-		// on its own, where the answer is exact; what remains is a version
-		// whose parts change one id twice, refused either way. The pool
-		// may have no connection to spare (a caller's SetMaxOpenConns(1)):
-		// wait briefly, then refuse without the name.
-		qctx, cancel := context.WithTimeout(ctx, time.Second)
-		defer cancel()
-		var first string
-		err := tx.db.sql.QueryRowContext(qctx, fmt.Sprintf(`SELECT m.%[2]s || ' id ' || m.%[1]s FROM %[3]s m
-			WHERE m.%[2]s <> 'added' AND m.%[1]s NOT IN (SELECT %[1]s FROM %[4]s) ORDER BY m.%[1]s LIMIT 1`, id, change, ids, t)).Scan(&first)
-		if err == nil {
-			detail = first + " is not held"
-		}
-		return st, &DataError{File: name, Detail: "changes file does not fit the held version: " + detail}
-	}
-	cn := columnNames(cols)
-	if _, err := tx.tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s FROM %s WHERE CAST(%s AS VARCHAR) IN ('added', 'changed')`,
-		t, cn, sel, src, change)); err != nil {
-		// A value that does not cast to the schema's type is the file's
-		// fault; anything else (the disk, memory) is not.
-		if strings.Contains(err.Error(), "Conversion Error") {
-			return st, &DataError{File: name, Detail: "read: " + err.Error()}
-		}
-		return st, fmt.Errorf("merge %s into %s: insert: %w", name, table, err)
+		return st, tx.changesNotHeld(ctx, table, file, want, deleted)
 	}
 	if _, err := tx.tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO _ploti.changes (dataset_id, version, record_id, change)
 		SELECT ?, ?, %s, %s FROM %s`, id, change, ids), datasetID, version); err != nil {
@@ -339,6 +273,110 @@ func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, t
 		return st, err
 	}
 	return st, nil
+}
+
+// probeChanges reads a changes file's columns, refuses one that lacks a
+// column of the schema or has one the schema does not, and returns the
+// select list that reads it into the table.
+func (tx *Tx) probeChanges(ctx context.Context, cols []ploti.Column, file string) (string, error) {
+	name := filepath.Base(file)
+	have, types, err := tx.fileColumns(ctx, []string{file})
+	if err != nil {
+		return "", &DataError{File: name, Detail: "not a readable Parquet changes file: " + err.Error()}
+	}
+	if err := checkColumns(have, cols, ColChange); err != nil {
+		return "", &DataError{File: name, Detail: err.Error()}
+	}
+	known := map[string]bool{ColRecordID: true, ColPlaceID: true, ColChange: true}
+	for _, c := range cols {
+		known[c.Name] = true
+	}
+	for _, c := range have {
+		if !known[c] {
+			return "", &DataError{File: name, Detail: fmt.Sprintf("has column %s that the table's schema does not", c)}
+		}
+	}
+	return selectList(cols, types)
+}
+
+// fileFaults refuses a changes file with null or repeated record ids or
+// unknown kinds of change.
+func fileFaults(name string, nulls, dups, bad int64) error {
+	switch {
+	case nulls > 0 || dups > 0:
+		return &DataError{File: name, Detail: fmt.Sprintf("changes file has %d null and %d duplicate _ploti_record_id values", nulls, dups)}
+	case bad > 0:
+		return &DataError{File: name, Detail: fmt.Sprintf("changes file has %d rows whose _ploti_change is not added, changed or removed", bad)}
+	}
+	return nil
+}
+
+// applyChanges deletes a changes file's changed and removed rows from the
+// table and inserts its added and changed rows, read with sel; it
+// returns how many rows each statement touched.
+//
+// One pass over the table deletes the changed and removed rows and checks
+// that the file fits the held version: an added id must not be held (the
+// MERGE's error clause), and every changed or removed id must be: record
+// ids are unique in the table (the engine's own, which users query and do
+// not write) and, checked, in the file, so the MERGE deletes as many rows
+// as the file changes and removes only if each of those ids is held. Issue
+// 6: a semi-join for the added ids and the DELETE each scanned the table's
+// ids; MERGE's error clause does both in the DELETE's scan, and an inner
+// join, with no NOT MATCHED BY TARGET clause, costs 0.02–0.03 s less at
+// 10M rows.
+func (tx *Tx) applyChanges(ctx context.Context, table string, cols []ploti.Column, sel, file string) (deleted, inserted int64, err error) {
+	name, t, src := filepath.Base(file), "main."+Ident(table), parquetSource([]string{file})
+	res, err := tx.tx.ExecContext(ctx, mergeDeleteSQL(t, fileIDsSQL(src)))
+	if err != nil {
+		if msg := err.Error(); strings.Contains(msg, "Merge error condition") {
+			if _, why, ok := strings.Cut(msg, fitMark); ok {
+				return 0, 0, &DataError{File: name, Detail: "changes file does not fit the held version: " + why}
+			}
+		}
+		return 0, 0, fmt.Errorf("merge %s into %s: delete: %w", name, table, err)
+	}
+	if deleted, err = res.RowsAffected(); err != nil {
+		return 0, 0, fmt.Errorf("merge %s into %s: delete: %w", name, table, err)
+	}
+	res, err = tx.tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s FROM %s WHERE CAST(%s AS VARCHAR) IN ('added', 'changed')`,
+		t, columnNames(cols), sel, src, Ident(ColChange)))
+	if err != nil {
+		// A value that does not cast to the schema's type is the file's
+		// fault; anything else (the disk, memory) is not.
+		if strings.Contains(err.Error(), "Conversion Error") {
+			return 0, 0, &DataError{File: name, Detail: "read: " + err.Error()}
+		}
+		return 0, 0, fmt.Errorf("merge %s into %s: insert: %w", name, table, err)
+	}
+	if inserted, err = res.RowsAffected(); err != nil {
+		return 0, 0, fmt.Errorf("merge %s into %s: insert: %w", name, table, err)
+	}
+	return deleted, inserted, nil
+}
+
+// changesNotHeld is the refusal of a changes file whose want changed or removed
+// ids matched only deleted held rows, naming one when it can.
+func (tx *Tx) changesNotHeld(ctx context.Context, table, file string, want, deleted int64) error {
+	detail := fmt.Sprintf("its %d changed or removed ids match %d held rows", want, deleted)
+	// Name one. The transaction no longer sees the rows the MERGE
+	// deleted: ask the committed table, on another connection. That is
+	// the held version unless an earlier merge in this transaction
+	// changed it: a page's shared merges are then applied again each
+	// on its own, where the answer is exact; what remains is a version
+	// whose parts change one id twice, refused either way. The pool
+	// may have no connection to spare (a caller's SetMaxOpenConns(1)):
+	// wait briefly, then refuse without the name.
+	qctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	var first string
+	id, change, ids := Ident(ColRecordID), Ident(ColChange), fileIDsSQL(parquetSource([]string{file}))
+	err := tx.db.sql.QueryRowContext(qctx, fmt.Sprintf(`SELECT m.%[2]s || ' id ' || m.%[1]s FROM %[3]s m
+		WHERE m.%[2]s <> 'added' AND m.%[1]s NOT IN (SELECT %[1]s FROM %[4]s) ORDER BY m.%[1]s LIMIT 1`, id, change, ids, "main."+Ident(table))).Scan(&first)
+	if err == nil {
+		detail = first + " is not held"
+	}
+	return &DataError{File: filepath.Base(file), Detail: "changes file does not fit the held version: " + detail}
 }
 
 // AddColumns adds schema columns to a table (a MINOR schema change); rows

@@ -1,0 +1,93 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Deferred merges (issue 18) refuse what MergeChanges refuses, only later:
+// FinishMerged reads every file once and names the first that does not
+// fit (a repeated id, an unknown kind, a changed id not held), and the
+// caller rolls back. Files that fit are logged as MergeChanges logs them.
+func TestTx_FinishMerged(t *testing.T) {
+	bg := context.Background()
+	snap := func(db *DB) {
+		t.Helper()
+		if err := db.Update(bg, func(tx *Tx) error {
+			_, err := tx.LoadSnapshot(bg, "permits", testCols, []string{mustParquet(t, db, snapQuery)})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	changes := func(db *DB, q string) string { return mustParquet(t, db, q) }
+	const good = `SELECT CASE WHEN i = 0 THEN 'removed' WHEN i = 1 THEN 'changed' ELSE 'added' END AS _ploti_change,
+		* REPLACE (CASE WHEN i > 1 THEN 'n' || i ELSE _ploti_record_id END AS _ploti_record_id)
+		FROM (SELECT *, row_number() OVER () - 1 AS i FROM (` + snapQuery + `)) WHERE i < 4`
+	strip := func(q string) string { return "SELECT * EXCLUDE (i) FROM (" + q + ")" }
+	for _, tc := range []struct{ name, bad, want string }{
+		{"a repeated added id", strip(good) + " UNION ALL (SELECT * FROM (" + strip(good) + ") WHERE _ploti_change = 'added' LIMIT 1)", "1 duplicate _ploti_record_id"},
+		{"an unknown kind", "SELECT * REPLACE ('renamed' AS _ploti_change) FROM (" + strip(good) + ")", "whose _ploti_change is not added, changed or removed"},
+		{"a changed id not held", "SELECT * REPLACE ('zz' || _ploti_record_id AS _ploti_record_id) FROM (" + strip(good) + ") WHERE _ploti_change = 'changed'", "does not fit the held version"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := mustOpen(t)
+			snap(db)
+			ok, bad := changes(db, strip(good)), changes(db, tc.bad)
+			// The good file touches the table first, the bad one a copy.
+			if _, err := db.SQL().Exec("CREATE TABLE main.permits2 AS SELECT * FROM main.permits"); err != nil {
+				t.Fatal(err)
+			}
+			err := db.Update(bg, func(tx *Tx) error {
+				var ms []Merged
+				for _, m := range [][2]string{{"permits", ok}, {"permits2", bad}} {
+					got, err := tx.MergeDeferred(bg, "ds_"+m[0], 2, m[0], testCols, m[1], 5)
+					if err != nil {
+						return err
+					}
+					ms = append(ms, got)
+				}
+				return tx.FinishMerged(bg, ms)
+			})
+			var de *DataError
+			if !errors.As(err, &de) || de.File != filepath.Base(bad) || !strings.Contains(de.Detail, tc.want) {
+				t.Fatalf("FinishMerged = %v, want a DataError naming %s: %s", err, filepath.Base(bad), tc.want)
+			}
+		})
+	}
+	t.Run("files that fit", func(t *testing.T) {
+		deferred, direct := mustOpen(t), mustOpen(t)
+		var logs [2]string
+		for i, db := range []*DB{deferred, direct} {
+			snap(db)
+			f := changes(db, strip(good))
+			err := db.Update(bg, func(tx *Tx) error {
+				if i == 1 {
+					_, err := tx.MergeChanges(bg, "ds", 2, "permits", testCols, f, 5)
+					return err
+				}
+				m, err := tx.MergeDeferred(bg, "ds", 2, "permits", testCols, f, 5)
+				if err != nil {
+					return err
+				}
+				if m.Rows != 6 || m.Deleted != 2 || m.Inserted != 3 {
+					t.Errorf("merged: %+v, want 6 rows after, 2 deleted, 3 inserted", m)
+				}
+				return tx.FinishMerged(bg, []Merged{m})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := db.SQL().QueryRow(`SELECT string_agg(dataset_id || ' ' || version || ' ' || record_id || ' ' || change, ', ' ORDER BY record_id)
+				FROM _ploti.changes`).Scan(&logs[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if logs[0] != logs[1] || logs[0] == "" {
+			t.Fatalf("deferred merge logged %q, MergeChanges %q", logs[0], logs[1])
+		}
+	})
+}
