@@ -275,3 +275,42 @@ func (c *countingAPI) CallsPerMinute() (rate, burst int) {
 	}
 	return 0, 0
 }
+
+// expiringAPI makes every link the manifest signed expire before it is
+// used: the emulator's clock moves past their hour as the manifest
+// arrives.
+type expiringAPI struct {
+	*countingAPI
+	em *emulator.Emulator
+}
+
+func (e *expiringAPI) Manifest(ctx context.Context, sub, asOf string) (*ploti.Manifest, error) {
+	m, err := e.countingAPI.Manifest(ctx, sub, asOf)
+	e.em.Advance(2 * time.Hour)
+	return m, err
+}
+
+// Issue 18: "one links call for several files". Links that expired are
+// signed again for every file of the version at once: a snapshot of
+// three parts and its schema cost one links call, not four.
+func TestBootstrap_oneLinksCallForAVersionsFiles(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	em.AddPlace(emulator.Place{ID: "fl-orange", Name: "Orange County, FL", Kind: "county", State: "fl"})
+	must(t, em.AddDataset(emulator.DatasetSpec{ID: "ds_parts", Title: "Parts", PlaceID: "fl-orange", KeyColumns: []string{"k"},
+		Columns: []emulator.Column{{Name: "k", Type: "string"}}}))
+	sub, err := em.CreateSubscription(emulator.SubscriptionSpec{DatasetIDs: []string{"ds_parts"}})
+	must(t, err)
+	_, err = em.PublishQuery(ctx, "ds_parts", "SELECT 'k' || i AS k FROM range(300) t(i)", emulator.Parts(3))
+	must(t, err)
+	r := mustOpen(t, em, sub, "")
+	api := &expiringAPI{countingAPI: &countingAPI{API: r.api}, em: em}
+	r.api, r.exec.Source = api, &source{api: api}
+	if res := mustSync(t, r); res.SnapshotsLoaded != 1 {
+		t.Fatalf("bootstrap: %+v", res)
+	}
+	if got := api.n("links"); got != 1 {
+		t.Fatalf("four expired links were signed again in %d links calls, want 1", got)
+	}
+	assertMatchesTruth(t, r, em, "ds_parts", 1)
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/ploti-replica/ploti-replica/apply"
 	"github.com/ploti-replica/ploti-replica/fetch"
@@ -30,6 +31,9 @@ type API interface {
 // apply's (gone, bad input) and names downloaded files.
 type source struct {
 	api API
+
+	mu    sync.Mutex
+	fresh map[string]*ploti.Version // links signed again, by dataset@version (see refresh)
 }
 
 // classify maps the API's errors for the version an event named (its
@@ -112,7 +116,13 @@ func (s *source) Schema(ctx context.Context, v *ploti.Version) (*ploti.Schema, e
 	return sc, classifyOther(err)
 }
 
-func (s *source) files(v *ploti.Version, kind string) []ploti.File {
+func (s *source) files(v *ploti.Version, kind string) []ploti.File { return versionFiles(v, kind) }
+
+// versionFiles are a version's files of one kind (none for a nil version).
+func versionFiles(v *ploti.Version, kind string) []ploti.File {
+	if v == nil {
+		return nil
+	}
 	switch kind {
 	case "snapshot":
 		return v.Files.Snapshot
@@ -130,19 +140,50 @@ func (s *source) files(v *ploti.Version, kind string) []ploti.File {
 	return nil
 }
 
-// refresh asks the API for a fresh link to the same file.
+// refresh asks the API for a fresh link to the same file. One links call
+// signs every file of the version (issue 18: "one links call for several
+// files"), and the answer serves the version's other files whose links
+// fail after it, until one of its own links fails too.
 func (s *source) refresh(v *ploti.Version, kind string, i int) func(ctx context.Context) (ploti.File, error) {
+	failed := ""
+	if fs := s.files(v, kind); i < len(fs) {
+		failed = fs[i].URL
+	}
+	key := fmt.Sprintf("%s@%d", v.DatasetID, v.Version)
 	return func(ctx context.Context) (ploti.File, error) {
-		fresh, err := s.api.Links(ctx, v.DatasetID, v.Version, []string{kind})
-		if err != nil {
-			return ploti.File{}, classifyOther(err)
+		s.mu.Lock()
+		fresh := s.fresh[key]
+		s.mu.Unlock()
+		if fs := s.files(fresh, kind); fresh == nil || i >= len(fs) || fs[i].URL == failed {
+			var err error
+			if fresh, err = s.api.Links(ctx, v.DatasetID, v.Version, kinds(v)); err != nil {
+				return ploti.File{}, classifyOther(err)
+			}
+			s.mu.Lock()
+			if s.fresh == nil {
+				s.fresh = map[string]*ploti.Version{}
+			}
+			s.fresh[key] = fresh
+			s.mu.Unlock()
 		}
 		fs := s.files(fresh, kind)
 		if i >= len(fs) {
 			return ploti.File{}, fmt.Errorf("%w: fresh links for %s v%d have no %s part %d", apply.ErrBadInput, v.DatasetID, v.Version, kind, i)
 		}
+		failed = fs[i].URL
 		return fs[i], nil
 	}
+}
+
+// kinds names the files a version has that the replica downloads.
+func kinds(v *ploti.Version) []string {
+	var out []string
+	for _, k := range []string{"snapshot", "changes", "idMap", "schema"} {
+		if len(versionFiles(v, k)) > 0 {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 func (s *source) Download(ctx context.Context, v *ploti.Version, kind string) ([]string, error) {
