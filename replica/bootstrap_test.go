@@ -268,14 +268,6 @@ func TestSync_newPendingDatasetsAreDescribedTogether(t *testing.T) {
 	}
 }
 
-// CallsPerMinute passes the real client's rate limit on.
-func (c *countingAPI) CallsPerMinute() (rate, burst int) {
-	if l, ok := c.API.(rateLimited); ok {
-		return l.CallsPerMinute()
-	}
-	return 0, 0
-}
-
 // expiringAPI makes every link the manifest signed expire before it is
 // used: the emulator's clock moves past their hour as the manifest
 // arrives.

@@ -18,7 +18,8 @@ const lookAheadPages = 40
 const jumpRowsPerCall = 50000
 
 // rateLimited is an API client with a client-side rate limiter
-// (*fetch.Client): its rate a minute and its burst, zero when off.
+// (*fetch.Client): its rate a minute and its burst, zero when off. Open
+// reads it from Options.API or the client it makes.
 type rateLimited interface {
 	CallsPerMinute() (rate, burst int)
 }
@@ -49,14 +50,10 @@ type behind struct {
 // table in _ploti.changes, under the version loaded (docs/decisions.md
 // 34). A failure leaves the dataset to the walk.
 func (r *Replica) catchUpFromManifest(ctx context.Context, sub *storage.Subscription, res *SyncResult) error {
-	lim, ok := r.api.(rateLimited)
-	if !ok {
+	if r.rate <= 0 {
 		return nil
 	}
-	rate, burst := lim.CallsPerMinute()
-	if rate <= 0 {
-		return nil
-	}
+	burst := r.burst
 	pages, err := r.lookAhead(ctx, sub)
 	if err != nil || len(pages) == 0 {
 		return err

@@ -133,6 +133,9 @@ type Replica struct {
 	// datasets at the version they hold too.
 	rebootstrap bool
 	memo        *linkMemo // r.api, remembering attachment links (attachments.go)
+	// rate and burst are the client's rate limit (rateLimited), read at
+	// Open; zero when it has none.
+	rate, burst int
 }
 
 // Open opens (or creates) the DuckDB file at path for the subscription.
@@ -181,6 +184,9 @@ func Open(ctx context.Context, path string, opts Options) (*Replica, error) {
 		LockTimeout: opts.LockTimeout, OnLocked: opts.OnLocked, Now: opts.Now, NoCreate: opts.NoCreate})
 	if err != nil {
 		return nil, err
+	}
+	if l, ok := api.(rateLimited); ok {
+		r.rate, r.burst = l.CallsPerMinute()
 	}
 	r.memo = &linkMemo{API: api} // attachment links, from the answers a sync reads anyway
 	r.db, r.api = db, r.memo
