@@ -102,7 +102,7 @@ func diskWorld(t *testing.T, db, spool string) (*emulator.Emulator, map[string]s
 	if code, out, errs := cli(t, vars, args...); code != exitOK {
 		t.Fatalf("first sync: exit %d\n%s%s", code, out, errs)
 	}
-	if _, err := em.PublishQuery(context.Background(), "ds_big", bigAt(1, 400_000)); err != nil {
+	if _, err := em.PublishQuery(context.Background(), "ds_big", bigAt(1, 150_000)); err != nil {
 		t.Fatal(err)
 	}
 	return em, vars, args
