@@ -58,6 +58,7 @@ type DB struct {
 	storage   uint64   // DuckDB storage version of the file
 	pubSrc    *os.File // the file opened by Publish; closed after DuckDB (see publishSource)
 	chained   bool     // Commit appends to _ploti.commit_log (walcheck.go)
+	readable  bool     // read back whole at open, or created by it (damaged.go)
 }
 
 var lockRE = regexp.MustCompile(`(?i)conflicting lock|could not set lock`)
@@ -143,6 +144,7 @@ func open(ctx context.Context, path string, opts Options, existed bool) (*DB, er
 			return nil, err
 		}
 	}
+	db.readable = true
 	if opts.ReadOnly {
 		if err := db.checkReplica(ctx); err != nil {
 			db.Close()
@@ -274,7 +276,16 @@ func (db *DB) Close() error {
 	if db.pubSrc != nil { // only now: closing it drops DuckDB's lock
 		errs = append(errs, db.pubSrc.Close())
 	}
-	return errors.Join(errs...)
+	err := errors.Join(errs...)
+	if err == nil && db.readable && !db.readOnly {
+		// The file as this process left it, read whole at open and
+		// written since by DuckDB: the next open here need not read it
+		// again unless something else changes it (damaged.go).
+		if st, ok := stampOf(db.path); ok {
+			readBack.Store(db.path, st)
+		}
+	}
+	return err
 }
 
 // Checkpoint writes the WAL into the file and lets DuckDB reuse freed blocks.
