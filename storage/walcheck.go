@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
+	"syscall"
 )
 
 // commitLogKeep is how many commits _ploti.commit_log keeps.
@@ -51,6 +53,7 @@ type commitLink struct{ token, prev int64 }
 // commit of the log. A file that cannot be linked, or that has no commit
 // log yet, is not checked.
 func checkWAL(ctx context.Context, path string) error {
+	removeLeftLinks(path)
 	if _, err := os.Stat(path + ".wal"); err != nil {
 		return nil
 	}
@@ -89,6 +92,21 @@ func checkWAL(ctx context.Context, path string) error {
 		}
 	}
 	return nil
+}
+
+// removeLeftLinks removes the links a check killed midway left beside
+// path: those of processes that are gone.
+func removeLeftLinks(path string) {
+	left, _ := filepath.Glob(path + ".walcheck-*")
+	for _, l := range left {
+		var pid int
+		if _, err := fmt.Sscanf(l[len(path)+len(".walcheck-"):], "%d-", &pid); err != nil || pid <= 0 {
+			continue
+		}
+		if pid != os.Getpid() && errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+			os.Remove(l)
+		}
+	}
 }
 
 // readCommitLog opens path read-only and reads its commit log: the links

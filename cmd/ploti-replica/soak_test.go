@@ -388,6 +388,9 @@ func (sw *soakWorld) run(t *testing.T, i int, sc crashScenario, faults *proxyFau
 		if _, err := os.Stat(path + ".spool"); err == nil {
 			bad = append(bad, "the spool folder is left after a finished sync")
 		}
+		if left, _ := filepath.Glob(path + ".walcheck-*"); len(left) > 0 {
+			bad = append(bad, fmt.Sprintf("a WAL check's links are left: %v", left))
+		}
 	}
 	if len(bad) > 0 {
 		fig.mismatches++
