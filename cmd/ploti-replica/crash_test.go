@@ -758,6 +758,9 @@ func TestCrash(t *testing.T) {
 			if _, err := os.Stat(path + ".spool"); err == nil {
 				bad = append(bad, "the spool folder is left after a finished sync")
 			}
+			if left, _ := filepath.Glob(path + ".walcheck-*"); len(left) > 0 {
+				bad = append(bad, fmt.Sprintf("a WAL check's links are left: %v", left))
+			}
 		}
 		if len(bad) > 0 {
 			mismatches++
