@@ -67,8 +67,14 @@ type State struct {
 }
 
 // StateOf builds a State from a registry row and its holds.
+//
+// A watched dataset (source watch) is one the feed has not held: its
+// version numbers are Ploti's own, not Data Feeds'. The feed's first event
+// for it loads it as any new dataset, and it is the feed's from then on
+// (issue 12: a dataset both in the subscription and watched is kept from
+// the feed).
 func StateOf(d *storage.Dataset, holds []storage.Hold) State {
-	if d == nil {
+	if d == nil || d.Source == storage.SourceWatch {
 		return State{}
 	}
 	s := State{Known: true, Version: d.Version, Status: d.Status, SkipUntilRemoved: d.SkipUntilRemoved}

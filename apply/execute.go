@@ -73,6 +73,8 @@ func Describe(d *storage.Dataset, info *ploti.Dataset) {
 type Executor struct {
 	DB     *storage.DB
 	Source Source
+	// Watch is the watch API, for watched datasets (SyncWatched; watch.go).
+	Watch WatchSource
 	// OnMajor is OnMajorHold (default) or OnMajorReload.
 	OnMajor string
 	// IDRefs are user columns rewritten when a dataset's ids are replaced.
@@ -228,6 +230,10 @@ func (x *Executor) Apply(ctx context.Context, b *Batch, ev ploti.Event) (Result,
 	}
 	if d == nil {
 		d = &storage.Dataset{ID: ev.Data.DatasetID, Status: storage.StatusPending}
+	} else if d.Source == storage.SourceWatch {
+		// The feed takes a watched dataset over (see StateOf): the watch's
+		// version is no Data Feeds version, its table is replaced.
+		d.Source, d.Version, d.PreviousVersion = storage.SourceFeed, 0, 0
 	}
 	res.Applied = true
 	if !a.Kind.Heavy() {
@@ -684,6 +690,7 @@ func heldVersion(d *storage.Dataset, v *ploti.Version, schema *ploti.Schema, row
 	d.RowCount = rows
 	d.Status, d.StatusReason, d.LastError, d.FailedAt, d.SkipUntilRemoved = storage.StatusCurrent, "", "", nil, false
 	d.StaleLastCheckedAt, d.StaleNextCheckBy = nil, nil
+	d.Source = storage.SourceFeed
 }
 
 // holdFromSchema holds a dataset whose resync turned out to bring a MAJOR

@@ -42,6 +42,11 @@ func (r *Replica) bootstrap(ctx context.Context, sub *storage.Subscription, res 
 		if d == nil {
 			d = &storage.Dataset{ID: md.DatasetID, Status: storage.StatusPending}
 		}
+		if d.Source == storage.SourceWatch {
+			// Kept from a watch until now: Ploti's version numbers are not
+			// Data Feeds', the feed loads it whole and keeps it from now on.
+			d.Version = 0
+		}
 		switch {
 		case d.Version == md.Version && d.Status == storage.StatusCurrent && !r.rebootstrap:
 			if d.SkipUntilRemoved { // listed: it is delivered after all
@@ -175,8 +180,8 @@ func (r *Replica) finishBootstrap(ctx context.Context, m *ploti.Manifest, listed
 		}
 	}
 	for _, d := range reg {
-		if listed[d.ID] || d.Status == storage.StatusRemoved {
-			continue
+		if listed[d.ID] || d.Status == storage.StatusRemoved || d.Source == storage.SourceWatch {
+			continue // a watched dataset is the watch's to keep
 		}
 		d.Status, d.StatusReason, d.SkipUntilRemoved = storage.StatusRemoved, storage.ReasonNotInManifest, false
 		ends = append(ends, d.ID)
@@ -246,8 +251,8 @@ func (r *Replica) repair(ctx context.Context, res *SyncResult) error {
 		if d.Status != storage.StatusFailed { // rebuilding ones: reloadRebuilt
 			continue
 		}
-		if d.SkipUntilRemoved || d.Status == storage.StatusRemoved {
-			continue
+		if d.SkipUntilRemoved || d.Status == storage.StatusRemoved || d.Source == storage.SourceWatch {
+			continue // a watched dataset is repaired by the watch's walk
 		}
 		if err := r.stopped(); err != nil {
 			return err

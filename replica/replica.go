@@ -41,8 +41,16 @@ type Options struct {
 	APIURL string
 	// APIKey is the Ploti API key (a secret: never logged).
 	APIKey string
-	// SubscriptionID is the Data Feeds subscription to replicate.
+	// SubscriptionID is the Data Feeds subscription to replicate. It may
+	// be empty with Watch set: the file then keeps watched datasets only
+	// (unless it already replicates a subscription, which it goes on with).
 	SubscriptionID string
+	// Watch makes Sync also keep every dataset the API key's member
+	// watches current (Ploti's watch API; CONTRACT.md section 9), after
+	// the feed: one call lists the watches with each dataset's version, and
+	// the ones that moved are merged or read again. A dataset that is both
+	// in the subscription and watched is kept from the feed.
+	Watch bool
 	// HTTPClient is used for API calls and downloads; default fetch's.
 	HTTPClient *http.Client
 	// API replaces the HTTP client altogether (a custom transport, a
@@ -120,12 +128,13 @@ type Progress struct {
 
 // Replica keeps one DuckDB file current with one subscription.
 type Replica struct {
-	opts  Options
-	db    *storage.DB
-	api   API
-	exec  *apply.Executor
-	spool string
-	log   zerolog.Logger
+	opts     Options
+	db       *storage.DB
+	api      API
+	watchAPI WatchAPI // nil when the API client has no watch calls
+	exec     *apply.Executor
+	spool    string
+	log      zerolog.Logger
 	// kept are events pages read ahead of the walk, by the cursor they
 	// follow (catchUpFromManifest); a sync takes them instead of reading.
 	kept map[string]keptPage
@@ -167,8 +176,8 @@ func Open(ctx context.Context, path string, opts Options) (*Replica, error) {
 	}
 	api := opts.API
 	if api == nil {
-		if opts.SubscriptionID == "" {
-			return nil, errors.New("open replica: no subscription id (set --subscription or PLOTI_SUBSCRIPTION)")
+		if opts.SubscriptionID == "" && !opts.Watch {
+			return nil, errors.New("open replica: no subscription id (set --subscription or PLOTI_SUBSCRIPTION) and watches off: nothing to keep")
 		}
 		fo := fetch.Options{BaseURL: opts.APIURL, APIKey: opts.APIKey, HTTPClient: opts.HTTPClient, SpoolDir: r.spool, Logger: opts.Logger}
 		if opts.FetchOptions != nil {
@@ -191,6 +200,10 @@ func Open(ctx context.Context, path string, opts Options) (*Replica, error) {
 	r.memo = &linkMemo{API: api} // attachment links, from the answers a sync reads anyway
 	r.db, r.api = db, r.memo
 	r.exec = &apply.Executor{DB: db, Source: &source{api: r.api}, OnMajor: opts.OnMajor, IDRefs: opts.IDReferences, Log: opts.Logger}
+	if wa, ok := api.(WatchAPI); ok { // the client itself: the memo wraps only the feed's calls
+		r.watchAPI = wa
+		r.exec.Watch = &watchSource{api: wa, src: &source{api: r.api}}
+	}
 	return r, nil
 }
 

@@ -17,6 +17,7 @@ type DatasetStatus struct {
 	DatasetID     string     `json:"datasetId"`
 	Table         string     `json:"table"`
 	Title         string     `json:"title,omitempty"`
+	Source        string     `json:"source"` // feed (Data Feeds version numbers) or watch (Ploti's own)
 	PlaceID       string     `json:"placeId,omitempty"`
 	Topic         string     `json:"topic,omitempty"`
 	Version       int        `json:"version,omitempty"`
@@ -89,7 +90,7 @@ func ReadStatus(ctx context.Context, db *storage.DB) (*Status, error) {
 		byDS[h.DatasetID] = append(byDS[h.DatasetID], Hold(h))
 	}
 	for _, d := range ds {
-		st.Datasets = append(st.Datasets, DatasetStatus{DatasetID: d.ID, Table: d.Table, Title: d.Title, PlaceID: d.PlaceID,
+		st.Datasets = append(st.Datasets, DatasetStatus{DatasetID: d.ID, Table: d.Table, Title: d.Title, Source: d.Source, PlaceID: d.PlaceID,
 			Topic: d.Topic, Version: d.Version, SchemaVersion: d.SchemaVersion, KeyColumns: d.KeyColumns, Rows: d.RowCount,
 			Status: d.Status, Reason: d.StatusReason, Stale: d.StaleNextCheckBy != nil || d.StaleLastCheckedAt != nil,
 			NextCheckBy: d.StaleNextCheckBy, LastError: d.LastError, UpdatedAt: d.UpdatedAt, Holds: byDS[d.ID]})
@@ -166,12 +167,20 @@ func explain(d DatasetStatus) string {
 	var parts []string
 	switch d.Status {
 	case storage.StatusRemoved:
+		if d.Reason == storage.ReasonUnwatched {
+			parts = append(parts, "no longer watched; its rows stay and stop updating (`ploti-replica watch add "+d.DatasetID+"` to follow it again)")
+			break
+		}
 		parts = append(parts, "left the subscription ("+d.Reason+"); its rows stay and stop updating")
 	case storage.StatusFailed:
 		parts = append(parts, "failed: "+d.Reason+"; the last good version stays and the next sync tries again")
 	}
 	switch d.Reason {
 	case storage.ReasonAwaitingFirstVersion:
+		if d.Source == storage.SourceWatch {
+			parts = append(parts, "watched, with no version yet; the first sync after its first version reads it")
+			break
+		}
 		parts = append(parts, "no released version yet; its first version arrives as resync_required first_version")
 	case storage.ReasonMajorSchemaChange:
 		s := "held for review after a MAJOR schema change"

@@ -24,6 +24,9 @@ type SyncResult struct {
 	EventsSkipped   int      `json:"eventsSkipped"`   // events skipped by a rule or already applied
 	SnapshotsLoaded int      `json:"snapshotsLoaded"` // snapshot loads (bootstrap, resync, reload)
 	ChangesMerged   int      `json:"changesMerged"`   // changes files merged
+	WatchesSeen     int      `json:"watchesSeen"`     // datasets in the watches list (Options.Watch)
+	WatchMerges     int      `json:"watchMerges"`     // watched datasets merged (one or more recorded versions)
+	WatchReloads    int      `json:"watchReloads"`    // watched datasets read whole from rows
 	Failed          []string `json:"failed"`          // datasets that failed this sync (their last good version stays)
 	// AttachmentsFailed are datasets whose version's attachments could not
 	// be kept this sync (their data is applied; the next sync tries again).
@@ -55,6 +58,9 @@ func (r SyncResult) MarshalJSON() ([]byte, error) {
 // transactions, with ErrStopped. With Options.Publish set, a sync that ran
 // to its end (nil or ErrPartial) then publishes the file's copy there
 // (Publish); an error of the publish is joined to the sync's.
+//
+// With Options.Watch, the watched datasets are kept current after the
+// feed (watch.go), and the run is recorded once more with their counts.
 func (r *Replica) Sync(ctx context.Context) (SyncResult, error) {
 	start := time.Now()
 	var res SyncResult
@@ -63,19 +69,29 @@ func (r *Replica) Sync(ctx context.Context) (SyncResult, error) {
 	if err != nil {
 		return res, err
 	}
-	runID, err := r.db.StartRun(ctx, sub.Cursor)
+	name, cursor := "watches", ""
+	if sub != nil {
+		name, cursor = sub.ID, sub.Cursor
+	}
+	runID, err := r.db.StartRun(ctx, cursor)
 	if err != nil {
 		return res, err
 	}
 	end := &syncEnd{runID: runID}
-	clear(r.kept)
-	err = r.sync(ctx, sub, &res, end)
-	clear(r.kept)
-	res.Cursor = sub.Cursor // the walk moves it only once a commit stored it
+	if sub != nil {
+		clear(r.kept)
+		err = r.sync(ctx, sub, &res, end)
+		clear(r.kept)
+		res.Cursor = sub.Cursor // the walk moves it only once a commit stored it
+	}
+	if err == nil && r.opts.Watch {
+		err = r.syncWatches(ctx, &res)
+		end.recorded = false
+	}
 	res.Duration = time.Since(start)
-	err = outcome(sub.ID, res, err)
+	err = outcome(name, res, err)
 	if df := storage.AsDiskFull(err, r.db.Path()); df != nil {
-		err = fmt.Errorf("sync %s: %w", sub.ID, df)
+		err = fmt.Errorf("sync %s: %w", name, df)
 	}
 	if !end.recorded {
 		if ferr := r.db.FinishRun(context.WithoutCancel(ctx), runRow(runID, res, err)); ferr != nil && err == nil {
@@ -136,9 +152,12 @@ func outcome(subID string, res SyncResult, err error) error {
 
 // runRow is the _ploti.sync_runs row of a sync that ended with err.
 func runRow(id int64, res SyncResult, err error) storage.Run {
+	// A watched dataset read whole counts as a snapshot loaded, one merged
+	// as a changes file merged: the run's row has no columns of its own
+	// for them.
 	run := storage.Run{ID: id, Result: "ok", CursorTo: res.Cursor, EventsSeen: int64(res.EventsSeen),
 		EventsApplied: int64(res.EventsApplied), EventsSkipped: int64(res.EventsSkipped),
-		SnapshotsLoaded: int64(res.SnapshotsLoaded), ChangesMerged: int64(res.ChangesMerged)}
+		SnapshotsLoaded: int64(res.SnapshotsLoaded + res.WatchReloads), ChangesMerged: int64(res.ChangesMerged + res.WatchMerges)}
 	if err != nil {
 		run.Result, run.Error = "failed", err.Error()
 		switch {
@@ -152,7 +171,8 @@ func runRow(id int64, res SyncResult, err error) storage.Run {
 }
 
 // subscription reads the file's subscription row, creating it on first use
-// and refusing a file that replicates another subscription.
+// and refusing a file that replicates another subscription. Without a
+// subscription id or a row (watches only), it is nil.
 func (r *Replica) subscription(ctx context.Context) (*storage.Subscription, error) {
 	sub, err := r.db.Subscription(ctx)
 	if err != nil {
@@ -170,6 +190,9 @@ func (r *Replica) subscription(ctx context.Context) (*storage.Subscription, erro
 			return nil, fmt.Errorf("sync %s: %s already replicates %s; use another file: %w", r.opts.SubscriptionID, r.db.Path(), sub.ID, ErrWrongSubscription)
 		}
 		return sub, nil
+	}
+	if r.opts.SubscriptionID == "" {
+		return nil, nil
 	}
 	sub = &storage.Subscription{ID: r.opts.SubscriptionID, APIURL: r.opts.APIURL}
 	if err := r.db.Update(ctx, func(tx *storage.Tx) error { return tx.PutSubscription(ctx, sub) }); err != nil {
