@@ -19,7 +19,9 @@
 //     id it saw within its window (2xx, no second signal), and answers 2xx at
 //     once. A feed event (type "feed.…") goes to OnEvent and signals the
 //     [Trigger]; a ping or any other event goes to OnOther and signals
-//     nothing. Counters by [Result] feed the serve command's metrics.
+//     nothing. A non-feed event may first go to Keep, which records it
+//     durably: if that fails, the answer is 503 and Ploti delivers it again.
+//     Counters by [Result] feed the serve command's metrics.
 //   - [Trigger] coalesces signals: any number of them while a sync runs cause
 //     exactly one more sync, and Signal never blocks.
 //

@@ -81,6 +81,13 @@ type HandlerOptions struct {
 	// OnEvent is. These never signal the Trigger.
 	OnOther func(ctx context.Context, e Event)
 
+	// Keep, if set, is called for each new non-feed event that is not a
+	// ping, before OnOther and before the answer, to record it durably
+	// (request events, which no log keeps). When it fails the answer is
+	// 503 (ResultNotKept), which Ploti retries, and the event id is
+	// forgotten, so that the retry is received again.
+	Keep func(ctx context.Context, e Event) error
+
 	// Observe, if set, is called once per request with its Result, for
 	// metrics. It must return quickly. Stats gives the same counts.
 	Observe func(r Result)
@@ -156,6 +163,12 @@ func (h *Handler) Stats() map[Result]uint64 {
 // ServeHTTP receives one delivery.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ev, res, err := h.receive(w, r)
+	if res == ResultOther && h.opts.Keep != nil {
+		if kerr := h.opts.Keep(r.Context(), ev); kerr != nil {
+			h.seen.forget(ev.ID)
+			res, err = ResultNotKept, kerr
+		}
+	}
 	h.counts[res].Add(1)
 	if h.opts.Observe != nil {
 		h.opts.Observe(res)

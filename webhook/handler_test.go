@@ -383,8 +383,10 @@ func TestResult_Status(t *testing.T) {
 			if got, want := s >= 200 && s < 300, ok; got != want {
 				t.Fatalf("Status() = %d: 2xx = %v, want %v", s, got, want)
 			}
-			if s >= 500 {
-				t.Fatalf("Status() = %d, never 5xx", s)
+			// Only an event Keep could not record is answered 5xx: Ploti
+			// retries a failed delivery (413 excepted), so it comes again.
+			if got, want := s >= 500, r == webhook.ResultNotKept; got != want {
+				t.Fatalf("Status() = %d: 5xx = %v, want %v", s, got, want)
 			}
 		})
 	}
@@ -416,5 +418,55 @@ func TestHandler_logs(t *testing.T) {
 		if !strings.Contains(logs, want) {
 			t.Fatalf("logs lack %s:\n%s", want, logs)
 		}
+	}
+}
+
+// Keep records a non-feed event before the answer; when it fails the
+// answer is 503 and the id is forgotten, so that Ploti's retry of the
+// delivery is kept (at least once: watch-and-webhooks.txt, "A failed
+// delivery is retried").
+func TestHandler_Keep(t *testing.T) {
+	var kept []string
+	fail := true
+	h, err := webhook.NewHandler(webhook.HandlerOptions{
+		Verifier: mustVerifier(t, testSecret, func() time.Time { return testNow }),
+		Keep: func(_ context.Context, e webhook.Event) error {
+			if fail {
+				return errors.New("disk full")
+			}
+			kept = append(kept, e.ID)
+			return nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(body string) int {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, delivery{body: body}.request(t))
+		return w.Code
+	}
+	req := `{"id":"evt_r1","type":"data_request.ready","timestamp":"2026-11-20T10:00:01Z","data":{"requestId":"req_1","url":"https://app.ploti.ai/r/1"}}`
+	if got := send(req); got != http.StatusServiceUnavailable {
+		t.Fatalf("a delivery Keep failed: status %d, want 503", got)
+	}
+	fail = false
+	if got := send(req); got != http.StatusOK {
+		t.Fatalf("the retry: status %d, want 200", got)
+	}
+	if got := send(req); got != http.StatusOK {
+		t.Fatalf("a repeat: status %d, want 200", got)
+	}
+	if got := send(event("evt_f", "feed.dataset.updated")); got != http.StatusAccepted {
+		t.Fatalf("a feed event: status %d", got)
+	}
+	if got := send(`{"id":"p1","type":"ping","timestamp":"2026-11-20T10:00:01Z","data":{}}`); got != http.StatusOK {
+		t.Fatalf("a ping: status %d", got)
+	}
+	if len(kept) != 1 || kept[0] != "evt_r1" {
+		t.Fatalf("kept %v, want the request event once", kept)
+	}
+	if n := h.Stats()[webhook.ResultNotKept]; n != 1 {
+		t.Fatalf("not kept counted %d times, want 1", n)
 	}
 }

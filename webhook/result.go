@@ -46,6 +46,9 @@ const (
 	// ResultBadJSON is a verified body that is not an event with an id and
 	// a type. Answered 400.
 	ResultBadJSON Result = "bad_json"
+	// ResultNotKept is a new event that HandlerOptions.Keep could not
+	// record. Answered 503, so that Ploti delivers it again.
+	ResultNotKept Result = "not_kept"
 )
 
 // allResults lists every Result, for the counters.
@@ -53,7 +56,7 @@ var allResults = []Result{
 	ResultOK, ResultDuplicate, ResultPing, ResultOther,
 	ResultBadMethod, ResultTooLarge, ResultBadBody,
 	ResultMissingHeaders, ResultBadHeaders, ResultBadSignature,
-	ResultTooOld, ResultTooNew, ResultBadJSON,
+	ResultTooOld, ResultTooNew, ResultBadJSON, ResultNotKept,
 }
 
 // Results returns every Result, so that metrics can be registered before
@@ -63,9 +66,11 @@ func Results() []Result {
 }
 
 // Status is the HTTP status the Handler answers for r: 2xx for a delivery
-// it accepted or already had, 4xx otherwise, never 5xx.
+// it accepted or already had, 503 for one it could not keep, 4xx otherwise.
 func (r Result) Status() int {
 	switch r {
+	case ResultNotKept:
+		return http.StatusServiceUnavailable
 	case ResultOK:
 		return http.StatusAccepted
 	case ResultDuplicate, ResultPing, ResultOther:

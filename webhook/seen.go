@@ -68,6 +68,13 @@ func (s *seenSet) pop() {
 	}
 }
 
+// forget removes id, so that it counts as new again.
+func (s *seenSet) forget(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.at, id)
+}
+
 // len returns how many ids the set holds.
 func (s *seenSet) len() int {
 	s.mu.Lock()

@@ -40,6 +40,14 @@ type connFlags struct {
 	// AttachmentsInline is --attachments-inline-max, a size.
 	AttachmentsInline string
 	Publish           string
+	// Watch keeps watched datasets too (sync and serve register
+	// --watches); without a subscription it is all a file keeps.
+	Watch bool
+}
+
+// registerWatch adds --watches, for the commands that sync.
+func (c *connFlags) registerWatch(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&c.Watch, "watches", true, "also keep the datasets you watch current (`ploti-replica watch add`); without a subscription, they are all the file keeps")
 }
 
 // flagSet picks which of the shared flags a command takes, so that its
@@ -148,7 +156,7 @@ func (c *connFlags) options(env *Env) (replica.Options, error) {
 	if c.PageSize == 0 {
 		c.PageSize = replica.DefaultPageSize
 	}
-	if c.Subscription == "" {
+	if c.Subscription == "" && !c.Watch {
 		return replica.Options{}, &usageError{fmt.Errorf("no subscription: set PLOTI_SUBSCRIPTION (or --subscription)")}
 	}
 	refs, err := parseIDRefs(c.IDRefs)
@@ -183,7 +191,7 @@ func (c *connFlags) options(env *Env) (replica.Options, error) {
 	}
 	told := false
 	return replica.Options{
-		APIURL: c.APIURL, APIKey: c.APIKey, SubscriptionID: c.Subscription, Logger: log, OnMajor: c.OnMajor,
+		APIURL: c.APIURL, APIKey: c.APIKey, SubscriptionID: c.Subscription, Watch: c.Watch, Logger: log, OnMajor: c.OnMajor,
 		MemoryLimit: c.MemoryLimit, LockTimeout: wait, IDReferences: refs, PageSize: c.PageSize, KeepChanges: c.KeepChanges,
 		AttachmentsInlineMax: inline, SpoolDir: c.Spool,
 		Publish: c.Publish,

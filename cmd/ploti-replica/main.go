@@ -165,7 +165,7 @@ func newRoot(env *Env) *cobra.Command {
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
-	root.AddCommand(newSyncCmd(env), newStatusCmd(env), newHoldsCmd(env), newDemoCmd(env), newEmulatorCmd(env), newBenchCmd(env), newBenchChildCmd(env), newServeCmd(env), newWebhooksCmd(env), newSubscriptionsCmd(env))
+	root.AddCommand(newSyncCmd(env), newStatusCmd(env), newHoldsCmd(env), newDemoCmd(env), newEmulatorCmd(env), newBenchCmd(env), newBenchChildCmd(env), newServeCmd(env), newWebhooksCmd(env), newWatchCmd(env), newInboxCmd(env), newSubscriptionsCmd(env))
 	root.AddCommand(newVerifyCmd(env))
 	root.AddCommand(newPlacesCmd(env), newTopicsCmd(env), newDatasetsCmd(env))
 	root.Version = versionLine()

@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/replica"
 	"github.com/ploti-replica/ploti-replica/webhook"
 )
@@ -29,6 +30,7 @@ const (
 	// (8080 and 8081) leave free.
 	defaultListen          = "127.0.0.1:8790"
 	defaultWebhookPath     = "/ploti"
+	defaultMemberPath      = "/ploti/member"
 	defaultPoll            = 5 * time.Minute
 	defaultShutdownTimeout = 30 * time.Second
 	// defaultRetryMin and defaultRetryMax bound the wait before the next
@@ -71,14 +73,19 @@ const (
 )
 
 type serveCmd struct {
-	env             *Env
-	conn            connFlags
-	Listen          string
-	WebhookPath     string
-	SecretFile      string
-	Poll            time.Duration
-	ShutdownTimeout time.Duration
-	VerifyEvery     time.Duration
+	env         *Env
+	conn        connFlags
+	Listen      string
+	WebhookPath string
+	SecretFile  string
+	// MemberPath and MemberSecretFile serve a second webhook, when the
+	// feed's and the member's (watches, request events) are both used:
+	// each webhook has its own secret.
+	MemberPath       string
+	MemberSecretFile string
+	Poll             time.Duration
+	ShutdownTimeout  time.Duration
+	VerifyEvery      time.Duration
 
 	// Set by tests.
 	now      func() time.Time // the webhook verifier's clock; default time.Now
@@ -106,6 +113,14 @@ notebooks can open it read-only in between. With --publish PATH, each sync
 ends by renaming a checkpointed read-only copy over PATH: dashboards that
 open PATH never wait for the writer and see whole syncs only.
 
+A member webhook's dataset.changed (a watched dataset has a new version)
+starts a sync too, which reads it; a lost one is caught up by the next poll,
+whose watches list tells which watched datasets moved. Its request events
+(data_request.*, research_request.*) are kept on disk before the answer and
+recorded in _ploti.inbox by the next sync, once each (` + "`ploti-replica inbox`" + `).
+Subscription and member webhooks have a secret each: give the member's with
+--member-webhook-secret-file (it is served at --member-webhook-path).
+
   POST <--webhook-path>  signed deliveries (Standard Webhooks); 2xx at once
   GET  /healthz          200 while the last sync succeeded and nothing waits
                          in the log; 503 with a JSON reason otherwise
@@ -119,10 +134,13 @@ SIGINT or SIGTERM lets the transaction under way commit, then exits 0.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return s.run(cmd.Context()) },
 	}
 	s.conn.register(cmd, flagsAll)
+	s.conn.registerWatch(cmd)
 	f := cmd.Flags()
 	f.StringVar(&s.Listen, "listen", defaultListen, "address for webhooks, /healthz and /metrics")
 	f.StringVar(&s.WebhookPath, "webhook-path", defaultWebhookPath, "path that receives Ploti's webhook POSTs")
 	f.StringVar(&s.SecretFile, "webhook-secret-file", "", "file holding the webhook's signing secret, whsec_… (env PLOTI_WEBHOOK_SECRET_FILE)")
+	f.StringVar(&s.MemberSecretFile, "member-webhook-secret-file", "", "file holding a second webhook's secret: a member webhook (watches' dataset.changed, request events) beside the subscription's")
+	f.StringVar(&s.MemberPath, "member-webhook-path", defaultMemberPath, "path that receives the member webhook's POSTs, with --member-webhook-secret-file")
 	f.DurationVar(&s.Poll, "poll", defaultPoll, "also sync this long after the last sync; 0 turns polling off")
 	f.DurationVar(&s.VerifyEvery, "verify-every", 0, "also check every table against the version it holds this often (as `verify`, in the sync that comes when due), with the result in /metrics; 0: never")
 	f.DurationVar(&s.ShutdownTimeout, "shutdown-timeout", defaultShutdownTimeout,
@@ -150,7 +168,13 @@ func (s *serveCmd) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if verifier == nil && s.Poll == 0 {
+	var member *webhook.Verifier
+	if s.MemberSecretFile != "" {
+		if member, err = readVerifier(s.MemberSecretFile, now); err != nil {
+			return err
+		}
+	}
+	if verifier == nil && member == nil && s.Poll == 0 {
 		return &usageError{errors.New("nothing would start a sync: give --webhook-secret-file (or PLOTI_WEBHOOK_SECRET_FILE), or a --poll above 0")}
 	}
 	opts.Progress = s.progress
@@ -162,13 +186,20 @@ func (s *serveCmd) run(ctx context.Context) error {
 	if s.retryMin > 0 {
 		d.retryMin = s.retryMin
 	}
-	var h http.Handler = http.NotFoundHandler()
-	if verifier != nil {
-		if h, err = webhook.NewHandler(webhook.HandlerOptions{Verifier: verifier, Trigger: d.trig, Observe: d.metrics.observeWebhook,
-			Logger: log, OnEvent: d.noteEvent}); err != nil {
+	d.inbox = newInboxQueue(s.conn.DB, now, log)
+	hooks := map[string]http.Handler{}
+	for path, v := range map[string]*webhook.Verifier{s.WebhookPath: verifier, s.MemberPath: member} {
+		if v == nil {
+			continue
+		}
+		h, err := webhook.NewHandler(webhook.HandlerOptions{Verifier: v, Trigger: d.trig, Observe: d.metrics.observeWebhook,
+			Logger: log, OnEvent: d.noteEvent, Keep: d.inbox.keep, OnOther: d.noteOther})
+		if err != nil {
 			return err
 		}
-	} else {
+		hooks[path] = h
+	}
+	if len(hooks) == 0 {
 		log.Info().Dur(logKeyPoll, s.Poll).Msg("no webhook secret: polling only")
 	}
 	ln := s.listener
@@ -177,7 +208,7 @@ func (s *serveCmd) run(ctx context.Context) error {
 			return fmt.Errorf("serve: listen on %s: %w", s.Listen, err)
 		}
 	}
-	srv := &http.Server{Handler: d.mux(s.WebhookPath, h), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+	srv := &http.Server{Handler: d.mux(hooks), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: stdlog.New(log, "", 0)}
 	loopCtx, stopLoop := context.WithCancel(ctx)
 	defer stopLoop()
@@ -212,6 +243,9 @@ func (s *serveCmd) check() error {
 	if !webhookPathRE.MatchString(s.WebhookPath) || s.WebhookPath == "/healthz" || s.WebhookPath == "/metrics" {
 		return &usageError{fmt.Errorf("--webhook-path %q: want a path such as %s, other than /healthz and /metrics", s.WebhookPath, defaultWebhookPath)}
 	}
+	if s.MemberSecretFile != "" && (!webhookPathRE.MatchString(s.MemberPath) || s.MemberPath == "/healthz" || s.MemberPath == "/metrics" || s.MemberPath == s.WebhookPath) {
+		return &usageError{fmt.Errorf("--member-webhook-path %q: want a path such as %s, other than --webhook-path, /healthz and /metrics", s.MemberPath, defaultMemberPath)}
+	}
 	if s.Poll < 0 {
 		return &usageError{fmt.Errorf("--poll %s: want 0 (off) or more", s.Poll)}
 	}
@@ -228,6 +262,11 @@ func (s *serveCmd) verifier(now func() time.Time) (*webhook.Verifier, error) {
 	if path == "" {
 		return nil, nil
 	}
+	return readVerifier(path, now)
+}
+
+// readVerifier builds a webhook verifier from a secret file.
+func readVerifier(path string, now func() time.Time) (*webhook.Verifier, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, &usageError{fmt.Errorf("read the webhook secret: %w", err)}
@@ -256,6 +295,8 @@ type daemon struct {
 	grace    time.Duration
 	retryMin time.Duration
 	retryMax time.Duration
+
+	inbox *inboxQueue // request events waiting for a sync; nil: none kept
 
 	verifyEvery   time.Duration // serve_verify.go
 	verifyMetrics *verifyMetrics
@@ -295,16 +336,31 @@ func (d *daemon) noteEvent(context.Context, webhook.Event) {
 	d.health.LastEventAt = &at
 }
 
+// noteOther starts a sync for a member webhook's event: dataset.changed
+// (a watched dataset moved: the sync reads it; for a dataset the feed
+// keeps, it reads the log) and a request event (kept in the queue: the
+// sync records it in _ploti.inbox). Like feed events they are coalesced;
+// pings are not.
+func (d *daemon) noteOther(ctx context.Context, e webhook.Event) {
+	if e.Type != ploti.EventDatasetChanged && !ploti.IsRequestEvent(e.Type) {
+		return
+	}
+	d.noteEvent(ctx, e)
+	d.trig.Signal()
+}
+
 func (d *daemon) lastSuccess() *time.Time {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.health.LastSuccessAt
 }
 
-// mux routes the webhook path, /healthz and /metrics.
-func (d *daemon) mux(webhookPath string, h http.Handler) http.Handler {
+// mux routes the webhook paths, /healthz and /metrics.
+func (d *daemon) mux(hooks map[string]http.Handler) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle(webhookPath, h)
+	for path, h := range hooks {
+		mux.Handle(path, h)
+	}
 	mux.HandleFunc("GET /healthz", d.healthz)
 	mux.Handle("GET /metrics", d.metrics.handler())
 	return mux
@@ -422,6 +478,9 @@ func (d *daemon) runSync(ctx context.Context, opts replica.Options, waiting *ato
 			out.err = fmt.Errorf("close %s: %w", d.path, cerr)
 		}
 	}()
+	if d.inbox != nil {
+		d.inbox.record(ctx, r)
+	}
 	out.res, out.err = r.Sync(ctx)
 	select {
 	case <-opts.Stop: // shutting down: no more calls

@@ -40,6 +40,7 @@ func (s *statusCmd) run(ctx context.Context) error {
 	s.conn.resolve(s.env)
 	var st *replica.Status
 	if s.Behind {
+		s.conn.Watch = true // a file of watches only has no cursor to count from
 		opts, err := s.conn.options(s.env)
 		if err != nil {
 			return err
@@ -101,7 +102,7 @@ func printStatus(w io.Writer, path string, st *replica.Status) {
 	fmt.Fprintf(w, "storage:       DuckDB storage version %d, readable by %s\n", st.StorageVersion, st.Readers)
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "DATASET\tTABLE\tVERSION\tSCHEMA\tROWS\tSTATUS\tREASON")
+	fmt.Fprintln(tw, "DATASET\tSOURCE\tTABLE\tVERSION\tSCHEMA\tROWS\tSTATUS\tREASON")
 	for _, d := range st.Datasets {
 		v := "-"
 		if d.Version > 0 {
@@ -111,7 +112,7 @@ func printStatus(w io.Writer, path string, st *replica.Status) {
 		if why == "" {
 			why = d.Reason
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.DatasetID, d.Table, v, orDash(d.SchemaVersion), d.Rows, d.Status, orDash(why))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.DatasetID, orDash(d.Source), d.Table, v, orDash(d.SchemaVersion), d.Rows, d.Status, orDash(why))
 	}
 	tw.Flush()
 	var holds []string

@@ -27,10 +27,14 @@ func newSyncCmd(env *Env) *cobra.Command {
 		Use:   "sync",
 		Short: "Bootstrap or catch up the DuckDB file, then exit",
 		Long: `Bootstrap the file from the subscription's manifest (first run, or after the
-cursor expired), then apply the event log a page at a time. The file is open
-only while sync runs; other processes can read it before and after. With
---publish PATH, a checkpointed read-only copy is renamed over PATH after the
-sync: readers of PATH never wait for the writer and see whole syncs only.
+cursor expired), then apply the event log a page at a time. Then (unless
+--watches=false) bring each dataset you watch to its latest version: one call
+lists your watches, and each one that moved is merged from its changes, or
+read whole from its rows. Without a subscription, sync keeps only the
+watches. The file is open only while sync runs; other processes can read it
+before and after. With --publish PATH, a checkpointed read-only copy is
+renamed over PATH after the sync: readers of PATH never wait for the writer
+and see whole syncs only.
 
 When the API refuses the stored cursor as one it never gave, --rebootstrap
 reloads every dataset from a fresh manifest into the same file.
@@ -41,6 +45,7 @@ versions stay; the next sync retries them), 4 the file is locked.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return s.run(cmd.Context()) },
 	}
 	s.conn.register(cmd, flagsAll)
+	s.conn.registerWatch(cmd)
 	cmd.Flags().BoolVar(&s.JSON, "json", false, "print the result as JSON")
 	cmd.Flags().BoolVar(&s.Rebootstrap, "rebootstrap", false, "reload every dataset from a fresh manifest into the file, whatever its cursor (when the API refuses the stored cursor); your tables, --id-ref columns and holds stay")
 	return cmd
@@ -126,6 +131,9 @@ func printSync(w io.Writer, path string, res replica.SyncResult) {
 	}
 	fmt.Fprintf(w, "%s: %s in %s: %d snapshot(s) loaded, %d changes file(s) merged, %d event(s) read (%d applied, %d skipped)\n",
 		path, how, res.Duration.Round(1e6), res.SnapshotsLoaded, res.ChangesMerged, res.EventsSeen, res.EventsApplied, res.EventsSkipped)
+	if res.WatchesSeen > 0 {
+		fmt.Fprintf(w, "  watches: %d dataset(s) watched, %d merged, %d read whole\n", res.WatchesSeen, res.WatchMerges, res.WatchReloads)
+	}
 	for _, d := range res.Failed {
 		fmt.Fprintf(w, "  failed: %s (its last good version stays; see `ploti-replica status`)\n", d)
 	}

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ploti-replica/ploti-replica/ploti"
+	"github.com/ploti-replica/ploti-replica/replica"
+	"github.com/ploti-replica/ploti-replica/webhook"
+)
+
+// inboxQueue keeps the request events serve receives until a sync writes
+// them into the file's _ploti.inbox (the file is open only while a sync
+// runs). Each event is one JSON line of <db>.inbox, appended and synced to
+// disk before the delivery is answered: an event Ploti was told it got is
+// not lost with the process. A sync takes the queue (renamed to
+// <db>.inbox.taking), records it, and removes it; a queue taken and not
+// recorded (a crash, a failed sync) is taken again first, and the inbox's
+// dedupe by event id makes the second recording change nothing.
+type inboxQueue struct {
+	mu   sync.Mutex
+	path string
+	now  func() time.Time
+	log  zerolog.Logger
+}
+
+func newInboxQueue(db string, now func() time.Time, log zerolog.Logger) *inboxQueue {
+	return &inboxQueue{path: db + ".inbox", now: now, log: log}
+}
+
+// keep appends a request event (webhook.HandlerOptions.Keep); other events
+// are not kept.
+func (q *inboxQueue) keep(_ context.Context, e webhook.Event) error {
+	if !ploti.IsRequestEvent(e.Type) {
+		return nil
+	}
+	line, err := json.Marshal(replica.InboxEvent{ID: e.ID, Type: e.Type, Timestamp: e.Timestamp, Data: e.Data, ReceivedAt: q.now().UTC()})
+	if err != nil {
+		return err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	f, err := os.OpenFile(q.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("keep request event %s: %w", e.ID, err)
+	}
+	_, werr := f.Write(append(line, '\n'))
+	serr := f.Sync()
+	cerr := f.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		return fmt.Errorf("keep request event %s: %w", e.ID, err)
+	}
+	return nil
+}
+
+// take returns the events to record and the file they are in: a queue
+// taken before and not recorded, else the queue now (moved aside, so that
+// events that come meanwhile start a new one). No events: "".
+func (q *inboxQueue) take() (string, []replica.InboxEvent, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	taking := q.path + ".taking"
+	if _, err := os.Stat(taking); errors.Is(err, os.ErrNotExist) {
+		if err := os.Rename(q.path, taking); errors.Is(err, os.ErrNotExist) {
+			return "", nil, nil
+		} else if err != nil {
+			return "", nil, fmt.Errorf("take the inbox queue: %w", err)
+		}
+	}
+	f, err := os.Open(taking)
+	if err != nil {
+		return "", nil, fmt.Errorf("take the inbox queue: %w", err)
+	}
+	defer f.Close()
+	var evs []replica.InboxEvent
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, webhook.DefaultMaxBody*2)
+	for n := 1; sc.Scan(); n++ {
+		var ev replica.InboxEvent
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil || ev.ID == "" {
+			// A line cut short by a crash while it was written: its
+			// delivery was not answered 2xx, and comes again.
+			q.log.Warn().Str("file", taking).Int("line", n).Msg("skipping an unreadable line of the inbox queue")
+			continue
+		}
+		evs = append(evs, ev)
+	}
+	if err := sc.Err(); err != nil {
+		return "", nil, fmt.Errorf("read the inbox queue: %w", err)
+	}
+	return taking, evs, nil
+}
+
+// done removes a queue file whose events are recorded.
+func (q *inboxQueue) done(path string) {
+	if path == "" {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		q.log.Warn().Err(err).Msg("remove the recorded inbox queue; its events are recorded again (once)")
+	}
+}
+
+// record writes the queue's events into the replica's inbox.
+func (q *inboxQueue) record(ctx context.Context, r *replica.Replica) {
+	path, evs, err := q.take()
+	if err != nil {
+		q.log.Warn().Err(err).Msg("request events wait for the next sync")
+		return
+	}
+	if path == "" {
+		return
+	}
+	n, err := r.RecordInbox(ctx, evs)
+	if err != nil {
+		q.log.Warn().Err(err).Msg("record request events in _ploti.inbox; the next sync tries again")
+		return
+	}
+	q.done(path)
+	q.log.Info().Int("events", len(evs)).Int("new", n).Msg("request events recorded in _ploti.inbox")
+}

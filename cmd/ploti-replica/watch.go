@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ploti-replica/ploti-replica/fetch"
+	"github.com/ploti-replica/ploti-replica/replica"
+	"github.com/ploti-replica/ploti-replica/storage"
+)
+
+type watchCmd struct {
+	apiCmd
+}
+
+func newWatchCmd(env *Env) *cobra.Command {
+	w := &watchCmd{apiCmd: apiCmd{env: env}}
+	cmd := &cobra.Command{
+		Use:   "watch",
+		Short: "Watch datasets (any plan): sync and serve keep them as tables, like feed datasets",
+		Long: `Watching is Ploti's general API, open on any plan: each new version of a
+watched dataset sends dataset.changed to your webhooks, and sync (or serve)
+reads only the rows it added, changed, removed or renamed into the dataset's
+table. A member may watch 100 datasets. A dataset that is also in the
+subscription is kept from the feed; the watch is then only a signal.`,
+	}
+	add := &cobra.Command{Use: "add DATASET...", Short: "Watch datasets (watching twice changes nothing)", Args: cobra.MinimumNArgs(1),
+		RunE: func(c *cobra.Command, a []string) error { return w.add(c.Context(), a) }}
+	remove := &cobra.Command{Use: "remove DATASET...", Short: "Stop watching datasets; their tables stay and stop updating", Args: cobra.MinimumNArgs(1),
+		RunE: func(c *cobra.Command, a []string) error { return w.remove(c.Context(), a) }}
+	list := &cobra.Command{Use: "list", Short: "List your watches beside what the --db file holds of each", Args: cobra.NoArgs,
+		Long: `List every dataset you watch with its version now at Ploti, beside what the
+--db file holds of it (when the file exists): the version held, its source
+(watch, or feed when the subscription keeps it) and whether it is behind.
+
+--json prints {"watches": [{"datasetId", "title", "watchedAt", "version",
+"promotedAt", "local": {"version", "source", "status", "rows"}, "behind"}]}.`,
+		RunE: func(c *cobra.Command, _ []string) error { return w.list(c.Context()) }}
+	for _, c := range []*cobra.Command{add, remove, list} {
+		w.register(c)
+		cmd.AddCommand(c)
+	}
+	list.Flags().StringVar(&w.conn.DB, "db", "", "the replica file to compare with (env PLOTI_DB; default ploti.duckdb)")
+	return cmd
+}
+
+func (w *watchCmd) add(ctx context.Context, ids []string) error {
+	c, err := w.client()
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		got, err := c.Watch(ctx, id)
+		if err != nil {
+			return explainWatch(err, "watch "+id)
+		}
+		v := "no version yet"
+		if got.Version != nil {
+			v = fmt.Sprintf("version %d", *got.Version)
+		}
+		fmt.Fprintf(w.env.Stdout, "watching %s (%s); `ploti-replica sync` reads it into its table\n", id, v)
+	}
+	return nil
+}
+
+func (w *watchCmd) remove(ctx context.Context, ids []string) error {
+	c, err := w.client()
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if err := c.Unwatch(ctx, id); err != nil {
+			return explainWatch(err, "unwatch "+id)
+		}
+		fmt.Fprintf(w.env.Stdout, "no longer watching %s; its table stays and stops updating after the next sync\n", id)
+	}
+	return nil
+}
+
+// explainWatch puts a watch call's error in words: the 101st watch says so
+// with Ploti's own message.
+func explainWatch(err error, what string) error {
+	if errors.Is(err, fetch.ErrWatchLimit) {
+		var ae *fetch.APIError
+		msg := fmt.Sprintf("%s: you watch the 100 datasets a member may watch (409 watch_limit): unwatch one first (`ploti-replica watch list`, `ploti-replica watch remove DATASET`)", what)
+		if errors.As(err, &ae) && ae.Message != "" {
+			msg += " (Ploti said: " + ae.Message + ")"
+		}
+		return &explained{msg: msg, err: err}
+	}
+	return explain(err, what)
+}
+
+// watchOut is one line of watch list --json.
+type watchOut struct {
+	DatasetID  string     `json:"datasetId"`
+	Title      string     `json:"title,omitempty"`
+	WatchedAt  *time.Time `json:"watchedAt,omitempty"`
+	Version    *int       `json:"version"`
+	PromotedAt *time.Time `json:"promotedAt,omitempty"`
+	Local      *localOut  `json:"local,omitempty"`
+	// Behind is true when the file does not hold the version Ploti has
+	// (a sync catches it up); absent when the file was not read.
+	Behind *bool `json:"behind,omitempty"`
+}
+
+type localOut struct {
+	Version int    `json:"version,omitempty"`
+	Source  string `json:"source"`
+	Status  string `json:"status"`
+	Rows    int64  `json:"rows"`
+}
+
+func (w *watchCmd) list(ctx context.Context) error {
+	c, err := w.client()
+	if err != nil {
+		return err
+	}
+	ws, err := c.Watches(ctx)
+	if err != nil {
+		return explainWatch(err, "list watches")
+	}
+	local := w.localState(ctx)
+	out := make([]watchOut, 0, len(ws))
+	for _, x := range ws {
+		o := watchOut{DatasetID: x.DatasetID, Title: x.Title, WatchedAt: x.WatchedAt, Version: x.Version, PromotedAt: x.PromotedAt}
+		if local != nil {
+			behind := x.Version != nil
+			if d, ok := local[x.DatasetID]; ok {
+				o.Local = &localOut{Version: d.Version, Source: d.Source, Status: d.Status, Rows: d.Rows}
+				// A feed dataset's version is a Data Feeds number: the
+				// feed's log says whether it is behind, not the watch.
+				behind = d.Source == storage.SourceWatch && x.Version != nil && (d.Version != *x.Version || d.Status != storage.StatusCurrent)
+			}
+			o.Behind = &behind
+		}
+		out = append(out, o)
+	}
+	if w.JSON {
+		return w.printJSON(struct {
+			Watches []watchOut `json:"watches"`
+		}{out})
+	}
+	if len(out) == 0 {
+		fmt.Fprintln(w.env.Stdout, "no watches (`ploti-replica watch add DATASET`)")
+		return nil
+	}
+	tw := table(w.env.Stdout)
+	fmt.Fprintln(tw, "DATASET\tTITLE\tPLOTI VERSION\tHELD\tSOURCE\tSTATUS\tBEHIND")
+	for _, o := range out {
+		held, source, status, behind := "-", "-", "-", "-"
+		if o.Local != nil {
+			source, status = o.Local.Source, o.Local.Status
+			if o.Local.Version > 0 {
+				held = fmt.Sprint(o.Local.Version)
+			}
+		}
+		if o.Behind != nil {
+			behind = map[bool]string{true: "yes", false: "no"}[*o.Behind]
+			if o.Local != nil && o.Local.Source == storage.SourceFeed {
+				behind = "(feed)"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.DatasetID, orDash(o.Title), versionOrDash(o.Version), held, source, status, behind)
+	}
+	return tw.Flush()
+}
+
+func versionOrDash(v *int) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprint(*v)
+}
+
+// localState reads what the --db file holds, by dataset id; nil when the
+// file does not exist or cannot be read now (a note says why).
+func (w *watchCmd) localState(ctx context.Context) map[string]replica.DatasetStatus {
+	if _, err := os.Stat(w.conn.DB); err != nil {
+		return nil
+	}
+	db, err := storage.Open(ctx, w.conn.DB, storage.Options{ReadOnly: true, LockTimeout: -1})
+	if err != nil {
+		fmt.Fprintf(w.env.Stderr, "note: %s not read: %s\n", w.conn.DB, oneLine(err))
+		return nil
+	}
+	defer db.Close()
+	st, err := replica.ReadStatus(ctx, db)
+	if err != nil {
+		fmt.Fprintf(w.env.Stderr, "note: %s not read: %s\n", w.conn.DB, oneLine(err))
+		return nil
+	}
+	out := map[string]replica.DatasetStatus{}
+	for _, d := range st.Datasets {
+		out[d.DatasetID] = d
+	}
+	return out
+}
