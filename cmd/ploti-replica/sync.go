@@ -98,6 +98,13 @@ func preflight(ctx context.Context, path string, opts replica.Options) error {
 	if err != nil {
 		return &usageError{err}
 	}
+	if opts.SubscriptionID == "" {
+		// Watches only: the watch API answers for any plan.
+		if _, err := c.Watches(ctx); err != nil {
+			return fmt.Errorf("sync: list watches before creating %s: %w", path, err)
+		}
+		return nil
+	}
 	if _, err := c.Subscription(ctx, opts.SubscriptionID); err != nil {
 		return fmt.Errorf("sync: check subscription %s before creating %s: %w", opts.SubscriptionID, path, err)
 	}
