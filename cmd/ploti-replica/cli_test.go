@@ -88,7 +88,7 @@ func TestSync_usageErrors(t *testing.T) {
 		want string
 	}{
 		{"no key", map[string]string{"PLOTI_SUBSCRIPTION": "sub_1"}, []string{"sync"}, "PLOTI_API_KEY"},
-		{"no subscription", map[string]string{"PLOTI_API_KEY": "k"}, []string{"sync"}, "PLOTI_SUBSCRIPTION"},
+		{"no subscription and no watches", map[string]string{"PLOTI_API_KEY": "k"}, []string{"sync", "--watches=false"}, "PLOTI_SUBSCRIPTION"},
 		{"bad flag", nil, []string{"sync", "--nope"}, "unknown flag"},
 		{"bad id-ref", map[string]string{"PLOTI_API_KEY": "k", "PLOTI_SUBSCRIPTION": "s"}, []string{"sync", "--id-ref", "notes"}, "TABLE.COLUMN=DATASET"},
 	} {

@@ -157,7 +157,7 @@ func (c *connFlags) options(env *Env) (replica.Options, error) {
 		c.PageSize = replica.DefaultPageSize
 	}
 	if c.Subscription == "" && !c.Watch {
-		return replica.Options{}, &usageError{fmt.Errorf("no subscription: set PLOTI_SUBSCRIPTION (or --subscription)")}
+		return replica.Options{}, &usageError{fmt.Errorf("no subscription: set PLOTI_SUBSCRIPTION (or --subscription), or keep watched datasets (--watches)")}
 	}
 	refs, err := parseIDRefs(c.IDRefs)
 	if err != nil {

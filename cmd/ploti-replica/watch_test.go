@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ploti-replica/ploti-replica/emulator"
+	"github.com/ploti-replica/ploti-replica/replica"
+)
+
+const watchedDataset = "ds_fl_orange_inspections"
+
+// watchWorld is an emulator with one dataset outside any subscription and
+// the variables of a member without Data Feeds: a key, no subscription.
+func watchWorld(t *testing.T) (*emulator.Emulator, map[string]string) {
+	t.Helper()
+	em, err := emulator.New(emulator.Options{NoRateLimit: true, DuckDBThreads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { em.Close() })
+	if err := em.Start(); err != nil {
+		t.Fatal(err)
+	}
+	em.AddPlace(emulator.Place{ID: "fl-orange", Name: "Orange County, FL", Kind: "county", State: "fl"})
+	if err := em.AddDataset(emulator.DatasetSpec{ID: watchedDataset, Title: "Inspections", PlaceID: "fl-orange", KeyColumns: []string{"k"},
+		Columns: []emulator.Column{{Name: "k", Type: "string"}, {Name: "result", Type: "string"}, {Name: "geometry", Type: "geometry"}}}); err != nil {
+		t.Fatal(err)
+	}
+	publishInspections(t, em, 0)
+	return em, map[string]string{"PLOTI_API_URL": em.URL(), "PLOTI_API_KEY": em.APIKey(), "PLOTI_DB": filepath.Join(t.TempDir(), "watches.duckdb")}
+}
+
+func publishInspections(t *testing.T, em *emulator.Emulator, round int) int {
+	t.Helper()
+	var rows []emulator.Row
+	for i := round; i < round+10; i++ {
+		rows = append(rows, emulator.Row{"k": fmt.Sprintf("I-%03d", i), "result": fmt.Sprintf("passed in round %d", round*(i%2)),
+			"geometry": fmt.Sprintf("POINT (-81.%d 28.5)", i)})
+	}
+	rel, err := em.Publish(context.Background(), watchedDataset, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rel.PlotiVersion
+}
+
+// A member without Data Feeds: watch add, sync (no subscription), watch
+// list (behind or not), status's source column, watch remove.
+func TestWatch_commands(t *testing.T) {
+	em, vars := watchWorld(t)
+	code, out, errs := cli(t, vars, "watch", "add", watchedDataset)
+	if code != exitOK || !strings.Contains(out, "watching "+watchedDataset+" (version 11)") {
+		t.Fatalf("watch add: exit %d\n%s%s", code, out, errs)
+	}
+	if code, _, errs := cli(t, vars, "watch", "add", "ds_nope"); code != exitFailure || !strings.Contains(errs, "watch ds_nope: not found (404)") {
+		t.Fatalf("watch add of an unknown dataset: exit %d: %s", code, errs)
+	}
+	code, out, errs = cli(t, vars, "sync", "--log-format", "json")
+	if code != exitOK || !strings.Contains(out, "watches: 1 dataset(s) watched, 0 merged, 1 read whole") {
+		t.Fatalf("sync without a subscription: exit %d\n%s%s", code, out, errs)
+	}
+	v := publishInspections(t, em, 1)
+	code, out, _ = cli(t, vars, "watch", "list", "--json")
+	var list struct {
+		Watches []struct {
+			DatasetID string
+			Version   *int
+			Local     *struct{ Version int }
+			Behind    *bool
+		}
+	}
+	if code != exitOK || json.Unmarshal([]byte(out), &list) != nil || len(list.Watches) != 1 {
+		t.Fatalf("watch list --json: exit %d: %s", code, out)
+	}
+	if w := list.Watches[0]; *w.Version != v || w.Local == nil || w.Local.Version != 11 || w.Behind == nil || !*w.Behind {
+		t.Fatalf("watch list after a new version: %s", out)
+	}
+	if code, out, _ = cli(t, vars, "sync"); code != exitOK || !strings.Contains(out, "1 merged") {
+		t.Fatalf("sync: %s", out)
+	}
+	code, out, _ = cli(t, vars, "watch", "list")
+	if code != exitOK || !strings.Contains(out, "BEHIND") || !strings.Contains(out, fmt.Sprintf("%d  ", v)) || !strings.HasSuffix(strings.TrimSpace(out), "no") {
+		t.Fatalf("watch list after the sync:\n%s", out)
+	}
+	code, out, _ = cli(t, vars, "status")
+	if code != exitOK || !strings.Contains(out, "SOURCE") || !strings.Contains(out, watchedDataset+"  watch") {
+		t.Fatalf("status:\n%s", out)
+	}
+	if code, out, _ = cli(t, vars, "watch", "remove", watchedDataset); code != exitOK || !strings.Contains(out, "no longer watching") {
+		t.Fatalf("watch remove: %s", out)
+	}
+	cli(t, vars, "sync")
+	code, out, _ = cli(t, vars, "status", "--json")
+	var st replica.Status
+	if code != exitOK || json.Unmarshal([]byte(out), &st) != nil || len(st.Datasets) != 1 || st.Datasets[0].Status != "removed" ||
+		st.Datasets[0].Source != "watch" || !strings.Contains(st.Datasets[0].Detail, "no longer watched") {
+		t.Fatalf("status after watch remove: %s", out)
+	}
+}
+
+// watch-and-webhooks.txt: "A member may watch 100 datasets." The 101st
+// gets Ploti's error in words.
+func TestWatch_limitInWords(t *testing.T) {
+	em, vars := watchWorld(t)
+	ids := []string{watchedDataset}
+	for i := 1; i <= emulator.MaxWatches; i++ {
+		id := fmt.Sprintf("ds_extra_%03d", i)
+		if err := em.AddDataset(emulator.DatasetSpec{ID: id, PlaceID: "fl-orange", Columns: []emulator.Column{{Name: "k", Type: "string"}}}); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if code, _, errs := cli(t, vars, append([]string{"watch", "add"}, ids[:emulator.MaxWatches]...)...); code != exitOK {
+		t.Fatalf("100 watches: %s", errs)
+	}
+	code, _, errs := cli(t, vars, "watch", "add", ids[emulator.MaxWatches])
+	for _, want := range []string{"watch " + ids[emulator.MaxWatches], "100 datasets a member may watch", "409 watch_limit", "Ploti said:"} {
+		if code != exitFailure || !strings.Contains(errs, want) {
+			t.Fatalf("the 101st watch: exit %d: %s; want it to say %q", code, errs, want)
+		}
+	}
+}
