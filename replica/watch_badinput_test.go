@@ -81,7 +81,7 @@ func TestWatch_BadInput(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		publish []emulator.PublishOption
-		rename  bool // the version renames k0012's record
+		rename  bool                                                // the version renames k0012's record
 		before  func(t *testing.T, r *Replica, cr *changesRewriter) // before the sync that fails
 		problem string
 	}{
@@ -97,7 +97,9 @@ func TestWatch_BadInput(t *testing.T) {
 			cr.set(func(p map[string]any) { firstRow(p)["i"] = "twelve" })
 		}, problem: "column i: not an integer: twelve"},
 		{name: "a row that does not fit the schema", before: func(t *testing.T, r *Replica, cr *changesRewriter) {
-			cr.set(func(p map[string]any) { firstRow(p)["g"] = map[string]any{"type": "Circle", "coordinates": []any{1, 2}} })
+			cr.set(func(p map[string]any) {
+				firstRow(p)["g"] = map[string]any{"type": "Circle", "coordinates": []any{1, 2}}
+			})
 		}, problem: "column g: not a GeoJSON geometry: type Circle"},
 		{name: "a decimal past its scale", before: func(t *testing.T, r *Replica, cr *changesRewriter) {
 			cr.set(func(p map[string]any) { firstRow(p)["d"] = "1.005" })

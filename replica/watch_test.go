@@ -155,7 +155,7 @@ func TestWatch_Renames(t *testing.T) {
 	r := mustOpenWatches(t, em, "", func(o *Options) { o.IDReferences = refs })
 	mustSync(t, r)
 	var old1, old2 string
-	if err := r.DB().QueryRow("SELECT min(_ploti_record_id), max(_ploti_record_id) FROM main." + storage.Ident(datasetRow(t, r, dsWatched).Table) + " WHERE k IN ('k0010', 'k0020')").Scan(&old1, &old2); err != nil {
+	if err := r.DB().QueryRow("SELECT min(_ploti_record_id), max(_ploti_record_id) FROM main."+storage.Ident(datasetRow(t, r, dsWatched).Table)+" WHERE k IN ('k0010', 'k0020')").Scan(&old1, &old2); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.DB().Exec("CREATE TABLE main.followups (record VARCHAR, note VARCHAR); INSERT INTO main.followups VALUES (?, 'call'), (?, 'visit')", old1, old2); err != nil {

@@ -200,4 +200,3 @@ func TestServe_requestEventsGoToTheInbox(t *testing.T) {
 		}
 	}
 }
-
