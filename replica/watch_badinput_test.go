@@ -161,7 +161,7 @@ func TestWatch_BadInput(t *testing.T) {
 			if res.WatchReloads != 1 {
 				t.Fatalf("repair sync = %+v, want a whole reload", res)
 			}
-			assertWatched(t, r, em, dsWatched, bad)
+			assertWatched(t, r, em, dsWatched, good, bad)
 		})
 	}
 }

@@ -104,12 +104,14 @@ func mustOpenWatches(tb testing.TB, em *emulator.Emulator, path string, mod ...f
 	return r
 }
 
-// assertWatched checks a watched dataset's table against the emulator:
-// the registry holds Ploti version want as a watch, and every row and
-// column equals the rows of that version.
-func assertWatched(tb testing.TB, r *Replica, em *emulator.Emulator, datasetID string, want int) {
+// assertWatched checks a watched dataset's table against the emulator's
+// truth for a watch client that synced at the Ploti versions synced (the
+// first read whole, the last the one it must hold now): the registry holds
+// the last as a watch, and every row and column equals WatchTruth's.
+func assertWatched(tb testing.TB, r *Replica, em *emulator.Emulator, datasetID string, synced ...int) {
 	tb.Helper()
 	ctx := context.Background()
+	want := synced[len(synced)-1]
 	d, err := r.db.Dataset(ctx, datasetID)
 	if err != nil {
 		tb.Fatalf("registry row of %s: %v", datasetID, err)
@@ -117,24 +119,18 @@ func assertWatched(tb testing.TB, r *Replica, em *emulator.Emulator, datasetID s
 	if d.Source != storage.SourceWatch || d.Version != want || d.Status != storage.StatusCurrent {
 		tb.Fatalf("%s: source %s, version %d, status %s (%s); want watch, %d, current", datasetID, d.Source, d.Version, d.Status, d.StatusReason, want)
 	}
-	feed := 0
-	for _, pv := range em.PlotiVersions(datasetID) {
-		if pv.Version == want {
-			feed = pv.FeedVersion
-		}
-	}
-	truth, err := em.Truth(ctx, datasetID, feed)
+	truth, err := em.WatchTruth(ctx, datasetID, synced)
 	if err != nil {
-		tb.Fatalf("truth of %s: %v", datasetID, err)
+		tb.Fatalf("truth of %s %v: %v", datasetID, synced, err)
 	}
 	extra, missing := diffRows(tb, r, "main."+storage.Ident(d.Table), "read_parquet("+storage.Literal(truth)+")")
-
 	var have int64
 	if err := r.DB().QueryRowContext(ctx, "SELECT count(*) FROM main."+storage.Ident(d.Table)).Scan(&have); err != nil {
 		tb.Fatal(err)
 	}
 	if extra != 0 || missing != 0 {
-		tb.Fatalf("%s v%d differs from the emulator's rows: %d rows not in them, %d of them missing (%d rows)", datasetID, want, extra, missing, have)
+		tb.Fatalf("%s v%d differs from the emulator's truth after syncs at %v: %d rows not in it, %d of it missing (%d rows)",
+			datasetID, want, synced, extra, missing, have)
 	}
 	if d.RowCount != have {
 		tb.Fatalf("%s registry row_count %d, table has %d", datasetID, d.RowCount, have)
@@ -154,8 +150,9 @@ func latestPloti(tb testing.TB, em *emulator.Emulator, datasetID string) int {
 // second's columns: geometry by its WKT, timestamps as instants, JSON by
 // its value (a JSON value that went through the wire comes back minified:
 // its spacing is not data), everything else by its text. The emulator's
-// Diff compares JSON by its text, which a feed's Parquet keeps and a watch's
-// JSON cannot.
+// Diff and DiffWatch compare JSON by its text, which a feed's Parquet
+// keeps and a watch's JSON cannot: a row {"v": 1} comes over the wire as
+// {"v":1}.
 func diffRows(tb testing.TB, r *Replica, table, truth string) (extra, missing int64) {
 	tb.Helper()
 	rows, err := r.DB().Query("SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM " + truth + ")")

@@ -34,7 +34,7 @@ func TestWatch_FirstThenRecorded(t *testing.T) {
 	if res.WatchMerges != 1 || res.WatchReloads != 0 {
 		t.Fatalf("second sync = %+v, want a merge", res)
 	}
-	assertWatched(t, r, em, dsWatched, v2)
+	assertWatched(t, r, em, dsWatched, v1, v2)
 	var logged string
 	if err := r.DB().QueryRow(`SELECT string_agg(change || '=' || n, ' ' ORDER BY change) FROM (SELECT change, count(*) n
 		FROM _ploti.changes WHERE dataset_id = ? AND version = ? GROUP BY change)`, dsWatched, v2).Scan(&logged); err != nil {
@@ -82,8 +82,7 @@ func TestWatch_ThreeVersionsBehind(t *testing.T) {
 	if res.WatchMerges != 1 || res.WatchReloads != 0 {
 		t.Fatalf("sync = %+v, want one merge", res)
 	}
-	latest := latestPloti(t, em, dsWatched)
-	assertWatched(t, r, em, dsWatched, latest)
+	assertWatched(t, r, em, dsWatched, em.PlotiVersions(dsWatched)[0].Version, latestPloti(t, em, dsWatched))
 	var versions int
 	if err := r.DB().QueryRow("SELECT count(DISTINCT version) FROM _ploti.changes WHERE dataset_id = ?", dsWatched).Scan(&versions); err != nil || versions != 3 {
 		t.Fatalf("_ploti.changes logs %d versions (err %v), want the 3 walked", versions, err)
@@ -131,16 +130,18 @@ func TestWatch_ReadWhole(t *testing.T) {
 			seedWatched(t, em, 40)
 			r := mustOpenWatches(t, em, "")
 			mustSync(t, r)
+			synced := []int{latestPloti(t, em, dsWatched)}
 			if tc.name == "a gap in previousVersion" {
 				mustPublishRows(t, em, dsWatched, watchRows(5, 40))
 				mustSync(t, r) // holds the version the gap passes
+				synced = append(synced, latestPloti(t, em, dsWatched))
 			}
 			tc.publish(t, em)
 			res := mustSync(t, r)
 			if res.WatchReloads != 1 || res.WatchMerges != 0 {
 				t.Fatalf("sync = %+v, want the dataset read whole", res)
 			}
-			assertWatched(t, r, em, dsWatched, latestPloti(t, em, dsWatched))
+			assertWatched(t, r, em, dsWatched, append(synced, latestPloti(t, em, dsWatched))...)
 		})
 	}
 }
@@ -166,7 +167,7 @@ func TestWatch_Renames(t *testing.T) {
 	if res.WatchMerges != 1 {
 		t.Fatalf("sync = %+v, want a merge", res)
 	}
-	assertWatched(t, r, em, dsWatched, rel.PlotiVersion)
+	assertWatched(t, r, em, dsWatched, em.PlotiVersions(dsWatched)[0].Version, rel.PlotiVersion)
 	var mapped, followups, renamed string
 	if err := r.DB().QueryRow(`SELECT (SELECT string_agg(from_id, ',' ORDER BY from_id) FROM _ploti.id_map WHERE dataset_id = ? AND version = ?),
 		(SELECT string_agg(f.record IN (SELECT _ploti_record_id FROM main.`+storage.Ident(datasetRow(t, r, dsWatched).Table)+`)::VARCHAR, ',') FROM main.followups f),
@@ -237,7 +238,7 @@ func TestWatch_UnwatchAndWatchAgain(t *testing.T) {
 	if res := mustSync(t, r); res.WatchMerges != 1 {
 		t.Fatalf("watched again: %+v, want a merge from the version it holds", res)
 	}
-	assertWatched(t, r, em, dsWatched, v)
+	assertWatched(t, r, em, dsWatched, em.PlotiVersions(dsWatched)[0].Version, v)
 }
 
 // A watched dataset with no version yet is pending; its first version is
@@ -276,11 +277,12 @@ func TestWatch_Columns(t *testing.T) {
 			row["units"] = int64(i)
 		}
 	}
-	v := mustPublishRows(t, em, dsWatched, rows, emulator.WithSchema(cols, []string{"k"})).PlotiVersion
+	v1 := latestPloti(t, em, dsWatched)
+	v2 := mustPublishRows(t, em, dsWatched, rows, emulator.WithSchema(cols, []string{"k"})).PlotiVersion
 	if res := mustSync(t, r); res.WatchMerges != 1 {
 		t.Fatalf("a column added: %+v, want a merge", res)
 	}
-	assertWatched(t, r, em, dsWatched, v)
+	assertWatched(t, r, em, dsWatched, v1, v2)
 	if n := len(datasetRow(t, r, dsWatched).Columns); n != len(cols) {
 		t.Fatalf("registry has %d columns, want %d", n, len(cols))
 	}
@@ -288,11 +290,11 @@ func TestWatch_Columns(t *testing.T) {
 	for _, row := range fewer {
 		delete(row, "j")
 	}
-	v = mustPublishRows(t, em, dsWatched, fewer, emulator.WithSchema(watchCols()[:len(watchCols())-1], []string{"k"}), emulator.SkipReview()).PlotiVersion
+	v3 := mustPublishRows(t, em, dsWatched, fewer, emulator.WithSchema(watchCols()[:len(watchCols())-1], []string{"k"}), emulator.SkipReview()).PlotiVersion
 	if res := mustSync(t, r); res.WatchReloads != 1 {
 		t.Fatalf("columns removed: %+v, want a whole read", res)
 	}
-	assertWatched(t, r, em, dsWatched, v)
+	assertWatched(t, r, em, dsWatched, v1, v2, v3)
 }
 
 // A dataset that moves on while its catch-up reads rows by id is caught up
@@ -318,5 +320,5 @@ func TestWatch_MovesOnDuringTheCatchUp(t *testing.T) {
 	if res.WatchMerges != 1 || res.WatchReloads != 0 {
 		t.Fatalf("sync = %+v, want one merge", res)
 	}
-	assertWatched(t, r, em, dsWatched, latestPloti(t, em, dsWatched))
+	assertWatched(t, r, em, dsWatched, em.PlotiVersions(dsWatched)[0].Version, latestPloti(t, em, dsWatched))
 }
