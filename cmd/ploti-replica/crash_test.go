@@ -267,6 +267,14 @@ func requestKind(r *http.Request) string {
 		return "version"
 	case strings.HasPrefix(path, "/v1/feeds/datasets/"):
 		return "dataset"
+	case path == "/v1/datasets/watches":
+		return "watches"
+	case strings.HasPrefix(path, "/v1/datasets/") && strings.HasSuffix(path, "/changes"):
+		return "watch-changes"
+	case strings.HasPrefix(path, "/v1/datasets/") && strings.HasSuffix(path, "/rows"):
+		return "rows"
+	case strings.HasPrefix(path, "/v1/datasets/"):
+		return "info"
 	case strings.Contains(path, "snapshot-part-"):
 		return "snapshot"
 	case strings.HasSuffix(path, "/changes.parquet"):
@@ -463,7 +471,7 @@ func fingerprint(t *testing.T, path string) (map[string]string, error) {
 	parts := map[string]string{
 		"_ploti.datasets": `SELECT coalesce(string_agg(concat_ws(' | ', dataset_id, table_name, coalesce(version, 0), status, coalesce(status_reason, ''),
 			coalesce(row_count, 0), coalesce(schema_version, ''), key_columns::VARCHAR, columns::VARCHAR, skip_until_removed,
-			coalesce(previous_version, 0), coalesce(last_error, '')), chr(10) ORDER BY dataset_id), '') FROM _ploti.datasets`,
+			coalesce(previous_version, 0), coalesce(last_error, ''), source), chr(10) ORDER BY dataset_id), '') FROM _ploti.datasets`,
 		"_ploti.holds": `SELECT coalesce(string_agg(concat_ws(' | ', dataset_id, coalesce(version, 0), kind, reason, coalesce(detail::VARCHAR, '')),
 			chr(10) ORDER BY dataset_id, kind), '') FROM _ploti.holds`,
 		"_ploti.id_map":         `SELECT count(*) || ' ' || coalesce(sum(hash(concat_ws('|', dataset_id, version, from_id, to_id))), 0) FROM _ploti.id_map`,
@@ -541,7 +549,8 @@ type crashScenario struct {
 	fault *emulator.Fault // injected before the second run, when set
 }
 
-var apiKinds = map[string]bool{"manifest": true, "dataset": true, "version": true, "events": true, "links": true}
+var apiKinds = map[string]bool{"manifest": true, "dataset": true, "version": true, "events": true, "links": true,
+	"watches": true, "info": true, "watch-changes": true, "rows": true}
 
 // firstKills are the moments of a clean run's requests worth a kill:
 // waiting on each API answer, halfway through each download, and a few
@@ -558,7 +567,7 @@ func firstKills(seq []string, delays []time.Duration) []killPlan {
 			out = append(out, killPlan{at: k, mode: "mid"})
 		}
 		switch kind {
-		case "snapshot", "idmap", "changes", "events":
+		case "snapshot", "idmap", "changes", "events", "watch-changes", "rows":
 			for range 3 {
 				out = append(out, killPlan{at: k, mode: "after", delay: delays[d%len(delays)]})
 				d++
