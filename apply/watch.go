@@ -36,6 +36,13 @@ var (
 	ErrReadWhole = errors.New("rows cannot be read by id")
 )
 
+// Log messages of the DuckDB work of a watched dataset, logged (debug)
+// when it starts; the crash harness tells by them where a kill landed.
+const (
+	logMergeWatched  = "merge watched versions"
+	logReloadWatched = "swap in a watched dataset read whole"
+)
+
 // Bounds of a watched dataset's catch-up.
 const (
 	// MaxWatchWalk is how many versions back the walk follows
@@ -316,6 +323,7 @@ func (x *Executor) mergeWatched(ctx context.Context, d *storage.Dataset, version
 	if d.RowCount <= 0 {
 		p.merge.RowsBefore = -1
 	}
+	x.Log.Debug().Str("dataset", d.ID).Int("version", last.Version).Int("versions", len(versions)).Msg(logMergeWatched)
 	err := x.DB.Update(ctx, func(tx *storage.Tx) error {
 		if err := tx.AddColumns(ctx, d.Table, add); err != nil {
 			return err
@@ -361,6 +369,7 @@ func (x *Executor) reloadWatched(ctx context.Context, d *storage.Dataset, why st
 	if rs.Path != "" {
 		files = []string{rs.Path}
 	}
+	x.Log.Debug().Str("dataset", d.ID).Int("version", *rs.Version).Int64("rows", rs.Rows).Msg(logReloadWatched)
 	err = x.DB.Update(ctx, func(tx *storage.Tx) error {
 		if err := x.tableFor(ctx, tx, d); err != nil {
 			return err

@@ -169,14 +169,20 @@ func diffJSONByValue(ctx context.Context, db *storage.DB, table, truth string) (
 
 // watchCrashKind says what a kill interrupted on the watch side.
 func watchCrashKind(from string, p killPlan, run childRun) string {
+	lines := strings.Split(strings.TrimSpace(run.stderr), "\n")
+	last := lines[len(lines)-1]
 	var what string
 	switch {
+	case p.mode == "after" && strings.Contains(last, `"message":"merge watched versions"`):
+		what = "watch merge, in DuckDB before its commit"
+	case p.mode == "after" && strings.Contains(last, `"message":"swap in a watched dataset read whole"`):
+		what = "watch whole read's swap, in DuckDB before its commit"
 	case p.mode == "before":
 		what = "waiting for " + run.hit
 	case p.mode == "mid":
 		what = "reading " + run.hit
 	case run.hit == "rows":
-		what = "after rows: a whole read's swap, or a merge of rows read by id, in DuckDB"
+		what = "after rows: the next page or call"
 	case run.hit == "watch-changes":
 		what = "after changes: the next read, or the merge"
 	default:
