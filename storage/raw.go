@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"github.com/ploti-replica/ploti-replica/ploti"
 )
 
 // OpenPlain opens a DuckDB file with the settings Open uses (memory limit,
@@ -21,4 +23,15 @@ func OpenPlain(ctx context.Context, path string, opts Options) (*sql.DB, error) 
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	return db, nil
+}
+
+// RawJSONRows is the SELECT that DuckDB on its own runs to read NDJSON row
+// files (a watched dataset's rows, as fetch spools them) as a table's rows,
+// for measuring the engine side by side with it (ploti-replica bench):
+// read_json with each column's DuckDB type and DuckDB's own casts (no check
+// of integers and decimals), GeoJSON to GEOMETRY through the same WKT text
+// as the engine (DuckDB's core has no other way). where, when set, filters
+// the rows.
+func RawJSONRows(files []string, cols []ploti.Column, where string) (string, error) {
+	return jsonRowsSelect(files, cols, where, true)
 }

@@ -154,10 +154,16 @@ func geoWKT(col, typ, flat string) string {
 
 // jsonSource is the read_json call for NDJSON row files with an explicit
 // type for the system columns and every schema column: nothing is guessed.
-func jsonSource(files []string, cols []ploti.Column) (string, error) {
+// raw reads each column as its DuckDB type (DuckDB's own casts; geometry
+// still as GeoJSON).
+func jsonSource(files []string, cols []ploti.Column, raw bool) (string, error) {
 	parts := []string{Literal(ColRecordID) + ": 'VARCHAR'", Literal(ColPlaceID) + ": 'VARCHAR'"}
 	for _, c := range cols {
-		t, err := jsonReadType(c.Type)
+		read := jsonReadType
+		if raw && c.Type.Type != ploti.TypeGeometry {
+			read = DuckType
+		}
+		t, err := read(c.Type)
 		if err != nil {
 			return "", fmt.Errorf("column %s: %w", c.Name, err)
 		}
@@ -177,7 +183,13 @@ const maxRowBytes = 256 << 20
 // Geometry columns are flattened in an inner query, so that their text is
 // built once per value.
 func jsonRowsQuery(files []string, cols []ploti.Column, where string) (string, error) {
-	src, err := jsonSource(files, cols)
+	return jsonRowsSelect(files, cols, where, false)
+}
+
+// jsonRowsSelect is jsonRowsQuery; raw leaves the casts to read_json (see
+// RawJSONRows).
+func jsonRowsSelect(files []string, cols []ploti.Column, where string, raw bool) (string, error) {
+	src, err := jsonSource(files, cols, raw)
 	if err != nil {
 		return "", err
 	}
@@ -195,6 +207,9 @@ func jsonRowsQuery(files []string, cols []ploti.Column, where string) (string, e
 		cast, err := jsonCast(c.Type, c.Name, name)
 		if err != nil {
 			return "", fmt.Errorf("column %s: %w", c.Name, err)
+		}
+		if raw {
+			cast = name
 		}
 		inner = append(inner, name)
 		outer = append(outer, cast+" AS "+name)

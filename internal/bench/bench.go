@@ -45,6 +45,8 @@ type Config struct {
 	Updates int
 	// Reloads is the file-size measure's reload count; DefaultReloads when zero.
 	Reloads int
+	// WatchRows is the watched dataset's size; DefaultWatchRows when zero.
+	WatchRows int64
 	// Merges are the merge sizes, as fractions of the rows; the issue's
 	// 1%, 0.01% and 10% when nil.
 	Merges []float64
@@ -58,7 +60,7 @@ type Config struct {
 	// emulator.OfficeWire when zero.
 	Wire emulator.Wire
 	// Only limits the run to these sections (nil: all): load, merge and
-	// publish (which need load), memory, file, log, updates, demo, many.
+	// publish (which need load), memory, file, log, updates, watch, demo, many.
 	Only []string
 	// Threads is DuckDB's thread count for the engine and for DuckDB alone
 	// (0: DuckDB's default, the machine's cores).
@@ -105,6 +107,9 @@ func (c *Config) defaults() {
 	if c.Wire == (emulator.Wire{}) {
 		c.Wire = emulator.OfficeWire
 	}
+	if c.WatchRows <= 0 {
+		c.WatchRows = DefaultWatchRows
+	}
 	if c.Merges == nil {
 		c.Merges = []float64{0.01, 0.0001, 0.1}
 	}
@@ -114,7 +119,7 @@ func (c *Config) defaults() {
 }
 
 // Sections are the parts of a run, for Config.Only.
-var Sections = []string{"load", "merge", "publish", "memory", "file", "log", "updates", "demo", "many"}
+var Sections = []string{"load", "merge", "publish", "memory", "file", "log", "updates", "watch", "demo", "many"}
 
 // Quick is the CI smoke test's configuration: 1M rows, the 1% merge only,
 // and a catch-up and a statewide subscription scaled down, so the whole
@@ -164,6 +169,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}{
 		{"snapshots", r.snapshots},
 		{"catch-up", r.catchUp},
+		{"watch", r.watches},
 		{"demo", r.demo},
 		{"many", r.many},
 	}

@@ -26,6 +26,7 @@ import (
 // once, and its sync is timed whole.
 type timedAPI struct {
 	replica.API
+	watch    replica.WatchAPI // the same client's watch calls
 	mu       sync.Mutex
 	download cost
 	calls    cost
@@ -101,6 +102,25 @@ func (t *timedAPI) Schema(ctx context.Context, id string, version int) (*ploti.S
 	return timed(t, "schema", func() (*ploti.Schema, error) { return t.API.Schema(ctx, id, version) })
 }
 
+// The watch API's calls, timed as the others: a spooled read's HTTP, its
+// JSON decoding and its file writes are the API's side, not DuckDB's.
+
+func (t *timedAPI) Watches(ctx context.Context) ([]ploti.Watch, error) {
+	return timed(t, "watches", func() ([]ploti.Watch, error) { return t.watch.Watches(ctx) })
+}
+
+func (t *timedAPI) DatasetInfo(ctx context.Context, id string) (*ploti.DatasetInfo, error) {
+	return timed(t, "dataset info", func() (*ploti.DatasetInfo, error) { return t.watch.DatasetInfo(ctx, id) })
+}
+
+func (t *timedAPI) SpoolChanges(ctx context.Context, id string, version int, name string) (*fetch.ChangesSpool, error) {
+	return timed(t, "changes", func() (*fetch.ChangesSpool, error) { return t.watch.SpoolChanges(ctx, id, version, name) })
+}
+
+func (t *timedAPI) SpoolRows(ctx context.Context, id string, ids []string, name string) (*fetch.RowSet, error) {
+	return timed(t, "rows", func() (*fetch.RowSet, error) { return t.watch.SpoolRows(ctx, id, ids, name) })
+}
+
 // cost is what a step took: wall time, and the process's CPU time (which
 // the other users of a shared machine do not inflate).
 type cost struct {
@@ -156,7 +176,18 @@ func engineSync(ctx context.Context, em *emulator.Emulator, sub, path string, eo
 	return syncWith(ctx, em.URL(), em.APIKey(), sub, path, eo)
 }
 
+// watchSync is engineSync of a file that keeps the member's watches and no
+// subscription.
+func watchSync(ctx context.Context, em *emulator.Emulator, path string, eo engineOpts) (syncRun, error) {
+	return syncWatching(ctx, em.URL(), em.APIKey(), "", path, eo, true)
+}
+
 func syncWith(ctx context.Context, apiURL, key, sub, path string, eo engineOpts) (syncRun, error) {
+	return syncWatching(ctx, apiURL, key, sub, path, eo, false)
+}
+
+// syncWatching is syncWith, keeping the member's watches too when watch is set.
+func syncWatching(ctx context.Context, apiURL, key, sub, path string, eo engineOpts, watch bool) (syncRun, error) {
 	var run syncRun
 	// The client-side rate limit (Ploti's 120 calls a minute) is off unless
 	// asked for: the emulator has none, and the bench measures the engine,
@@ -165,10 +196,10 @@ func syncWith(ctx context.Context, apiURL, key, sub, path string, eo engineOpts)
 	if err != nil {
 		return run, err
 	}
-	api := &timedAPI{API: client}
+	api := &timedAPI{API: client, watch: client}
 	settle()
 	stop := startWatch()
-	r, err := replica.Open(ctx, path, replica.Options{APIURL: apiURL, SubscriptionID: sub, API: api,
+	r, err := replica.Open(ctx, path, replica.Options{APIURL: apiURL, SubscriptionID: sub, API: api, Watch: watch,
 		Threads: eo.Threads, MemoryLimit: eo.MemoryLimit})
 	if err != nil {
 		return run, err
