@@ -166,7 +166,9 @@ func TestDemo(t *testing.T) {
 	for _, want := range []string{"$ ploti-replica places --state fl", "fl-counties", "$ ploti-replica subscriptions preview --place fl-counties",
 		"would deliver 3 dataset(s)", "$ ploti-replica subscriptions create --name 'Central Florida' --place fl-counties", "export PLOTI_SUBSCRIPTION=sub_1",
 		"bootstrapped", "3 changes file(s) merged", emulator.DemoParcels, "issued permits worth",
-		"data-dictionary.csv (text/csv, 225 bytes, kept inline)", "duckdb -readonly"} {
+		"data-dictionary.csv (text/csv, 225 bytes, kept inline)", "duckdb -readonly",
+		// issue 12: it shows a watched dataset too
+		"$ ploti-replica watch add " + demoWatched, "watches: 1 dataset(s) watched, 1 merged", demoWatched + "  watch"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("demo output lacks %q:\n%s", want, out)
 		}
@@ -204,22 +206,40 @@ func TestDemo_fileMatchesTruth(t *testing.T) {
 		t.Fatalf("demo: exit %d\n%s\n%s", code, out, errs)
 	}
 	em, d, _ := demoWorld(t)
-	for d.Round < 3 {
-		if err := d.Next(context.Background()); err != nil {
+	if err := em.AddDataset(demoWatchedSpec); err != nil {
+		t.Fatal(err)
+	}
+	var synced []int // the demo syncs once a round
+	for round := 0; round < 3; round++ {
+		if d.Round <= round { // SeedDemo publishes the first round already
+			if err := d.Next(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rel, err := em.PublishQuery(context.Background(), demoWatched, demoWatchedRows(round))
+		if err != nil {
 			t.Fatal(err)
 		}
+		synced = append(synced, rel.PlotiVersion)
 	}
 	if bad := truthMismatches(t, path, em); len(bad) > 0 {
 		t.Fatalf("the demo's file differs from the truth:\n%s", strings.Join(bad, "\n"))
 	}
+	if bad := watchTruthMismatches(t, path, em, map[string][]int{demoWatched: synced}); len(bad) > 0 {
+		t.Fatalf("the demo's watched dataset differs from the truth:\n%s", strings.Join(bad, "\n"))
+	}
 	_, out, _ := cli(t, map[string]string{"PLOTI_DB": path}, "status", "--json")
 	var st replica.Status
-	if err := json.Unmarshal([]byte(out), &st); err != nil || len(st.Datasets) != 3 {
+	if err := json.Unmarshal([]byte(out), &st); err != nil || len(st.Datasets) != 4 {
 		t.Fatalf("status of the demo file: %v\n%s", err, out)
 	}
 	for _, ds := range st.Datasets {
-		if ds.Version != 3 || ds.Status != "current" {
-			t.Fatalf("the demo should leave every dataset current at version 3: %+v", ds)
+		want := 3
+		if ds.Source == storage.SourceWatch {
+			want = synced[len(synced)-1]
+		}
+		if ds.Version != want || ds.Status != "current" {
+			t.Fatalf("the demo should leave every dataset current at its latest version: %+v", ds)
 		}
 	}
 }

@@ -32,8 +32,9 @@ func newDemoCmd(env *Env) *cobra.Command {
 and a data dictionary, parcels with polygons, inspections with decimals,
 dates, timestamps, booleans and lists, over two counties) and walk a new
 user's path: find the places, preview what a subscription would deliver,
-create it, sync it into a DuckDB file, publish two more versions with added,
-changed and removed rows, sync again, and show how to query the file.`,
+create it, watch a statewide dataset the subscription does not deliver, sync
+both into a DuckDB file, publish two more versions with added, changed and
+removed rows, sync again, and show how to query the file.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return d.run(cmd.Context()) },
 	}
@@ -62,6 +63,9 @@ func (d *demoCmd) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := em.AddDataset(demoWatchedSpec); err != nil {
+		return err
+	}
 	for _, p := range []string{d.DB, d.DB + ".wal", d.DB + ".attachments"} {
 		if err := os.RemoveAll(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("demo: replace %s: %w", p, err)
@@ -71,12 +75,19 @@ func (d *demoCmd) run(ctx context.Context) error {
 	if world.SubscriptionID, err = d.subscribe(ctx, em); err != nil {
 		return err
 	}
+	if err := d.step(ctx, em, "watch a statewide dataset the subscription does not deliver (watching is open on any plan):",
+		"watch", "add", demoWatched); err != nil {
+		return err
+	}
 	if err := markDemoFile(ctx, d.DB); err != nil {
 		return err
 	}
-	opts := replica.Options{APIURL: em.URL(), APIKey: em.APIKey(), SubscriptionID: world.SubscriptionID}
+	opts := replica.Options{APIURL: em.URL(), APIKey: em.APIKey(), SubscriptionID: world.SubscriptionID, Watch: true}
 	for round := 0; round < 3; round++ {
 		if err := world.Next(ctx); err != nil {
+			return err
+		}
+		if _, err := em.PublishQuery(ctx, demoWatched, demoWatchedRows(round)); err != nil {
 			return err
 		}
 		if round == 0 {
@@ -97,6 +108,9 @@ func (d *demoCmd) run(ctx context.Context) error {
 	if err := d.show(ctx, w); err != nil {
 		return err
 	}
+	if err := d.step(ctx, em, "your watches beside what the file holds of them:", "watch", "list", "--db", d.DB); err != nil {
+		return err
+	}
 	if err := d.step(ctx, em, "what the file holds of the permits, and their data dictionary:", "datasets", "show", emulator.DemoPermits, "--versions", "3", "--db", d.DB); err != nil {
 		return err
 	}
@@ -105,9 +119,30 @@ Query it (the file is closed now, so any client may open it):
   duckdb -readonly %[1]s "SELECT status, count(*), sum(valuation) FROM ds_fl_orange_permits GROUP BY 1"
   python3 -c "import duckdb; print(duckdb.connect('%[1]s', read_only=True).sql('SELECT * FROM _ploti.datasets'))"
   duckdb -readonly %[1]s "SELECT dataset_id, name, bytes, decode(content) FROM _ploti.attachments"
+  duckdb -readonly %[1]s "SELECT status, count(*) FROM ds_fl_contractor_licenses GROUP BY 1"   # the watched one
   go run ./cmd/ploti-replica status --db %[1]s
 `, d.DB)
 	return nil
+}
+
+// demoWatched is a statewide dataset outside the demo's subscription (which
+// names Florida's counties): the demo watches it.
+const demoWatched = "ds_fl_contractor_licenses"
+
+var demoWatchedSpec = emulator.DatasetSpec{ID: demoWatched, Title: "Florida Contractor Licenses", PlaceID: "fl",
+	Topic: "development-activity", Publisher: "Florida DBPR", KeyColumns: []string{"license_number"},
+	Columns: []emulator.Column{{Name: "license_number", Type: "string"}, {Name: "holder", Type: "string"},
+		{Name: "status", Type: "string"}, {Name: "expires", Type: "date"}, {Name: "bond", Type: "decimal", Precision: &emulator.Precision{Precision: 12, Scale: 2}},
+		{Name: "office", Type: "geometry", Geometry: &emulator.GeometryInfo{CRS: "EPSG:4326", Types: []string{"Point"}}}}}
+
+// demoWatchedRows are the watched dataset's rows at a round: one license
+// lapses, one is issued and a few change status each round.
+func demoWatchedRows(round int) string {
+	return fmt.Sprintf(`SELECT 'CGC' || (1500000 + i) AS license_number, 'Builder ' || i AS holder,
+	CASE WHEN (i + %[1]d) %% 4 = 0 THEN 'delinquent' ELSE 'active' END AS status,
+	DATE '2027-08-31' + (i * 30)::INTEGER AS expires, (10000 + 2500 * (i %% 4))::DECIMAL(12,2) AS bond,
+	'POINT (' || (-82.45 + i * 0.01) || ' ' || (27.95 + i * 0.01) || ')' AS office
+FROM range(%[1]d, %[1]d + 25) t(i)`, round)
 }
 
 // subscribe walks a new user's first steps with the CLI's own commands:
