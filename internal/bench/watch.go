@@ -28,7 +28,7 @@ type watchFixture struct {
 	n       int64
 	base    string // a closed replica file at the first version
 	table   string
-	changed int64 // rows the second version added, changed or removed
+	changed int64    // rows the second version added, changed or removed
 	rows    string   // the second version's rows as the engine spools them (NDJSON)
 	ids     []string // the ids of the rows it added and changed
 	gone    []string // the held ids it changed or removed
