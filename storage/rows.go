@@ -36,10 +36,10 @@ import (
 // into spaces, the marks into ", ", and the brackets into parentheses, one
 // level fewer than JSON has (a position has none). A 2D Point [1,2] is
 // "POINT (1 2)", a Polygon [[[0,0],[1,0],[1,1],[0,0]]] "POLYGON ((0 0, 1 0,
-// 1 1, 0 0))"; three numbers a position add the Z tag. Plain replace() runs
-// at several million values a second, where building the text from lists
-// of doubles ran at under a million (issue 12: 1M points in 1.0 s against
-// 7.3 s).
+// 1 1, 0 0))"; three numbers a position add the Z tag. Measured on one
+// core (issue 12): 1M points take about 2.0 s either way (reading the JSON
+// alone 0.4 s), 200k polygons of five vertices 1.1 s by replacement
+// against 3.2–3.7 s building the text from lists of doubles with lambdas.
 
 // jsonReadType is the type read_json reads a column's JSON value as.
 func jsonReadType(t ploti.Type) (string, error) {
@@ -68,8 +68,8 @@ func jsonReadType(t ploti.Type) (string, error) {
 const geoJSONStruct = `STRUCT("type" VARCHAR, coordinates JSON, geometries JSON)`
 
 // jsonCast turns e, a value read as jsonReadType(t), into t's DuckDB type.
-// col names the column in errors.
-func jsonCast(t ploti.Type, col, e string) (string, error) {
+// col names the column in errors; depth tells nested lambdas apart.
+func jsonCast(t ploti.Type, col, e string, depth int) (string, error) {
 	duck, err := DuckType(t)
 	if err != nil {
 		return "", err
@@ -90,19 +90,20 @@ func jsonCast(t ploti.Type, col, e string) (string, error) {
 		return fmt.Sprintf(`CASE WHEN %[1]s IS NULL THEN NULL WHEN regexp_full_match(%[1]s, '-?[0-9]+%[2]s') THEN CAST(%[1]s AS %[3]s)
 			ELSE error(%[4]s || %[1]s) END`, e, frac, duck, Literal(fitMark+"column "+col+": not a "+duck+" exactly: ")), nil
 	case ploti.TypeGeometry:
-		return geoJSONToGeometry(col, e+`."type"`, geoFlat(e+".coordinates"), e+".geometries"), nil
+		return geoJSONToGeometry(col, e, depth), nil
 	case ploti.TypeList:
 		if t.Items == nil {
 			return e, nil
 		}
-		inner, err := jsonCast(*t.Items, col, "x")
+		v := fmt.Sprintf("li%d", depth)
+		inner, err := jsonCast(*t.Items, col, v, depth+1)
 		if err != nil {
 			return "", err
 		}
-		if inner == "x" {
+		if inner == v {
 			return e, nil
 		}
-		return fmt.Sprintf("list_transform(%s, x -> %s)", e, inner), nil
+		return fmt.Sprintf("list_transform(%s, %s -> %s)", e, v, inner), nil
 	}
 	return e, nil
 }
@@ -113,28 +114,40 @@ func geoFlat(coords string) string {
 	return fmt.Sprintf(`replace(replace(replace(replace(CAST(%s AS VARCHAR), ' ', ''), '],[', '|'), ',', ' '), '|', ', ')`, coords)
 }
 
-// geoJSONToGeometry is the SQL that makes a GEOMETRY of a GeoJSON value
-// read as geoJSONStruct: typ its type, flat its coordinates through
-// geoFlat, geoms its geometries (a GeometryCollection's). A JSON null is
-// NULL; anything that is not GeoJSON fails the statement.
-func geoJSONToGeometry(col, typ, flat, geoms string) string {
-	collection := fmt.Sprintf(`CASE WHEN CAST(%[1]s AS VARCHAR) IN ('[]', 'null') THEN 'GEOMETRYCOLLECTION EMPTY'
-		ELSE 'GEOMETRYCOLLECTION (' || array_to_string(list_transform(json_transform(%[1]s, '[{"type": "VARCHAR", "coordinates": "JSON", "geometries": "JSON"}]'),
-			g -> %[2]s), ', ') || ')' END`,
-		geoms, geoWKT(col, `g."type"`, geoFlat("g.coordinates")))
-	return fmt.Sprintf(`CAST(CASE WHEN %[1]s IS NULL AND %[2]s IS NULL THEN NULL
-		WHEN %[1]s = 'GeometryCollection' THEN %[3]s
-		ELSE %[4]s END AS GEOMETRY)`, typ, flat, collection, geoWKT(col, typ, flat))
+// geoBind binds a GeoJSON geometry's type (t) and flattened coordinates
+// (f) to the lambda variable v for body: a one-item list_transform is
+// SQL's let. The flattened text is then
+// built once per value; as a subquery's column, DuckDB merged it into each
+// of its uses and built it seven times (issue 12: 1M points cost 5.4 s of
+// CPU that way, 2.2 s bound).
+func geoBind(v, typ, coords, body string) string {
+	return fmt.Sprintf("list_transform([{'t': %s, 'f': %s}], %s -> %s)[1]", typ, geoFlat(coords), v, body)
+}
+
+// geoJSONToGeometry is the SQL that makes a GEOMETRY of e, a GeoJSON value
+// read as geoJSONStruct. A JSON null is NULL; anything that is not GeoJSON
+// fails the statement. A GeometryCollection is told apart outside the
+// bound value: inside a lambda, its branch was worked out for every value
+// (3 s of CPU for 1M points).
+func geoJSONToGeometry(col, e string, depth int) string {
+	x, g, y := fmt.Sprintf("gx%d", depth), fmt.Sprintf("gg%d", depth), fmt.Sprintf("gy%d", depth)
+	member := geoBind(y, g+`."type"`, g+".coordinates", geoWKT(col, y+".t", y+".f"))
+	collection := fmt.Sprintf(`CASE WHEN CAST(%[1]s.geometries AS VARCHAR) IN ('[]', 'null') OR %[1]s.geometries IS NULL THEN 'GEOMETRYCOLLECTION EMPTY'
+		ELSE 'GEOMETRYCOLLECTION (' || array_to_string(list_transform(json_transform(%[1]s.geometries, '[{"type": "VARCHAR", "coordinates": "JSON", "geometries": "JSON"}]'),
+			%[2]s -> %[3]s), ', ') || ')' END`, e, g, member)
+	single := geoBind(x, e+`."type"`, e+".coordinates", fmt.Sprintf(`CASE WHEN %[1]s.t IS NULL AND %[1]s.f IS NULL THEN NULL ELSE %[2]s END`,
+		x, geoWKT(col, x+".t", x+".f")))
+	return fmt.Sprintf(`CAST(CASE WHEN %[1]s IS NULL THEN NULL WHEN %[1]s."type" = 'GeometryCollection' THEN %[2]s ELSE %[3]s END AS GEOMETRY)`, e, collection, single)
 }
 
 // geoWKT is the SQL of the WKT text of one GeoJSON geometry that is not a
 // collection, from its type and its flattened coordinates. It branches on
-// the type with a CASE of constants: an IN list of them became a join.
+// the type with a CASE of constants (an IN list of them became a join). A
+// first position of three numbers adds the Z tag: one anchored regular
+// expression reads only that position.
 func geoWKT(col, typ, flat string) string {
 	bad := Literal(fitMark + "column " + col + ": not a GeoJSON geometry: type ")
-	// The first position: "1 2" or "1 2 3" (Z).
-	first := fmt.Sprintf(`split_part(split_part(ltrim(%s, '['), ']', 1), ',', 1)`, flat)
-	z := fmt.Sprintf(`CASE WHEN length(%[1]s) - length(replace(%[1]s, ' ', '')) >= 2 THEN ' Z ' ELSE ' ' END`, first)
+	z := fmt.Sprintf(`CASE WHEN regexp_matches(%s, '^\[*[^ ,\]]+ [^ ,\]]+ ') THEN ' Z ' ELSE ' ' END`, flat)
 	body := func(wkt string, strip bool) string {
 		f := flat
 		if strip {
@@ -180,8 +193,6 @@ const maxRowBytes = 256 << 20
 // jsonRowsQuery is the SELECT of NDJSON row files as a dataset table's
 // rows: system columns, then the schema columns in their DuckDB types.
 // where, when set, filters the rows read (it may name _ploti_record_id).
-// Geometry columns are flattened in an inner query, so that their text is
-// built once per value.
 func jsonRowsQuery(files []string, cols []ploti.Column, where string) (string, error) {
 	return jsonRowsSelect(files, cols, where, false)
 }
@@ -193,32 +204,23 @@ func jsonRowsSelect(files []string, cols []ploti.Column, where string, raw bool)
 	if err != nil {
 		return "", err
 	}
-	id, place := Ident(ColRecordID), Ident(ColPlaceID)
-	inner := []string{id, place}
-	outer := []string{id, place}
-	for i, c := range cols {
+	sel := []string{Ident(ColRecordID), Ident(ColPlaceID)}
+	for _, c := range cols {
 		name := Ident(c.Name)
-		if c.Type.Type == ploti.TypeGeometry {
-			t, f, g := Ident(fmt.Sprintf("__t%d", i)), Ident(fmt.Sprintf("__f%d", i)), Ident(fmt.Sprintf("__g%d", i))
-			inner = append(inner, fmt.Sprintf(`%[1]s."type" AS %[2]s, %[3]s AS %[4]s, %[1]s.geometries AS %[5]s`, name, t, geoFlat(name+".coordinates"), f, g))
-			outer = append(outer, geoJSONToGeometry(c.Name, t, f, g)+" AS "+name)
-			continue
-		}
-		cast, err := jsonCast(c.Type, c.Name, name)
+		cast, err := jsonCast(c.Type, c.Name, name, 0)
 		if err != nil {
 			return "", fmt.Errorf("column %s: %w", c.Name, err)
 		}
-		if raw {
+		if raw && c.Type.Type != ploti.TypeGeometry {
 			cast = name
 		}
-		inner = append(inner, name)
-		outer = append(outer, cast+" AS "+name)
+		sel = append(sel, cast+" AS "+name)
 	}
-	q := fmt.Sprintf("SELECT %s FROM %s", strings.Join(inner, ", "), src)
+	q := fmt.Sprintf("SELECT %s FROM %s", strings.Join(sel, ", "), src)
 	if where != "" {
 		q += " WHERE " + where
 	}
-	return fmt.Sprintf("SELECT %s FROM (%s)", strings.Join(outer, ", "), q), nil
+	return q, nil
 }
 
 // jsonError tells a row that does not fit (a value that does not cast, a
