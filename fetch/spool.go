@@ -90,20 +90,16 @@ func (c *Client) spoolRowsOnce(ctx context.Context, datasetID string, chunks [][
 	for _, ids := range chunks {
 		cursor := ""
 		for {
-			p, err := c.Rows(ctx, datasetID, cursor, MaxRowsLimit, ids)
+			p, n, err := c.spoolRowsPage(ctx, datasetID, cursor, MaxRowsLimit, ids, w)
 			if err != nil {
 				return nil, err
 			}
 			rs.Pages++
+			rs.Rows += n
 			if first {
 				rs.Version, rs.Columns, first = p.Version, p.Columns, false
 			} else if !sameVersion(rs.Version, p.Version) {
 				return nil, fmt.Errorf("%s: %w: v%s, then v%s", op, errMoved, versionText(rs.Version), versionText(p.Version))
-			}
-			n, err := w.writeRows(p.Rows)
-			rs.Rows += n
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", op, err)
 			}
 			next := ""
 			if p.NextCursor != nil {

@@ -122,13 +122,8 @@ func (c *Client) Changes(ctx context.Context, datasetID string, version int, cur
 // superseded for an hour.
 func (c *Client) Rows(ctx context.Context, datasetID, cursor string, limit int, ids []string) (*ploti.RowsPage, error) {
 	op := "read rows " + datasetID
-	if len(ids) > MaxRowIDs {
-		return nil, fmt.Errorf("%s: %d ids, at most %d a read", op, len(ids), MaxRowIDs)
-	}
-	for _, id := range ids {
-		if id == "" || strings.Contains(id, ",") {
-			return nil, fmt.Errorf("%s: %w: record id %q cannot be named in ids=", op, ErrUnnamableID, id)
-		}
+	if err := checkRowIDs(op, ids); err != nil {
+		return nil, err
 	}
 	q := url.Values{}
 	pageQuery(q, cursor, limit)
@@ -140,18 +135,68 @@ func (c *Client) Rows(ctx context.Context, datasetID, cursor string, limit int, 
 		if err := json.Unmarshal(b, &p); err != nil {
 			return err
 		}
-		if p.DatasetID != "" && p.DatasetID != datasetID {
-			return fmt.Errorf("answer is for dataset %s", p.DatasetID)
-		}
-		if p.Version == nil && len(p.Rows) > 0 {
-			return errors.New("answer has rows but no version")
-		}
-		return nil
+		return checkRowsPage(&p, datasetID, int64(len(p.Rows)))
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &p, nil
+}
+
+// spoolRowsPage reads one rows page like Rows, writing its rows to w (one
+// a line, through splitRows) instead of decoding them; the page it
+// returns has no rows, and n says how many went to w.
+func (c *Client) spoolRowsPage(ctx context.Context, datasetID, cursor string, limit int, ids []string, w *spoolFile) (p *ploti.RowsPage, n int64, err error) {
+	op := "read rows " + datasetID
+	if err := checkRowIDs(op, ids); err != nil {
+		return nil, 0, err
+	}
+	q := url.Values{}
+	pageQuery(q, cursor, limit)
+	if len(ids) > 0 {
+		q.Set("ids", strings.Join(ids, ","))
+	}
+	err = c.call(ctx, op, http.MethodGet, c.endpoint(q, "v1", "datasets", datasetID, "rows"), nil, func(b []byte) error {
+		env, rows, err := splitRows(b, w.w)
+		if err != nil {
+			return err
+		}
+		p, n = &ploti.RowsPage{}, rows
+		if err := json.Unmarshal(env, p); err != nil {
+			return err
+		}
+		return checkRowsPage(p, datasetID, n)
+	})
+	if err != nil {
+		return nil, n, err
+	}
+	return p, n, nil
+}
+
+// checkRowIDs refuses more ids than a read may name, and ids that ids=
+// cannot name.
+func checkRowIDs(op string, ids []string) error {
+	if len(ids) > MaxRowIDs {
+		return fmt.Errorf("%s: %d ids, at most %d a read", op, len(ids), MaxRowIDs)
+	}
+	for _, id := range ids {
+		if id == "" || strings.Contains(id, ",") {
+			return fmt.Errorf("%s: %w: record id %q cannot be named in ids=", op, ErrUnnamableID, id)
+		}
+	}
+	return nil
+}
+
+// checkRowsPage checks a rows page's envelope: its dataset, and a version
+// when it has rows.
+func checkRowsPage(p *ploti.RowsPage, datasetID string, rows int64) error {
+	if p.DatasetID != "" && p.DatasetID != datasetID {
+		return fmt.Errorf("answer is for dataset %s", p.DatasetID)
+	}
+	if p.Version == nil && rows > 0 {
+		return errors.New("answer has rows but no version")
+	}
+	return nil
 }
 
 // pageQuery sets cursor and limit (lowered to MaxRowsLimit) when given.
