@@ -2,12 +2,18 @@ package replica
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/ploti-replica/ploti-replica/emulator"
 	"github.com/ploti-replica/ploti-replica/storage"
 )
+
+// testGeometry is how the tests' replicas store geometry: the environment's
+// PLOTI_TEST_GEOMETRY (.ci/run runs the package again with wkb), or the
+// file's default.
+var testGeometry = os.Getenv("PLOTI_TEST_GEOMETRY")
 
 // mustEmulator starts an emulator on loopback with rate limits off.
 func mustEmulator(tb testing.TB) *emulator.Emulator {
@@ -29,7 +35,7 @@ func mustOpen(tb testing.TB, em *emulator.Emulator, sub string, path string, mod
 	if path == "" {
 		path = filepath.Join(tb.TempDir(), "replica.duckdb")
 	}
-	opts := Options{APIURL: em.URL(), APIKey: em.APIKey(), SubscriptionID: sub}
+	opts := Options{APIURL: em.URL(), APIKey: em.APIKey(), SubscriptionID: sub, Geometry: testGeometry}
 	for _, m := range mod {
 		m(&opts)
 	}
@@ -67,7 +73,7 @@ func assertMatchesTruth(tb testing.TB, r *Replica, em *emulator.Emulator, datase
 	if wantVersion > 0 && d.Version != wantVersion {
 		tb.Fatalf("%s holds version %d, want %d (status %s: %s)", datasetID, d.Version, wantVersion, d.Status, d.StatusReason)
 	}
-	extra, missing, err := em.Diff(ctx, r.DB(), "main."+storage.Ident(d.Table), datasetID, d.Version)
+	extra, missing, err := em.Diff(ctx, r.DB(), storage.AsGeometry(r.db.Geometry(), d.Table, d.Columns), datasetID, d.Version)
 	if err != nil {
 		tb.Fatalf("compare %s with truth: %v", datasetID, err)
 	}

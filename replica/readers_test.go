@@ -93,7 +93,7 @@ func look(ctx context.Context, db *sql.DB) ([]sighting, error) {
 		if err := json.Unmarshal([]byte(g.cols), &s.cols); err != nil {
 			return nil, err
 		}
-		if s.rows, s.sum, err = rowsAndSum(ctx, tx, "main."+storage.Ident(g.table), s.cols, nil); err != nil {
+		if s.rows, s.sum, err = rowsAndSum(ctx, tx, storage.AsGeometry(testGeometry, g.table, s.cols), s.cols, nil); err != nil {
 			return nil, fmt.Errorf("read %s at v%d: %w", g.id, g.version, err)
 		}
 		out = append(out, s)

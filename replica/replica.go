@@ -105,6 +105,14 @@ type Options struct {
 	// beside the file (<file>.attachments). 0: DefaultAttachmentsInlineMax;
 	// negative: every attachment is kept as a file.
 	AttachmentsInlineMax int64
+	// Geometry is how the file's tables store geometry columns:
+	// storage.GeometryNative (DuckDB's GEOMETRY: DuckDB 1.5 reads it as
+	// geometry, older clients without the spatial extension cannot) or
+	// storage.GeometryWKB (standard WKB in a BLOB, which every DuckDB
+	// client reads). The file remembers it, a new file starts with
+	// GeometryNative, and Open with the other converts the tables. Empty:
+	// the file's.
+	Geometry string
 	// Publish, when set, is a path to which each Sync that committed (all
 	// applied, or ErrPartial) writes a checkpointed, read-only copy of the
 	// file, renamed over it atomically (see Replica.Publish): readers of
@@ -167,6 +175,9 @@ func Open(ctx context.Context, path string, opts Options) (*Replica, error) {
 	if opts.OnMajor != apply.OnMajorHold && opts.OnMajor != apply.OnMajorReload {
 		return nil, fmt.Errorf("open replica: OnMajor %q is neither %q nor %q", opts.OnMajor, apply.OnMajorHold, apply.OnMajorReload)
 	}
+	if err := storage.CheckGeometry(opts.Geometry); err != nil {
+		return nil, fmt.Errorf("open replica: %w", err)
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -190,7 +201,7 @@ func Open(ctx context.Context, path string, opts Options) (*Replica, error) {
 		api = c
 	}
 	db, err := storage.Open(ctx, path, storage.Options{MemoryLimit: opts.MemoryLimit, Threads: opts.Threads,
-		LockTimeout: opts.LockTimeout, OnLocked: opts.OnLocked, Now: opts.Now, NoCreate: opts.NoCreate})
+		LockTimeout: opts.LockTimeout, OnLocked: opts.OnLocked, Now: opts.Now, NoCreate: opts.NoCreate, Geometry: opts.Geometry})
 	if err != nil {
 		return nil, err
 	}

@@ -59,6 +59,9 @@ type Status struct {
 	// Readers says which DuckDB clients read it.
 	StorageVersion uint64 `json:"storageVersion"`
 	Readers        string `json:"readableBy"`
+	// Geometry is how the tables store geometry columns:
+	// storage.GeometryNative or storage.GeometryWKB.
+	Geometry string `json:"geometry"`
 }
 
 // Status reads the file's state; it calls no API.
@@ -66,7 +69,8 @@ func (r *Replica) Status(ctx context.Context) (*Status, error) { return ReadStat
 
 // ReadStatus reads the state of an open storage file.
 func ReadStatus(ctx context.Context, db *storage.DB) (*Status, error) {
-	st := &Status{Datasets: []DatasetStatus{}, StorageVersion: db.StorageVersion(), Readers: storage.StorageReaders(db.StorageVersion())}
+	st := &Status{Datasets: []DatasetStatus{}, StorageVersion: db.StorageVersion(), Readers: storage.StorageReaders(db.StorageVersion()),
+		Geometry: db.Geometry()}
 	sub, err := db.Subscription(ctx)
 	if err != nil {
 		return nil, err

@@ -33,9 +33,9 @@ func (tx *Tx) LogSnapshotDiff(ctx context.Context, datasetID string, version int
 	res, err := tx.tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO _ploti.changes (dataset_id, version, record_id, change)
 		SELECT ?, ?, coalesce(n.%[1]s, o.%[1]s),
 			CASE WHEN o.%[1]s IS NULL THEN 'added' WHEN n.%[1]s IS NULL THEN 'removed' ELSE 'changed' END
-		FROM (SELECT %[2]s FROM %[3]s) n FULL OUTER JOIN main.%[4]s o ON n.%[1]s = o.%[1]s
-		WHERE n.%[1]s IS NULL OR o.%[1]s IS NULL OR %[5]s`,
-		id, sel, parquetSource(files), Ident(table), strings.Join(differs, " OR ")), datasetID, version)
+		FROM (%[2]s) n FULL OUTER JOIN main.%[3]s o ON n.%[1]s = o.%[1]s
+		WHERE n.%[1]s IS NULL OR o.%[1]s IS NULL OR %[4]s`,
+		id, tx.db.stored(fmt.Sprintf("SELECT %s FROM %s", sel, parquetSource(files)), cols), Ident(table), strings.Join(differs, " OR ")), datasetID, version)
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return 0, fmt.Errorf("log changes of %s v%d: %w: %w", datasetID, version, cerr, err)

@@ -8,10 +8,11 @@
 // spooled as NDJSON) with its read_json (rows.go), never row by row
 // through Go.
 //
-// The _ploti schema (migration 4; migration 2 stores _ploti.changes.record_id
+// The _ploti schema (migration 6; migration 2 stores _ploti.changes.record_id
 // uncompressed, for faster checkpoints of a merge's log; migration 3 adds
 // datasets.source, 'renamed' changes and the inbox, for watched datasets;
-// migration 4 the attachments):
+// migration 4 the attachments; migration 5 the commit log; migration 6 the
+// settings):
 //
 //	_ploti.subscription(subscription_id, api_url, cursor, last_sync_at, manifest_at)
 //	_ploti.datasets(dataset_id, table_name, title, place_id, topic, version,
@@ -29,7 +30,14 @@
 //	_ploti.attachments(dataset_id, version, name, content_type, bytes, sha256,
 //	    content, path, fetched_at)             -- content BLOB, or path beside the file
 //	_ploti.attachment_syncs(dataset_id, version, synced_at, error)
+//	_ploti.commit_log(seq, token, prev, committed_at)   -- each commit's link (walcheck.go)
+//	_ploti.settings(name, value)   -- geometry: geometry or wkb (Options.Geometry)
 //	_ploti.schema_migrations(version, applied_at)
+//
+// Geometry columns are DuckDB's GEOMETRY, or standard WKB in a BLOB when
+// the file's geometry setting is wkb (geometry.go): every statement that
+// writes a dataset table goes through storedType and stored, and each
+// geometry column carries its CRS in its comment (GeometryComment).
 //
 // status is one of pending, current, held, removed, failed; a hold's kind is
 // server (feed.dataset.delayed) or local (a MAJOR schema change under

@@ -33,7 +33,7 @@ const fuzzBase = `SELECT 'r' || i AS _ploti_record_id, 'fl' AS _ploti_place_id, 
 // then runs in a transaction that is rolled back.
 func fuzzDB(f *testing.F) (*DB, string) {
 	ctx := context.Background()
-	db, err := Open(ctx, filepath.Join(f.TempDir(), "fuzz.duckdb"), Options{Threads: 1})
+	db, err := Open(ctx, filepath.Join(f.TempDir(), "fuzz.duckdb"), Options{Threads: 1, Geometry: testGeometry})
 	if err != nil {
 		f.Fatal(err)
 	}

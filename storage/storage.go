@@ -46,6 +46,12 @@ type Options struct {
 	// NoCreate makes Open fail with ErrNoFile rather than create a new
 	// file: commands that only read or edit state never leave one behind.
 	NoCreate bool
+	// Geometry is how the tables store geometry columns: GeometryNative
+	// or GeometryWKB. The file remembers it (a new file starts with
+	// GeometryNative); a writing Open with the other one converts every
+	// dataset table's geometry columns, in one transaction. Empty keeps
+	// the file's.
+	Geometry string
 }
 
 // DB is an open DuckDB file with the _ploti schema migrated.
@@ -59,6 +65,7 @@ type DB struct {
 	pubSrc    *os.File // the file opened by Publish; closed after DuckDB (see publishSource)
 	chained   bool     // Commit appends to _ploti.commit_log (walcheck.go)
 	readable  bool     // read back whole at open, or created by it (damaged.go)
+	geometry  string   // how the tables store geometry: GeometryNative or GeometryWKB
 }
 
 var lockRE = regexp.MustCompile(`(?i)conflicting lock|could not set lock`)
@@ -71,6 +78,9 @@ var lockRE = regexp.MustCompile(`(?i)conflicting lock|could not set lock`)
 func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if err := CheckGeometry(opts.Geometry); err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	info, err := Inspect(path)
 	if err != nil {
@@ -150,12 +160,24 @@ func open(ctx context.Context, path string, opts Options, existed bool) (*DB, er
 			db.Close()
 			return nil, err
 		}
+		if err := db.readGeometry(ctx); err != nil {
+			db.Close()
+			return nil, err
+		}
 	} else {
 		if err := db.migrate(ctx); err != nil {
 			db.Close()
 			return nil, err
 		}
 		db.chained = true
+		if err := db.readGeometry(ctx); err != nil {
+			db.Close()
+			return nil, err
+		}
+		if err := db.setGeometry(ctx, opts.Geometry); err != nil {
+			db.Close()
+			return nil, err
+		}
 		// DuckDB's setting is global to the open file: every connection
 		// of the pool shares it.
 		if _, err := db.sql.ExecContext(ctx, "SET checkpoint_threshold = '"+CheckpointThreshold+"'"); err != nil {

@@ -15,7 +15,7 @@ import (
 
 func mustOpen(tb testing.TB) *DB {
 	tb.Helper()
-	db, err := Open(context.Background(), filepath.Join(tb.TempDir(), "t.duckdb"), Options{})
+	db, err := Open(context.Background(), filepath.Join(tb.TempDir(), "t.duckdb"), Options{Geometry: testGeometry})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestTx_LoadSnapshotAndMerge(t *testing.T) {
 	if err := db.SQL().QueryRow("SELECT data_type FROM duckdb_columns() WHERE table_name = 'permits' AND column_name = 'geometry'").Scan(&typ); err != nil {
 		t.Fatal(err)
 	}
-	if typ != "GEOMETRY" {
+	if typ != geomType() {
 		t.Fatalf("geometry column type = %q", typ)
 	}
 	var st MergeStats
@@ -105,7 +105,7 @@ func TestTx_LoadSnapshotAndMerge(t *testing.T) {
 		t.Fatalf("stats = %+v", st)
 	}
 	var permit, wkt string
-	if err := db.SQL().QueryRow("SELECT permit, ST_AsText(geometry) FROM permits WHERE _ploti_record_id = 'r1'").Scan(&permit, &wkt); err != nil {
+	if err := db.SQL().QueryRow("SELECT permit, "+geomText("geometry")+" FROM permits WHERE _ploti_record_id = 'r1'").Scan(&permit, &wkt); err != nil {
 		t.Fatal(err)
 	}
 	if permit != "P1x" || wkt != "POINT (7 7)" {
@@ -241,7 +241,7 @@ func TestTx_LoadSnapshot_plainWKBGeometry(t *testing.T) {
 		t.Fatal(err)
 	}
 	var wkt string
-	if err := db.SQL().QueryRow("SELECT ST_AsText(geometry) FROM permits WHERE _ploti_record_id = 'r3'").Scan(&wkt); err != nil {
+	if err := db.SQL().QueryRow("SELECT " + geomText("geometry") + " FROM permits WHERE _ploti_record_id = 'r3'").Scan(&wkt); err != nil {
 		t.Fatal(err)
 	}
 	if wkt != "POINT (3 3)" {

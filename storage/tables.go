@@ -132,7 +132,7 @@ func (tx *Tx) loadSnapshot(ctx context.Context, table string, cols []ploti.Colum
 	if replace {
 		create = "CREATE OR REPLACE TABLE"
 	}
-	q := fmt.Sprintf("%s main.%s AS SELECT %s FROM %s", create, Ident(table), sel, src)
+	q := fmt.Sprintf("%s main.%s AS %s", create, Ident(table), tx.db.stored(fmt.Sprintf("SELECT %s FROM %s", sel, src), cols))
 	if _, err := tx.tx.ExecContext(ctx, q); err != nil {
 		if serr := stopped(err); serr != nil {
 			return 0, serr
@@ -142,7 +142,7 @@ func (tx *Tx) loadSnapshot(ctx context.Context, table string, cols []ploti.Colum
 		}
 		return 0, &DataError{File: baseNames(files), Detail: "load: " + err.Error()}
 	}
-	return n, nil
+	return n, tx.commentGeometry(ctx, table, cols)
 }
 
 // checkRecordIDs counts the rows of rel (a table or a subquery), its null
@@ -339,8 +339,8 @@ func (tx *Tx) applyChanges(ctx context.Context, table string, cols []ploti.Colum
 	if deleted, err = res.RowsAffected(); err != nil {
 		return 0, 0, fmt.Errorf("merge %s into %s: delete: %w", name, table, err)
 	}
-	res, err = tx.tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s FROM %s WHERE CAST(%s AS VARCHAR) IN ('added', 'changed')`,
-		t, columnNames(cols), sel, src, Ident(ColChange)))
+	rows := tx.db.stored(fmt.Sprintf(`SELECT %s FROM %s WHERE CAST(%s AS VARCHAR) IN ('added', 'changed')`, sel, src, Ident(ColChange)), cols)
+	res, err = tx.tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (%s) %s`, t, columnNames(cols), rows))
 	if err != nil {
 		// A value that does not cast to the schema's type is the file's
 		// fault; anything else (the disk, memory) is not.
@@ -383,7 +383,7 @@ func (tx *Tx) changesNotHeld(ctx context.Context, table, file string, want, dele
 // keep NULL in them until a changed row or a reload fills them.
 func (tx *Tx) AddColumns(ctx context.Context, table string, cols []ploti.Column) error {
 	for _, c := range cols {
-		t, err := DuckType(c.Type)
+		t, err := tx.db.storedType(c.Type)
 		if err != nil {
 			return fmt.Errorf("add column %s to %s: %w", c.Name, table, err)
 		}
@@ -391,7 +391,7 @@ func (tx *Tx) AddColumns(ctx context.Context, table string, cols []ploti.Column)
 			return fmt.Errorf("add column %s to %s: %w", c.Name, table, err)
 		}
 	}
-	return nil
+	return tx.commentGeometry(ctx, table, cols)
 }
 
 // TableExists reports whether main.table exists.

@@ -21,20 +21,20 @@ import (
 func (tx *Tx) LoadRows(ctx context.Context, table string, cols []ploti.Column, files []string) (int64, error) {
 	t := "main." + Ident(table)
 	if len(files) == 0 {
-		ddl, err := emptyTableSQL(t, cols)
+		ddl, err := tx.db.emptyTableSQL(t, cols)
 		if err != nil {
 			return 0, err
 		}
 		if _, err := tx.tx.ExecContext(ctx, ddl); err != nil {
 			return 0, fmt.Errorf("create empty %s: %w", table, err)
 		}
-		return 0, nil
+		return 0, tx.commentGeometry(ctx, table, cols)
 	}
 	q, err := jsonRowsQuery(files, cols, "")
 	if err != nil {
 		return 0, err
 	}
-	if _, err := tx.tx.ExecContext(ctx, fmt.Sprintf("CREATE OR REPLACE TABLE %s AS %s", t, q)); err != nil {
+	if _, err := tx.tx.ExecContext(ctx, fmt.Sprintf("CREATE OR REPLACE TABLE %s AS %s", t, tx.db.stored(q, cols))); err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return 0, cerr
 		}
@@ -49,14 +49,14 @@ func (tx *Tx) LoadRows(ctx context.Context, table string, cols []ploti.Column, f
 	if nulls > 0 || dups > 0 {
 		return 0, &DataError{File: baseNames(files), Detail: fmt.Sprintf("rows have %d null and %d repeated _ploti_record_id values", nulls, dups)}
 	}
-	return n, nil
+	return n, tx.commentGeometry(ctx, table, cols)
 }
 
 // emptyTableSQL creates a dataset table with no rows.
-func emptyTableSQL(t string, cols []ploti.Column) (string, error) {
+func (db *DB) emptyTableSQL(t string, cols []ploti.Column) (string, error) {
 	defs := []string{Ident(ColRecordID) + " VARCHAR", Ident(ColPlaceID) + " VARCHAR"}
 	for _, c := range cols {
-		d, err := DuckType(c.Type)
+		d, err := db.storedType(c.Type)
 		if err != nil {
 			return "", fmt.Errorf("column %s: %w", c.Name, err)
 		}
@@ -178,7 +178,7 @@ func (tx *Tx) insertRows(ctx context.Context, t string, cols []ploti.Column, src
 	if err != nil {
 		return 0, err
 	}
-	res, err := tx.tx.ExecContext(ctx, fmt.Sprintf("INSERT INTO %s (%s) %s", t, columnNames(cols), q), src.IDs)
+	res, err := tx.tx.ExecContext(ctx, fmt.Sprintf("INSERT INTO %s (%s) %s", t, columnNames(cols), tx.db.stored(q, cols)), src.IDs)
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return 0, cerr

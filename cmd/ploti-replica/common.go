@@ -42,7 +42,8 @@ type connFlags struct {
 	Publish           string
 	// Watch keeps watched datasets too (sync and serve register
 	// --watches); without a subscription it is all a file keeps.
-	Watch bool
+	Watch    bool
+	Geometry string
 }
 
 // registerWatch adds --watches, for the commands that sync.
@@ -59,7 +60,7 @@ const (
 	flagsLog  flagSet = 1 << iota // --log-level, --log-format
 	flagsFile                     // --db, --lock-timeout
 	flagsAPI                      // --api-url, --api-key, --subscription
-	flagsSync                     // --on-major, --memory-limit, --id-ref, --page-size, --keep-changes, --publish
+	flagsSync                     // --on-major, --memory-limit, --id-ref, --page-size, --keep-changes, --geometry, --publish
 
 	flagsManage = flagsLog | flagsAPI                         // API calls only, no file
 	flagsRead   = flagsLog | flagsFile                        // the file only
@@ -90,6 +91,7 @@ func (c *connFlags) register(cmd *cobra.Command, sets flagSet) {
 		f.StringVar(&c.Spool, "spool", "", "folder for the files a sync downloads before it loads them (default: beside --db, as <db>.spool)")
 		f.IntVar(&c.KeepChanges, "keep-changes", 0, "versions of each dataset whose rows _ploti.changes keeps (0: all)")
 		f.StringVar(&c.AttachmentsInline, "attachments-inline-max", "1MiB", "attachments up to this size are kept in _ploti.attachments, larger ones in the folder <db>.attachments beside the file (0: every one in the folder)")
+		f.StringVar(&c.Geometry, "geometry", "", "how tables store geometry: geometry (DuckDB's GEOMETRY, read as geometry by DuckDB 1.5) or wkb (standard WKB in a BLOB, which every DuckDB client, shapely and GeoPandas read); the file remembers it, a new one starts with geometry, and the other converts its tables")
 		f.StringVar(&c.Publish, "publish", "", "after each sync, write a checkpointed read-only copy of the file to PATH, renamed over it atomically: readers of PATH never wait for the writer")
 	}
 }
@@ -181,6 +183,9 @@ func (c *connFlags) options(env *Env) (replica.Options, error) {
 	if err := checkPublish(c.DB, c.Publish); err != nil {
 		return replica.Options{}, err
 	}
+	if err := storage.CheckGeometry(c.Geometry); err != nil {
+		return replica.Options{}, &usageError{fmt.Errorf("--%w", err)}
+	}
 	wait, err := c.lockWait()
 	if err != nil {
 		return replica.Options{}, err
@@ -194,7 +199,8 @@ func (c *connFlags) options(env *Env) (replica.Options, error) {
 		APIURL: c.APIURL, APIKey: c.APIKey, SubscriptionID: c.Subscription, Watch: c.Watch, Logger: log, OnMajor: c.OnMajor,
 		MemoryLimit: c.MemoryLimit, LockTimeout: wait, IDReferences: refs, PageSize: c.PageSize, KeepChanges: c.KeepChanges,
 		AttachmentsInlineMax: inline, SpoolDir: c.Spool,
-		Publish: c.Publish,
+		Publish:  c.Publish,
+		Geometry: c.Geometry,
 		OnLocked: func(msg string) {
 			if !told {
 				log.Warn().Str("db", c.DB).Msg("waiting for the file: " + msg)

@@ -528,7 +528,7 @@ func truthMismatches(t *testing.T, path string, em *emulator.Emulator) []string 
 			continue
 		}
 		tbl := "main." + storage.Ident(d.Table)
-		extra, missing, err := em.Diff(ctx, db.SQL(), tbl, d.ID, d.Version)
+		extra, missing, err := em.Diff(ctx, db.SQL(), storage.AsGeometry(db.Geometry(), d.Table, d.Columns), d.ID, d.Version)
 		var have int64
 		if err == nil {
 			err = db.SQL().QueryRowContext(ctx, "SELECT count(*) FROM "+tbl).Scan(&have)

@@ -18,9 +18,10 @@ import (
 )
 
 type demoCmd struct {
-	env   *Env
-	DB    string
-	Force bool
+	env      *Env
+	DB       string
+	Force    bool
+	Geometry string
 }
 
 func newDemoCmd(env *Env) *cobra.Command {
@@ -40,12 +41,19 @@ removed rows, sync again, and show how to query the file.`,
 	}
 	cmd.Flags().StringVar(&d.DB, "db", "ploti-demo.duckdb", "the DuckDB file to write (an earlier demo file is replaced; any other file only with --force)")
 	cmd.Flags().BoolVar(&d.Force, "force", false, "replace --db even when it is not an earlier demo file")
+	cmd.Flags().StringVar(&d.Geometry, "geometry", storage.GeometryWKB, "how the file stores geometry: wkb (standard WKB, which every DuckDB client reads) or geometry (DuckDB 1.5's GEOMETRY)")
 	return cmd
 }
 
 func (d *demoCmd) run(ctx context.Context) error {
 	w := d.env.Stdout
 	start := time.Now()
+	if d.Geometry == "" {
+		d.Geometry = storage.GeometryWKB
+	}
+	if err := storage.CheckGeometry(d.Geometry); err != nil {
+		return &usageError{fmt.Errorf("--%w", err)}
+	}
 	if !d.Force {
 		if err := checkDemoFile(ctx, d.DB); err != nil {
 			return err
@@ -82,7 +90,7 @@ func (d *demoCmd) run(ctx context.Context) error {
 	if err := markDemoFile(ctx, d.DB); err != nil {
 		return err
 	}
-	opts := replica.Options{APIURL: em.URL(), APIKey: em.APIKey(), SubscriptionID: world.SubscriptionID, Watch: true}
+	opts := replica.Options{APIURL: em.URL(), APIKey: em.APIKey(), SubscriptionID: world.SubscriptionID, Watch: true, Geometry: d.Geometry}
 	for round := 0; round < 3; round++ {
 		if err := world.Next(ctx); err != nil {
 			return err
@@ -91,7 +99,7 @@ func (d *demoCmd) run(ctx context.Context) error {
 			return err
 		}
 		if round == 0 {
-			fmt.Fprintf(w, "\nPloti builds the first version of each dataset; sync it into %s:\n$ ploti-replica sync --db %[1]s\n", d.DB)
+			fmt.Fprintf(w, "\nPloti builds the first version of each dataset; sync it into %s:\n$ ploti-replica sync --db %[1]s --geometry %s\n", d.DB, d.Geometry)
 		} else {
 			fmt.Fprintf(w, "published version %d of each dataset (rows added, changed and removed)\n", round+1)
 		}
@@ -114,14 +122,16 @@ func (d *demoCmd) run(ctx context.Context) error {
 	if err := d.step(ctx, em, "what the file holds of the permits, and their data dictionary:", "datasets", "show", emulator.DemoPermits, "--versions", "3", "--db", d.DB); err != nil {
 		return err
 	}
+	sel, why := demoGeometryQuery(d.Geometry)
 	fmt.Fprintf(w, `
 Query it (the file is closed now, so any client may open it):
   duckdb -readonly %[1]s "SELECT status, count(*), sum(valuation) FROM ds_fl_orange_permits GROUP BY 1"
+  duckdb -readonly %[1]s "SELECT permit_number, %[2]s FROM ds_fl_orange_permits LIMIT 3"   # %[3]s
   python3 -c "import duckdb; print(duckdb.connect('%[1]s', read_only=True).sql('SELECT * FROM _ploti.datasets'))"
   duckdb -readonly %[1]s "SELECT dataset_id, name, bytes, decode(content) FROM _ploti.attachments"
   duckdb -readonly %[1]s "SELECT status, count(*) FROM ds_fl_contractor_licenses GROUP BY 1"   # the watched one
   go run ./cmd/ploti-replica status --db %[1]s
-`, d.DB)
+`, d.DB, sel, why)
 	return nil
 }
 
@@ -143,6 +153,15 @@ func demoWatchedRows(round int) string {
 	DATE '2027-08-31' + (i * 30)::INTEGER AS expires, (10000 + 2500 * (i %% 4))::DECIMAL(12,2) AS bond,
 	'POINT (' || (-82.45 + i * 0.01) || ' ' || (27.95 + i * 0.01) || ')' AS office
 FROM range(%[1]d, %[1]d + 25) t(i)`, round)
+}
+
+// demoGeometryQuery is the demo's hint for reading a geometry column: the
+// select list, and a word on who runs it.
+func demoGeometryQuery(geometry string) (sel, why string) {
+	if geometry == storage.GeometryWKB {
+		return "geometry", "standard WKB: every DuckDB client reads it; ST_GeomFromWKB(geometry) in DuckDB 1.5"
+	}
+	return "ST_AsText(geometry)", "DuckDB 1.5; for older clients: demo --geometry wkb"
 }
 
 // subscribe walks a new user's first steps with the CLI's own commands:
@@ -206,7 +225,11 @@ func (d *demoCmd) show(ctx context.Context, w io.Writer) error {
 	var n int
 	var total float64
 	var wkt string
-	q := `SELECT count(*), sum(valuation)::DOUBLE, any_value(ST_AsText(geometry)) FROM ds_fl_orange_permits WHERE status = 'issued'`
+	geom := "geometry"
+	if db.Geometry() == storage.GeometryWKB {
+		geom = "ST_GeomFromWKB(geometry)"
+	}
+	q := `SELECT count(*), sum(valuation)::DOUBLE, any_value(ST_AsText(` + geom + `)) FROM ds_fl_orange_permits WHERE status = 'issued'`
 	if err := db.SQL().QueryRowContext(ctx, q).Scan(&n, &total, &wkt); err != nil {
 		return fmt.Errorf("demo query: %w", err)
 	}

@@ -100,6 +100,7 @@ func printStatus(w io.Writer, path string, st *replica.Status) {
 		fmt.Fprintf(w, "behind:        %d event(s) after the cursor\n", *st.Behind)
 	}
 	fmt.Fprintf(w, "storage:       DuckDB storage version %d, readable by %s\n", st.StorageVersion, st.Readers)
+	fmt.Fprintf(w, "geometry:      %s\n", geometryWords(st.Geometry))
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "DATASET\tSOURCE\tTABLE\tVERSION\tSCHEMA\tROWS\tSTATUS\tREASON")
@@ -124,6 +125,14 @@ func printStatus(w io.Writer, path string, st *replica.Status) {
 	if len(holds) > 0 {
 		fmt.Fprintf(w, "\nholds:\n  %s\n", strings.Join(holds, "\n  "))
 	}
+}
+
+// geometryWords says how the file stores geometry and who reads it.
+func geometryWords(g string) string {
+	if g == storage.GeometryWKB {
+		return "wkb: standard WKB in BLOB columns, read by every DuckDB client (ST_GeomFromWKB in DuckDB 1.5, shapely, GeoPandas); CRS in each column's comment"
+	}
+	return "geometry: DuckDB GEOMETRY, read as geometry by DuckDB 1.5 only (1.1–1.4 without the spatial extension see an internal encoding; sync --geometry wkb stores standard WKB)"
 }
 
 func holdLine(h replica.Hold) string {

@@ -47,6 +47,9 @@ type Config struct {
 	Reloads int
 	// WatchRows is the watched dataset's size; DefaultWatchRows when zero.
 	WatchRows int64
+	// GeometryRows is the table size of the geometry section;
+	// DefaultGeometryRows when zero.
+	GeometryRows int64
 	// Merges are the merge sizes, as fractions of the rows; the issue's
 	// 1%, 0.01% and 10% when nil.
 	Merges []float64
@@ -60,7 +63,8 @@ type Config struct {
 	// emulator.OfficeWire when zero.
 	Wire emulator.Wire
 	// Only limits the run to these sections (nil: all): load, merge and
-	// publish (which need load), memory, file, log, updates, watch, demo, many.
+	// publish (which need load), memory, file, log, updates, watch,
+	// geometry, demo, many.
 	Only []string
 	// Threads is DuckDB's thread count for the engine and for DuckDB alone
 	// (0: DuckDB's default, the machine's cores).
@@ -110,6 +114,9 @@ func (c *Config) defaults() {
 	if c.WatchRows <= 0 {
 		c.WatchRows = DefaultWatchRows
 	}
+	if c.GeometryRows <= 0 {
+		c.GeometryRows = DefaultGeometryRows
+	}
 	if c.Merges == nil {
 		c.Merges = []float64{0.01, 0.0001, 0.1}
 	}
@@ -119,14 +126,14 @@ func (c *Config) defaults() {
 }
 
 // Sections are the parts of a run, for Config.Only.
-var Sections = []string{"load", "merge", "publish", "memory", "file", "log", "updates", "watch", "demo", "many"}
+var Sections = []string{"load", "merge", "publish", "memory", "file", "log", "updates", "watch", "geometry", "demo", "many"}
 
 // Quick is the CI smoke test's configuration: 1M rows, the 1% merge only,
 // and a catch-up and a statewide subscription scaled down, so the whole
 // run takes about two minutes on two cores.
 func Quick() Config {
 	return Config{Rows: []int64{1000000}, Merges: []float64{0.01}, Events: 1000, CatchUpDatasets: 20, UpdateRows: 20000, Updates: 20, Reloads: 3,
-		ManyDatasets: 60, ManyEvents: 600}
+		ManyDatasets: 60, ManyEvents: 600, GeometryRows: 100000}
 }
 
 // want reports whether the run measures a section.
@@ -170,6 +177,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		{"snapshots", r.snapshots},
 		{"catch-up", r.catchUp},
 		{"watch", r.watches},
+		{"geometry", r.geometry},
 		{"demo", r.demo},
 		{"many", r.many},
 	}

@@ -168,6 +168,7 @@ type engineOpts struct {
 	// RateLimit keeps the client's rate limiter on (Ploti's 120 calls a
 	// minute, as users have it); the bench's other sections turn it off.
 	RateLimit bool
+	Geometry  string // Options.Geometry; empty: the file's
 }
 
 // engineSync opens the replica at path, syncs it with the emulator and
@@ -200,7 +201,7 @@ func syncWatching(ctx context.Context, apiURL, key, sub, path string, eo engineO
 	settle()
 	stop := startWatch()
 	r, err := replica.Open(ctx, path, replica.Options{APIURL: apiURL, SubscriptionID: sub, API: api, Watch: watch,
-		Threads: eo.Threads, MemoryLimit: eo.MemoryLimit})
+		Threads: eo.Threads, MemoryLimit: eo.MemoryLimit, Geometry: eo.Geometry})
 	if err != nil {
 		return run, err
 	}

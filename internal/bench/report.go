@@ -37,7 +37,7 @@ func (l Line) Holds() string {
 
 // Summary keys, in the order the summary line prints them.
 var summaryKeys = []string{"load_ratio", "merge_vs_reload", "merge_vs_raw", "events_per_s", "updates_vs_raw", "rss_ratio", "file_growth",
-	"publish_vs_copy", "many_bootstrap_ratio", "many_events_per_s", "many_updates_vs_raw", "status_ms", "calls_per_version"}
+	"publish_vs_copy", "many_bootstrap_ratio", "many_events_per_s", "many_updates_vs_raw", "status_ms", "calls_per_version", "wkb_load"}
 
 // Report is what a run measured.
 type Report struct {
