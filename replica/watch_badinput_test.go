@@ -152,7 +152,7 @@ func TestWatch_BadInput(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if extra, missing := diffRows(t, r, "main."+storage.Ident(d.Table), "read_parquet("+storage.Literal(truth)+")"); extra != 0 || missing != 0 {
+				if extra, missing := diffRows(t, r, storage.AsGeometry(r.db.Geometry(), d.Table, d.Columns), "read_parquet("+storage.Literal(truth)+")"); extra != 0 || missing != 0 {
 					t.Fatalf("the last good version did not stay: %d rows extra, %d missing", extra, missing)
 				}
 			}

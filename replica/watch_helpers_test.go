@@ -123,7 +123,7 @@ func assertWatched(tb testing.TB, r *Replica, em *emulator.Emulator, datasetID s
 	if err != nil {
 		tb.Fatalf("truth of %s %v: %v", datasetID, synced, err)
 	}
-	extra, missing := diffRows(tb, r, "main."+storage.Ident(d.Table), "read_parquet("+storage.Literal(truth)+")")
+	extra, missing := diffRows(tb, r, storage.AsGeometry(r.db.Geometry(), d.Table, d.Columns), "read_parquet("+storage.Literal(truth)+")")
 	var have int64
 	if err := r.DB().QueryRowContext(ctx, "SELECT count(*) FROM main."+storage.Ident(d.Table)).Scan(&have); err != nil {
 		tb.Fatal(err)

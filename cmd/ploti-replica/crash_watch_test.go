@@ -121,7 +121,7 @@ func watchTruthMismatches(t *testing.T, path string, em *emulator.Emulator, sync
 			out = append(out, id+": truth: "+err.Error())
 			continue
 		}
-		extra, missing, err := diffJSONByValue(ctx, db, "main."+storage.Ident(d.Table), truth)
+		extra, missing, err := diffJSONByValue(ctx, db, storage.AsGeometry(db.Geometry(), d.Table, d.Columns), truth)
 		switch {
 		case err != nil:
 			out = append(out, id+": compare: "+err.Error())
