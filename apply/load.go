@@ -40,6 +40,14 @@ type Prepared struct {
 	reason string      // the event's resync reason, if any
 }
 
+// duckBlock is DuckDB's block size: a table takes at least one.
+const duckBlock = 256 << 10
+
+// Footprint is about the bytes the prepared table takes in the file: its
+// snapshot's, and at least one of DuckDB's 256 KiB blocks (issue 18: a
+// table of 1,000 rows took 280 KiB, DuckDB alone's too).
+func (p *Prepared) Footprint() int64 { return max(p.Bytes, duckBlock) }
+
 // Prepare gets what loading version v of d needs: the dataset's title,
 // place and topic when d has none, the version's schema, and the
 // snapshot's files (and id maps) in the spool. It touches no DuckDB state
@@ -151,7 +159,7 @@ func (x *Executor) loadOne(ctx context.Context, p *Prepared, eventID string) (in
 		return x.commitVersion(ctx, tx, d, v, schema, rows, eventID, true)
 	})
 	if err == nil && replaced {
-		x.swapped(ctx, d.ID, p.Bytes)
+		x.swapped(ctx, d.ID, p.Footprint())
 	}
 	return rows, err
 }
@@ -263,7 +271,7 @@ func (x *Executor) loadShared(ctx context.Context, ps []*Prepared, idx []int) er
 				return &Error{Op: "load", DatasetID: d.ID, Version: p.Version.Version, Err: err}
 			}
 			if d.Version > 0 {
-				freed += p.Bytes
+				freed += p.Footprint()
 			}
 			// As commitVersion: a version loaded again does not end Ploti's
 			// hold on the next one.

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"os"
 	"sync"
 
 	"github.com/ploti-replica/ploti-replica/apply"
@@ -152,6 +153,9 @@ func (r *Replica) loadAll(ctx context.Context, jobs []*loadJob, res *SyncResult)
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		if jobs[next].p == nil { // given up: ctx is done
+			return ctx.Err()
+		}
 		group := r.readyGroup(jobs[next:])
 		r.progress(Progress{Phase: "load", DatasetID: group[0].d.ID, Version: group[0].v.Version})
 		ps := make([]*apply.Prepared, len(group))
@@ -176,9 +180,18 @@ func (r *Replica) loadAll(ctx context.Context, jobs []*loadJob, res *SyncResult)
 }
 
 // readyGroup is the first job and the ready ones right after it, up to
-// sharedLoadBytes and sharedLoadCount, for one transaction.
+// sharedLoadBytes and sharedLoadCount, for one transaction. Loads that
+// replace tables share one only up to an eighth of the file: the blocks a
+// replaced table frees are reused after the checkpoint that follows
+// (apply's swapped), so a transaction that replaced every table at once
+// would make the file twice its size.
 func (r *Replica) readyGroup(jobs []*loadJob) []*loadJob {
-	n, bytes := 1, jobs[0].p.Bytes
+	limit := int64(sharedLoadBytes)
+	if st, err := os.Stat(r.db.Path()); err == nil {
+		limit = min(limit, max(st.Size()/8, 4<<20))
+	}
+	replaces := func(j *loadJob) bool { return j.d.Version > 0 && !j.newTable }
+	n, bytes, replacing := 1, jobs[0].p.Footprint(), replaces(jobs[0])
 	for n < len(jobs) && n < sharedLoadCount {
 		select {
 		case <-jobs[n].ready:
@@ -186,10 +199,14 @@ func (r *Replica) readyGroup(jobs []*loadJob) []*loadJob {
 			return jobs[:n]
 		}
 		p := jobs[n].p
-		if p == nil || bytes+p.Bytes > sharedLoadBytes {
+		if p == nil {
 			return jobs[:n]
 		}
-		bytes += p.Bytes
+		replacing = replacing || replaces(jobs[n])
+		if bytes+p.Footprint() > sharedLoadBytes || replacing && bytes+p.Footprint() > limit {
+			return jobs[:n]
+		}
+		bytes += p.Footprint()
 		n++
 	}
 	return jobs[:n]
