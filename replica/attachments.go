@@ -62,7 +62,15 @@ func (r *Replica) keepAttachmentsOnce(ctx context.Context, res *SyncResult) erro
 	if err != nil {
 		return err
 	}
-	var plans []attachmentPlan
+	type candidate struct {
+		d       *storage.Dataset
+		links   []ploti.Attachment
+		seen    bool
+		checked bool
+		failed  bool
+	}
+	var cands []candidate
+	var ids []string
 	for _, d := range all {
 		if d.Version == 0 || d.Source == storage.SourceWatch || (d.Status != storage.StatusCurrent && d.Status != storage.StatusHeld) {
 			continue
@@ -72,35 +80,38 @@ func (r *Replica) keepAttachmentsOnce(ctx context.Context, res *SyncResult) erro
 		if !seen && checked && s.Error == "" {
 			continue // not read this sync: nothing new to look at
 		}
+		cands = append(cands, candidate{d, links, seen, checked, s.Error != ""})
+		ids = append(ids, d.ID)
+	}
+	// What is kept, read once for all (issue 18: a query a dataset).
+	kept, err := r.db.AttachmentsOf(ctx, ids, true)
+	if err != nil {
+		return err
+	}
+	var plans []attachmentPlan
+	for _, c := range cands {
 		if err := r.stopped(); err != nil {
 			break
 		}
-		list, changed, err := r.attachmentsOf(ctx, d, links, seen)
+		list, changed, err := r.attachmentsOf(ctx, c.d, c.links, c.seen, kept[c.d.ID])
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if err != nil || changed || !checked || s.Error != "" {
-			plans = append(plans, attachmentPlan{d: d, list: list, err: err})
+		if err != nil || changed || !c.checked || c.failed {
+			plans = append(plans, attachmentPlan{d: c.d, list: list, err: err})
 		}
 	}
 	if len(plans) == 0 {
 		return nil
 	}
-	err = r.db.Update(ctx, func(tx *storage.Tx) error {
-		for _, p := range plans {
-			if p.err != nil {
-				if err := tx.PutAttachmentError(ctx, p.d.ID, p.d.Version, p.err.Error()); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := tx.PutAttachments(ctx, p.d.ID, p.d.Version, p.list); err != nil {
-				return err
-			}
+	sets := make([]storage.AttachmentSet, len(plans))
+	for i, p := range plans {
+		sets[i] = storage.AttachmentSet{DatasetID: p.d.ID, Version: p.d.Version, List: p.list}
+		if p.err != nil {
+			sets[i].Err = p.err.Error()
 		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := r.db.Update(ctx, func(tx *storage.Tx) error { return tx.PutAttachmentSets(ctx, sets) }); err != nil {
 		return err
 	}
 	for _, p := range plans {
@@ -118,15 +129,11 @@ func (r *Replica) keepAttachmentsOnce(ctx context.Context, res *SyncResult) erro
 // from its links (asked for when not seen this sync): those kept already
 // with the same name and sha256 stay as they are, the others are
 // downloaded. changed tells whether the rows differ from those kept.
-func (r *Replica) attachmentsOf(ctx context.Context, d *storage.Dataset, links []ploti.Attachment, seen bool) (list []storage.Attachment, changed bool, err error) {
+func (r *Replica) attachmentsOf(ctx context.Context, d *storage.Dataset, links []ploti.Attachment, seen bool, kept []storage.Attachment) (list []storage.Attachment, changed bool, err error) {
 	if !seen {
 		if links, err = r.freshAttachmentLinks(ctx, d.ID, d.Version); err != nil {
 			return nil, false, err
 		}
-	}
-	kept, err := r.db.Attachments(ctx, d.ID, true)
-	if err != nil {
-		return nil, false, err
 	}
 	out := []storage.Attachment{}
 	names := map[string]bool{}

@@ -2,8 +2,10 @@ package storage
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A catch-up from a later snapshot logs how it differs from the table:
@@ -62,4 +64,85 @@ func TestDB_FreeTableNames(t *testing.T) {
 			t.Errorf("%s: %q, want %q", id, names[id], want)
 		}
 	}
+}
+
+// PutAttachmentSets writes what PutAttachments and PutAttachmentError
+// write, set for set, with four statements for all.
+func TestTx_PutAttachmentSets_writesWhatPutAttachmentsWrites(t *testing.T) {
+	ctx := context.Background()
+	at := time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC)
+	sets := []AttachmentSet{
+		{DatasetID: "ds_a", Version: 3, List: []Attachment{
+			{Name: "dict.pdf", ContentType: "application/pdf", Bytes: 3, SHA256: "aa", Content: []byte("pdf")},
+			{Name: "big.zip", Bytes: 9, SHA256: "bb", Path: "f.attachments/ds_a/big.zip", Version: 2, FetchedAt: at}}},
+		{DatasetID: "ds_b", Version: 1, List: nil},
+		{DatasetID: "ds_c", Version: 5, Err: "sha256 mismatch"},
+		{DatasetID: "ds_d", Version: 2, List: []Attachment{{Name: "empty.txt", Bytes: 0, SHA256: "cc"}}},
+	}
+	dump := func(db *DB) string {
+		var b strings.Builder
+		for _, q := range []string{`SELECT dataset_id, version, name, coalesce(content_type, '-'), bytes, sha256, coalesce(content::VARCHAR, '-'),
+				coalesce(path, '-'), fetched_at = ? FROM _ploti.attachments ORDER BY ALL`,
+			`SELECT dataset_id, version, coalesce(error, '-'), true, 0, '', '', '', ? IS NOT NULL FROM _ploti.attachment_syncs ORDER BY ALL`} {
+			rows, err := db.SQL().Query(q, at)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+				v := make([]any, 9)
+				p := make([]any, 9)
+				for i := range v {
+					p[i] = &v[i]
+				}
+				if err := rows.Scan(p...); err != nil {
+					t.Fatal(err)
+				}
+				b.WriteString(fmtAll(v) + "\n")
+			}
+			rows.Close()
+		}
+		return b.String()
+	}
+	var got [2]string
+	for i := range got {
+		db := mustOpen(t)
+		// Something kept before, replaced by both.
+		if err := db.Update(ctx, func(tx *Tx) error {
+			return tx.PutAttachments(ctx, "ds_a", 1, []Attachment{{Name: "old.pdf", Bytes: 1, SHA256: "zz", Content: []byte("x")}})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		err := db.Update(ctx, func(tx *Tx) error {
+			if i == 1 {
+				return tx.PutAttachmentSets(ctx, sets)
+			}
+			for _, s := range sets {
+				var err error
+				if s.Err != "" {
+					err = tx.PutAttachmentError(ctx, s.DatasetID, s.Version, s.Err)
+				} else {
+					err = tx.PutAttachments(ctx, s.DatasetID, s.Version, s.List)
+				}
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[i] = dump(db)
+	}
+	if got[0] != got[1] || !strings.Contains(got[1], "ds_a 3 dict.pdf") || strings.Contains(got[1], "old.pdf") {
+		t.Fatalf("one by one:\n%s\nat once:\n%s", got[0], got[1])
+	}
+}
+
+func fmtAll(v []any) string {
+	var parts []string
+	for _, x := range v {
+		parts = append(parts, fmt.Sprint(x))
+	}
+	return strings.Join(parts, " ")
 }
