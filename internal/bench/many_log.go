@@ -140,10 +140,11 @@ func (r *run) manyLog(ctx context.Context, f *manyFixture) error {
 	var eng, net, raw Costs
 	var rate Quantity
 	var last syncRun
+	var engBytes, rawBytes int64 // the files' sizes after the catch-up, closed
 	for i := range r.cfg.Repeat {
 		steps := []func() error{
 			func() error {
-				run, err := r.manyCatchUp(ctx, f, l, r.eo)
+				run, err := r.manyCatchUp(ctx, f, l, r.eo, &engBytes)
 				eng.Add(run.Engine())
 				net.Add(run.Network())
 				rate.Add(float64(run.Result.EventsSeen) / run.Total.Wall.Seconds())
@@ -158,6 +159,7 @@ func (r *run) manyLog(ctx context.Context, f *manyFixture) error {
 				}
 				d, err := r.rawMergePages(ctx, p, l.pages)
 				raw.Add(d)
+				rawBytes = fileSize(p)
 				return err
 			},
 		}
@@ -176,7 +178,8 @@ func (r *run) manyLog(ctx context.Context, f *manyFixture) error {
 	limited := r.eo
 	limited.RateLimit = true
 	f.em.SetWire(r.cfg.Wire)
-	user, err := r.manyCatchUp(ctx, f, l, limited)
+	var userBytes int64
+	user, err := r.manyCatchUp(ctx, f, l, limited, &userBytes)
 	f.em.SetWire(emulator.Wire{})
 	if err != nil {
 		return err
@@ -206,18 +209,23 @@ func (r *run) manyLog(ctx context.Context, f *manyFixture) error {
 		Versus: fmt.Sprintf("with the limits off, on loopback: %s; a merge each under the limits would wait at least %s (the client's limiter alone, %d calls)",
 			secs(eng.Wall.Median()+net.Wall.Median()), secs(limiterWait(last.Calls)), walked),
 		Ratio: math.NaN()})
+	r.rep.add(Line{What: "7c. file bytes after the catch-up", Size: fmt.Sprintf("%d tables, after the bootstrap: engine %s, DuckDB alone %s", len(f.ids),
+		mib(float64(fileSize(f.engine))), mib(float64(fileSize(f.raw)))),
+		Engine: fmt.Sprintf("merges: %s; from the manifest: %s", mib(float64(engBytes)), mib(float64(userBytes))),
+		Versus: "DuckDB alone's merges: " + mib(float64(rawBytes)), Ratio: float64(engBytes) / float64(rawBytes), CPURatio: math.NaN()})
 	return nil
 }
 
 // manyCatchUp syncs a copy of the bootstrapped file with the log and
 // checks that it merged every update.
-func (r *run) manyCatchUp(ctx context.Context, f *manyFixture, l *manyLogFixture, eo engineOpts) (syncRun, error) {
+func (r *run) manyCatchUp(ctx context.Context, f *manyFixture, l *manyLogFixture, eo engineOpts, size *int64) (syncRun, error) {
 	p := r.path("many-log-engine")
 	defer removeDB(p)
 	if err := copyDB(f.engine, p); err != nil {
 		return syncRun{}, err
 	}
 	run, err := syncWith(ctx, f.em.URL(), f.em.APIKey(), f.sub, p, eo)
+	*size = fileSize(p)
 	if err == nil && (run.Result.EventsSeen != l.events || len(run.Result.Failed) > 0) {
 		err = fmt.Errorf("catch-up saw %d of %d events, %d failed: %w", run.Result.EventsSeen, l.events, len(run.Result.Failed), errMismatch)
 	}
