@@ -2,8 +2,6 @@ package storage
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -121,20 +119,27 @@ func (tx *Tx) MergeWatch(ctx context.Context, m WatchMerge) (MergeStats, error) 
 	var st MergeStats
 	t := "main." + Ident(m.Table)
 	id := Ident(ColRecordID)
-	if len(m.New) > 0 {
-		var first string
-		err := tx.tx.QueryRowContext(ctx, fmt.Sprintf("SELECT %[1]s FROM %[2]s WHERE %[1]s IN (SELECT unnest(?::VARCHAR[])) ORDER BY 1 LIMIT 1", id, t),
-			touchIDs(m.New)).Scan(&first)
-		if err == nil {
-			return st, &DataError{Detail: "changes do not fit the held version: " + describeTouch(m.New, first) + " is already held"}
+	if len(m.Held)+len(m.New) > 0 {
+		// One pass over the table's ids deletes the held ids the versions
+		// touched and refuses an added id it holds (the MERGE's error
+		// clause), as a feed merge does (mergeDeleteSQL): a check of its
+		// own was a second scan of every id.
+		ids, kinds := make([]string, 0, len(m.Held)+len(m.New)), make([]string, 0, len(m.Held)+len(m.New))
+		for _, t := range m.Held {
+			ids, kinds = append(ids, t.ID), append(kinds, "held")
 		}
-		if !isNoRows(err) {
-			return st, fmt.Errorf("merge %s: check added ids: %w", m.DatasetID, err)
+		for _, t := range m.New {
+			ids, kinds = append(ids, t.ID), append(kinds, "new")
 		}
-	}
-	if len(m.Held) > 0 {
-		res, err := tx.tx.ExecContext(ctx, fmt.Sprintf("DELETE FROM %s WHERE %s IN (SELECT unnest(?::VARCHAR[]))", t, id), touchIDs(m.Held))
+		res, err := tx.tx.ExecContext(ctx, fmt.Sprintf(`MERGE INTO %[1]s t
+			USING (SELECT * FROM (SELECT unnest(?::VARCHAR[]) AS id, unnest(?::VARCHAR[]) AS k) WHERE k IN ('held', 'new')) m ON t.%[2]s = m.id
+			WHEN MATCHED AND m.k = 'new' THEN ERROR concat('%[3]snew id ', m.id)
+			WHEN MATCHED THEN DELETE`, t, id, fitMark), ids, kinds)
 		if err != nil {
+			if _, held, ok := strings.Cut(err.Error(), fitMark+"new id "); ok {
+				held, _, _ = strings.Cut(held, "\n")
+				return st, &DataError{Detail: "changes do not fit the held version: " + describeTouch(m.New, strings.TrimSpace(held)) + " is already held"}
+			}
 			return st, fmt.Errorf("merge %s: delete: %w", m.DatasetID, err)
 		}
 		n, err := res.RowsAffected()
@@ -284,5 +289,3 @@ func (tx *Tx) notHeld(ctx context.Context, t string, held []Touch, n int64) stri
 	}
 	return detail
 }
-
-func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
