@@ -125,3 +125,20 @@ func TestWatch_limitInWords(t *testing.T) {
 		}
 	}
 }
+
+// watch-and-webhooks.txt: "A member may have 20 webhooks." The 21st, made
+// by `webhooks create`, gets Ploti's error in its words.
+func TestWebhooks_limitInWords(t *testing.T) {
+	em, vars := watchWorld(t)
+	for i := range 20 {
+		if _, err := em.CreateWebhook(emulator.WebhookSpec{URL: fmt.Sprintf("https://example.org/hook/%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, _, errs := cli(t, vars, "webhooks", "create", "--url", "https://example.org/hook/21")
+	for _, want := range []string{"create webhook", "409 webhook_limit", "20 webhooks"} {
+		if code != exitFailure || !strings.Contains(errs, want) {
+			t.Fatalf("the 21st webhook: exit %d: %s; want it to say %q", code, errs, want)
+		}
+	}
+}
