@@ -295,6 +295,20 @@ func TestWatch_Columns(t *testing.T) {
 		t.Fatalf("columns removed: %+v, want a whole read", res)
 	}
 	assertWatched(t, r, em, dsWatched, v1, v2, v3)
+	retyped := watchCols()[:len(watchCols())-1]
+	retyped[1] = emulator.Column{Name: "s", Type: "json"} // string to json
+	rows = watchRows(3, 30)
+	for _, row := range rows {
+		delete(row, "j")
+		if row["s"] != nil {
+			row["s"] = `{"note": "retyped"}`
+		}
+	}
+	v4 := mustPublishRows(t, em, dsWatched, rows, emulator.WithSchema(retyped, []string{"k"}), emulator.SkipReview()).PlotiVersion
+	if res := mustSync(t, r); res.WatchReloads != 1 {
+		t.Fatalf("a column retyped: %+v, want a whole read", res)
+	}
+	assertWatched(t, r, em, dsWatched, v1, v2, v3, v4)
 }
 
 // A dataset that moves on while its catch-up reads rows by id is caught up
