@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
-	"sync"
-	"time"
 )
 
 // ErrDamaged means DuckDB cannot read the file back whole: bytes changed
@@ -64,38 +61,16 @@ func asDamaged(path string, err error) error {
 	return nil
 }
 
-// readBack is the stamp of each file found readable whole in this
-// process, so that the commands that open a file twice (the CLI reads its
-// subscription first) read it once.
-var readBack sync.Map // path → fileStamp
-
-type fileStamp struct {
-	size, walSize int64
-	mod           time.Time
-}
-
-func stampOf(path string) (fileStamp, bool) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return fileStamp{}, false
-	}
-	s := fileStamp{size: st.Size(), mod: st.ModTime(), walSize: -1}
-	if w, err := os.Stat(path + ".wal"); err == nil {
-		s.walSize = w.Size()
-	}
-	return s, true
-}
-
 // checkReadable reads every table of the file whole (every column of
 // every row, hashed, which reads and checksums every block DuckDB holds
 // for them) before anything is written to it: a file that does not read
 // back whole is refused as damaged. Issue 15 measured about 0.2 s per
 // million rows of six columns.
 func (db *DB) checkReadable(ctx context.Context) error {
-	before, ok := stampOf(db.path)
-	if prev, seen := readBack.Load(db.path); ok && seen && prev.(fileStamp) == before {
+	if readBackKnown(db.path) {
 		return nil
 	}
+	before, _ := stampOf(db.path)
 	rows, err := db.sql.QueryContext(ctx, `SELECT schema_name, table_name FROM duckdb_tables()
 		WHERE database_name = current_database() AND NOT temporary ORDER BY ALL`)
 	if err != nil {
@@ -125,7 +100,7 @@ func (db *DB) checkReadable(ctx context.Context) error {
 		}
 	}
 	if after, ok := stampOf(db.path); ok && after == before {
-		readBack.Store(db.path, after)
+		rememberReadBack(db.path)
 	}
 	return nil
 }

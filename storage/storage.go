@@ -301,11 +301,10 @@ func (db *DB) Close() error {
 	err := errors.Join(errs...)
 	if err == nil && db.readable && !db.readOnly {
 		// The file as this process left it, read whole at open and
-		// written since by DuckDB: the next open here need not read it
-		// again unless something else changes it (damaged.go).
-		if st, ok := stampOf(db.path); ok {
-			readBack.Store(db.path, st)
-		}
+		// written since by DuckDB: the next open, here or in another
+		// process, need not read it again unless something else changes
+		// it (readback.go).
+		rememberReadBack(db.path)
 	}
 	return err
 }
