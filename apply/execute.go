@@ -80,6 +80,10 @@ type Executor struct {
 	// IDRefs are user columns rewritten when a dataset's ids are replaced.
 	IDRefs []storage.IDRef
 	Log    zerolog.Logger
+	// LogReloads makes a reload log what it changed in _ploti.changes
+	// (compared with the held rows by record id): the file has marks,
+	// which read the log (the replica sets it before each sync).
+	LogReloads bool
 
 	freed int64 // bytes of tables swapped out since the last checkpoint (see swapped)
 }
@@ -796,9 +800,10 @@ type idMapFile struct {
 // the held version and v, following previousVersion back, every
 // record_ids_changed version's map, oldest first. Only when user columns
 // reference the dataset (IDRefs): they must follow each replacement, or
-// they would keep ids that no longer exist.
+// they would keep ids that no longer exist; or when the reload's changes
+// are logged (LogReloads), which name each record's id before it.
 func (x *Executor) skippedIDMaps(ctx context.Context, d *storage.Dataset, v *ploti.Version) ([]idMapFile, error) {
-	refs := false
+	refs := x.LogReloads // a reload's log follows the ids it replaced
 	for _, r := range x.IDRefs {
 		refs = refs || r.DatasetID == d.ID
 	}

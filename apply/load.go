@@ -145,7 +145,10 @@ func (x *Executor) loadOne(ctx context.Context, p *Prepared, eventID string) (in
 		if err := x.logDiff(ctx, tx, p, d); err != nil {
 			return err
 		}
-		var err error
+		rl, err := x.beforeReload(ctx, tx, d, schema.Columns)
+		if err != nil {
+			return err
+		}
 		if rows, err = tx.LoadSnapshot(ctx, d.Table, schema.Columns, p.paths); err != nil {
 			return err
 		}
@@ -154,6 +157,9 @@ func (x *Executor) loadOne(ctx context.Context, p *Prepared, eventID string) (in
 			discard.Go(func() { x.Source.Discard(paths) })
 		}
 		if err := x.applyIDMaps(ctx, tx, d.ID, p.maps); err != nil {
+			return err
+		}
+		if err := x.afterReload(ctx, tx, rl, d.ID, d.Table, v.Version, p.maps); err != nil {
 			return err
 		}
 		return x.commitVersion(ctx, tx, d, v, schema, rows, eventID, true)
@@ -263,12 +269,25 @@ func (x *Executor) loadShared(ctx context.Context, ps []*Prepared, idx []int) er
 			if p.NewTable {
 				load = tx.CreateSnapshot
 			}
-			n, err := load(ctx, d.Table, p.schema.Columns, p.paths)
-			if err != nil {
+			fail := func(err error) error {
 				return &Error{Op: "load", DatasetID: d.ID, Version: p.Version.Version, Err: err}
 			}
+			var rl *reloadLog
+			if !p.NewTable {
+				var err error
+				if rl, err = x.beforeReload(ctx, tx, d, p.schema.Columns); err != nil {
+					return fail(err)
+				}
+			}
+			n, err := load(ctx, d.Table, p.schema.Columns, p.paths)
+			if err != nil {
+				return fail(err)
+			}
 			if err := x.applyIDMaps(ctx, tx, d.ID, p.maps); err != nil {
-				return &Error{Op: "load", DatasetID: d.ID, Version: p.Version.Version, Err: err}
+				return fail(err)
+			}
+			if err := x.afterReload(ctx, tx, rl, d.ID, d.Table, p.Version.Version, p.maps); err != nil {
+				return fail(err)
 			}
 			if d.Version > 0 {
 				freed += p.Footprint()

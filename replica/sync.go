@@ -77,6 +77,9 @@ func (r *Replica) Sync(ctx context.Context) (SyncResult, error) {
 	if err != nil {
 		return res, err
 	}
+	if err := r.readMarks(ctx); err != nil {
+		return res, err
+	}
 	end := &syncEnd{runID: runID}
 	if sub != nil {
 		clear(r.kept)
@@ -122,8 +125,9 @@ func (r *Replica) pruneChanges(ctx context.Context) {
 		return
 	}
 	var n int64
+	var held []storage.MarkHold
 	err := r.db.Update(ctx, func(tx *storage.Tx) (err error) {
-		n, err = tx.PruneChanges(ctx, r.opts.KeepChanges)
+		n, held, err = tx.PruneChanges(ctx, r.opts.KeepChanges)
 		return err
 	})
 	switch {
@@ -131,6 +135,14 @@ func (r *Replica) pruneChanges(ctx context.Context) {
 		r.log.Warn().Err(err).Msg("could not prune _ploti.changes; the next sync tries again")
 	case n > 0:
 		r.log.Debug().Int64("rows", n).Int("keep_versions", r.opts.KeepChanges).Msg("pruned _ploti.changes")
+	}
+	// A mark keeps what its consumer has not seen, whatever the count
+	// says, and says so (issue 16): a mark nobody reads any more would
+	// otherwise keep the log growing without a word.
+	for _, h := range held {
+		r.log.Warn().Str("mark", h.Mark).Str("dataset", h.DatasetID).Int("mark_version", h.Version).Int("versions_kept", h.Versions).
+			Int("keep_versions", r.opts.KeepChanges).
+			Msg("_ploti.changes keeps versions past --keep-changes that this mark has not seen; advance it, or forget it (changes --mark NAME --forget)")
 	}
 }
 

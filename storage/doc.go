@@ -12,7 +12,7 @@
 // uncompressed, for faster checkpoints of a merge's log; migration 3 adds
 // datasets.source, 'renamed' changes and the inbox, for watched datasets;
 // migration 4 the attachments; migration 5 the commit log; migration 6 the
-// settings):
+// settings; migration 7 the marks):
 //
 //	_ploti.subscription(subscription_id, api_url, cursor, last_sync_at, manifest_at)
 //	_ploti.datasets(dataset_id, table_name, title, place_id, topic, version,
@@ -32,6 +32,7 @@
 //	_ploti.attachment_syncs(dataset_id, version, synced_at, error)
 //	_ploti.commit_log(seq, token, prev, committed_at)   -- each commit's link (walcheck.go)
 //	_ploti.settings(name, value)   -- geometry: geometry or wkb (Options.Geometry)
+//	_ploti.marks(name, dataset_id, version, "at")  -- what a named consumer has seen
 //	_ploti.schema_migrations(version, applied_at)
 //
 // Geometry columns are DuckDB's GEOMETRY, or standard WKB in a BLOB when

@@ -375,23 +375,6 @@ func (tx *Tx) PutDatasets(ctx context.Context, ds []*Dataset) error {
 	return nil
 }
 
-// PruneChanges keeps the rows of each dataset's keep latest versions in
-// _ploti.changes and deletes the rest; keep <= 0 keeps everything. It
-// returns how many rows it deleted.
-func (tx *Tx) PruneChanges(ctx context.Context, keep int) (int64, error) {
-	if keep <= 0 {
-		return 0, nil
-	}
-	res, err := tx.tx.ExecContext(ctx, `DELETE FROM _ploti.changes c USING (
-			SELECT dataset_id, version FROM (SELECT DISTINCT dataset_id, version FROM _ploti.changes)
-			QUALIFY row_number() OVER (PARTITION BY dataset_id ORDER BY version DESC) > ?) old
-		WHERE c.dataset_id = old.dataset_id AND c.version = old.version`, keep)
-	if err != nil {
-		return 0, fmt.Errorf("prune _ploti.changes to %d versions a dataset: %w", keep, err)
-	}
-	return res.RowsAffected()
-}
-
 // Hold is a row of _ploti.holds.
 type Hold struct {
 	DatasetID string

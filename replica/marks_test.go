@@ -1,0 +1,218 @@
+package replica
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/ploti-replica/ploti-replica/apply"
+	"github.com/ploti-replica/ploti-replica/emulator"
+	"github.com/ploti-replica/ploti-replica/storage"
+)
+
+func datasetChangesOf(tb testing.TB, cs *ChangeSet, id string) DatasetChanges {
+	tb.Helper()
+	for _, d := range cs.Datasets {
+		if d.DatasetID == id {
+			return d
+		}
+	}
+	tb.Fatalf("changes of mark %s have no dataset %s", cs.Mark, id)
+	return DatasetChanges{}
+}
+
+func mustChanges(tb testing.TB, r *Replica, mark string, datasets ...string) *ChangeSet {
+	tb.Helper()
+	cs, err := r.Changes(context.Background(), mark, ChangesOptions{Datasets: datasets})
+	if err != nil {
+		tb.Fatalf("changes of mark %s: %v", mark, err)
+	}
+	return cs
+}
+
+// assertChangesMatchTruth checks a dataset's changes since a mark against
+// the emulator's truths of the two versions, and that each row given is
+// the record's row now.
+func assertChangesMatchTruth(tb testing.TB, r *Replica, em *emulator.Emulator, dc DatasetChanges, from, to int) {
+	tb.Helper()
+	if dc.FromVersion != from || dc.ToVersion != to {
+		tb.Fatalf("%s: changes from v%d to v%d, want v%d to v%d", dc.DatasetID, dc.FromVersion, dc.ToVersion, from, to)
+	}
+	want := loggedTruthChanges(tb, r.DB(), em, dc.DatasetID, from, to)
+	if got := changeKinds(dc.Changes); !sameKinds(got, want) {
+		tb.Fatalf("%s v%d→v%d: changes differ from the truths': %s", dc.DatasetID, from, to, kindsDiff(got, want))
+	}
+	for _, c := range dc.Changes {
+		var row map[string]any
+		if c.Change == storage.ChangeRemoved {
+			if c.Row != nil {
+				tb.Fatalf("removed %s comes with a row: %s", c.RecordID, c.Row)
+			}
+			continue
+		}
+		if err := json.Unmarshal(c.Row, &row); err != nil || row[storage.ColRecordID] != c.RecordID {
+			tb.Fatalf("%s %s: row %s is not its row (%v)", c.Change, c.RecordID, c.Row, err)
+		}
+	}
+}
+
+// Issue 16: "moves it only with --advance, after the output is written, so
+// a consumer that dies in between sees the same changes again".
+func TestMarks_ReadDieReadAgainThenAdvance(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, permits, parcels := seedTwo(t, em)
+	r := mustOpen(t, em, sub, "")
+	mustSync(t, r)
+
+	// A mark never seen starts before the oldest change kept: a first
+	// load logs none.
+	cs := mustChanges(t, r, "agent")
+	if len(cs.Datasets) != 2 {
+		t.Fatalf("a new mark covers every dataset held: %+v", cs)
+	}
+	for _, d := range cs.Datasets {
+		if !d.NewMark || len(d.Changes) != 0 || d.FromVersion != 1 || d.ToVersion != 1 {
+			t.Fatalf("%s: a new mark on a file with no change logged: %+v", d.DatasetID, d)
+		}
+	}
+	must(t, r.Advance(ctx, "agent", cs))
+
+	_, err := em.Publish(ctx, "ds_permits", permits(1))
+	must(t, err)
+	_, err = em.Publish(ctx, "ds_parcels", parcels(1))
+	must(t, err)
+	mustSync(t, r)
+
+	first := mustChanges(t, r, "agent")
+	assertChangesMatchTruth(t, r, em, datasetChangesOf(t, first, "ds_permits"), 1, 2)
+	assertChangesMatchTruth(t, r, em, datasetChangesOf(t, first, "ds_parcels"), 1, 2)
+	// The consumer dies before advancing: it reads the same again.
+	again := mustChanges(t, r, "agent")
+	if !reflect.DeepEqual(first, again) {
+		t.Fatalf("a read without advance moved the mark:\n%+v\nthen\n%+v", first, again)
+	}
+	must(t, r.Advance(ctx, "agent", again))
+	after := mustChanges(t, r, "agent")
+	for _, d := range after.Datasets {
+		if d.FromVersion != 2 || len(d.Changes) != 0 || d.NewMark {
+			t.Fatalf("%s after advance: %+v", d.DatasetID, d)
+		}
+	}
+
+	// Only newer: a version after the advance, and a sync between a read
+	// and its advance: the mark moves to what was read, not past it.
+	_, err = em.Publish(ctx, "ds_permits", permits(2))
+	must(t, err)
+	mustSync(t, r)
+	read := mustChanges(t, r, "agent")
+	assertChangesMatchTruth(t, r, em, datasetChangesOf(t, read, "ds_permits"), 2, 3)
+	if d := datasetChangesOf(t, read, "ds_parcels"); len(d.Changes) != 0 {
+		t.Fatalf("parcels did not move: %+v", d)
+	}
+	_, err = em.Publish(ctx, "ds_permits", permits(3))
+	must(t, err)
+	mustSync(t, r)
+	must(t, r.Advance(ctx, "agent", read))
+	next := mustChanges(t, r, "agent", "ds_permits")
+	assertChangesMatchTruth(t, r, em, datasetChangesOf(t, next, "ds_permits"), 3, 4)
+
+	// Another mark is its own: never seen, it starts before the oldest
+	// change kept (v2's).
+	other := mustChanges(t, r, "dashboard", "ds_permits")
+	assertChangesMatchTruth(t, r, em, datasetChangesOf(t, other, "ds_permits"), 1, 4)
+}
+
+// Without history, a reload logs what it changed once the file has a mark
+// (the mark would otherwise miss it): a replacement of ids (renamed, the
+// id map linking the old id) and a MAJOR reload compared with the held rows.
+func TestMarks_SeeReloads(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, permits, _ := seedTwo(t, em)
+	r := mustOpen(t, em, sub, "", func(o *Options) { o.OnMajor = apply.OnMajorReload })
+	mustSync(t, r)
+	must(t, r.Advance(ctx, "m", mustChanges(t, r, "m")))
+
+	rows := permits(1)
+	rel, err := em.Publish(ctx, "ds_permits", rows, emulator.WithRenames(renameIDs(t, r, "ds_permits", 3)...))
+	must(t, err)
+	if !rel.ResyncRequired || rel.ResyncReason != "record_ids_changed" {
+		t.Fatalf("emulator: want a record_ids_changed resync, got %+v", rel)
+	}
+	res := mustSync(t, r)
+	if res.SnapshotsLoaded != 1 {
+		t.Fatalf("want a reload: %+v", res)
+	}
+	cs := mustChanges(t, r, "m", "ds_permits")
+	dc := datasetChangesOf(t, cs, "ds_permits")
+	assertChangesMatchTruth(t, r, em, dc, 1, 2)
+	if dc.Counts.Renamed != 3 {
+		t.Fatalf("3 records renamed, changes say %+v", dc.Counts)
+	}
+	for _, c := range dc.Changes {
+		if c.Change == storage.ChangeRenamed && c.PreviousRecordID == "" {
+			t.Fatalf("renamed %s without the id it had: %+v", c.RecordID, c)
+		}
+	}
+	must(t, r.Advance(ctx, "m", cs))
+
+	// A MAJOR change reloaded (a column removed): the held rows against
+	// the new ones, by id and value.
+	cols := []emulator.Column{{Name: "permit", Type: "string"}, {Name: "valuation", Type: "decimal", Precision: &emulator.Precision{Precision: 14, Scale: 2}},
+		{Name: "issued", Type: "date"}, {Name: "final", Type: "boolean"}, {Name: "geometry", Type: "geometry"}}
+	major := permits(2)
+	for _, row := range major {
+		delete(row, "updated_at")
+	}
+	rel, err = em.Publish(ctx, "ds_permits", major, emulator.WithSchema(cols, []string{"permit"}), emulator.SkipReview())
+	must(t, err)
+	if rel.SchemaBump != "major" {
+		t.Fatalf("emulator: want a MAJOR change, got %+v", rel)
+	}
+	mustSync(t, r)
+	assertMatchesTruth(t, r, em, "ds_permits", 3)
+	assertChangesMatchTruth(t, r, em, datasetChangesOf(t, mustChanges(t, r, "m", "ds_permits"), "ds_permits"), 2, 3)
+}
+
+// renameIDs picks n record ids a dataset's table holds (the last ones: the
+// seeds' next rounds keep them).
+func renameIDs(tb testing.TB, r *Replica, datasetID string, n int) []string {
+	tb.Helper()
+	d := datasetRow(tb, r, datasetID)
+	rows, err := r.DB().QueryContext(context.Background(), "SELECT _ploti_record_id FROM main."+storage.Ident(d.Table)+" ORDER BY 1 DESC LIMIT ?", n)
+	must(tb, err)
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		must(tb, rows.Scan(&id))
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// "--keep-changes N never prunes past the oldest mark without saying so":
+// the versions a mark has not seen stay.
+func TestMarks_KeepChangesKeepsWhatAMarkHasNotSeen(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, permits, _ := seedTwo(t, em)
+	r := mustOpen(t, em, sub, "", func(o *Options) { o.KeepChanges = 1 })
+	mustSync(t, r)
+	must(t, r.Advance(ctx, "slow", mustChanges(t, r, "slow")))
+	for round := 1; round <= 3; round++ {
+		_, err := em.Publish(ctx, "ds_permits", permits(round))
+		must(t, err)
+		mustSync(t, r)
+	}
+	assertChangesMatchTruth(t, r, em, datasetChangesOf(t, mustChanges(t, r, "slow", "ds_permits"), "ds_permits"), 1, 4)
+	must(t, r.Advance(ctx, "slow", mustChanges(t, r, "slow")))
+	mustSync(t, r) // prunes what the mark has now seen
+	span, err := r.db.ChangeLogSpan(ctx, "ds_permits")
+	must(t, err)
+	if span.Oldest != 4 || span.Newest != 4 {
+		t.Fatalf("after the mark moved, --keep-changes 1 keeps v%d..v%d, want v4 only", span.Oldest, span.Newest)
+	}
+}

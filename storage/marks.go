@@ -1,0 +1,316 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Kinds of change a mark reports (RecordChange.Change): the net effect on
+// a record between the mark's version and the version held now.
+const (
+	ChangeAdded   = "added"
+	ChangeChanged = "changed"
+	ChangeRemoved = "removed"
+	ChangeRenamed = "renamed"
+)
+
+// Mark is a row of _ploti.marks: the version of a dataset a named
+// consumer has seen.
+type Mark struct {
+	Name      string
+	DatasetID string
+	Version   int
+	At        time.Time
+}
+
+// Marks lists the rows of mark name (every mark's when name is empty), by
+// name and dataset.
+func (db *DB) Marks(ctx context.Context, name string) ([]Mark, error) {
+	return listMarks(ctx, db.sql, name)
+}
+
+func listMarks(ctx context.Context, q querier, name string) ([]Mark, error) {
+	rows, err := q.QueryContext(ctx, `SELECT name, dataset_id, version, "at" FROM _ploti.marks
+		WHERE ? = '' OR name = ? ORDER BY name, dataset_id`, name, name)
+	if err != nil {
+		return nil, fmt.Errorf("list marks: %w", err)
+	}
+	defer rows.Close()
+	var out []Mark
+	for rows.Next() {
+		var m Mark
+		if err := rows.Scan(&m.Name, &m.DatasetID, &m.Version, &m.At); err != nil {
+			return nil, fmt.Errorf("list marks: %w", err)
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// HasMarks reports whether the file has any mark: a reload then logs what
+// it changed (see LogReload), so that marks see it.
+func (tx *Tx) HasMarks(ctx context.Context) (bool, error) {
+	var n int
+	err := tx.tx.QueryRowContext(ctx, "SELECT count(*) FROM (SELECT 1 FROM _ploti.marks LIMIT 1)").Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("read marks: %w", err)
+	}
+	return n > 0, nil
+}
+
+// PutMarks moves mark name to the given version of each dataset, at the
+// transaction's now.
+func (tx *Tx) PutMarks(ctx context.Context, name string, versions map[string]int) error {
+	if name == "" {
+		return fmt.Errorf("put mark: no name")
+	}
+	ids := make([]string, 0, len(versions))
+	for id := range versions {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	vs := make([]int32, len(ids))
+	for i, id := range ids {
+		vs[i] = int32(versions[id])
+	}
+	if _, err := tx.tx.ExecContext(ctx, `DELETE FROM _ploti.marks WHERE name = ? AND dataset_id IN (SELECT unnest(?::VARCHAR[]))`, name, ids); err != nil {
+		return fmt.Errorf("move mark %s: %w", name, err)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := tx.tx.ExecContext(ctx, `INSERT INTO _ploti.marks (name, dataset_id, version, "at")
+		SELECT ?, unnest(?::VARCHAR[]), unnest(?::INTEGER[]), ?`, name, ids, vs, tx.Now); err != nil {
+		return fmt.Errorf("move mark %s: %w", name, err)
+	}
+	return nil
+}
+
+// DeleteMark forgets mark name, on every dataset; it returns how many rows
+// it had.
+func (tx *Tx) DeleteMark(ctx context.Context, name string) (int64, error) {
+	res, err := tx.tx.ExecContext(ctx, "DELETE FROM _ploti.marks WHERE name = ?", name)
+	if err != nil {
+		return 0, fmt.Errorf("delete mark %s: %w", name, err)
+	}
+	return res.RowsAffected()
+}
+
+// RecordChange is the net effect on one record between two versions.
+type RecordChange struct {
+	// Change is ChangeAdded, ChangeChanged, ChangeRemoved or ChangeRenamed
+	// (a record that now carries another id: PreviousRecordID is the id it
+	// had at the older version).
+	Change           string `json:"change"`
+	RecordID         string `json:"recordId"`
+	PreviousRecordID string `json:"previousRecordId,omitempty"`
+	// Row is the record's row now, as a JSON object (geometry as WKT);
+	// nil for a removed record.
+	Row json.RawMessage `json:"row,omitempty"`
+	// Before is its row at the older version, when the dataset's history
+	// knows it (nil otherwise, and for an added record).
+	Before json.RawMessage `json:"before,omitempty"`
+}
+
+// LogSpan is what the change log keeps of a dataset: its oldest and
+// newest logged versions (0 when it keeps none).
+type LogSpan struct{ Oldest, Newest int }
+
+// ChangeLogSpan reads a dataset's span in _ploti.changes.
+func (db *DB) ChangeLogSpan(ctx context.Context, datasetID string) (LogSpan, error) {
+	var s LogSpan
+	err := db.sql.QueryRowContext(ctx, `SELECT coalesce(min(version), 0), coalesce(max(version), 0) FROM _ploti.changes WHERE dataset_id = ?`,
+		datasetID).Scan(&s.Oldest, &s.Newest)
+	if err != nil {
+		return s, fmt.Errorf("read the change log of %s: %w", datasetID, err)
+	}
+	return s, nil
+}
+
+// LoggedChanges is what _ploti.changes says happened to the records of a
+// dataset (table its table) after version from, up to version to, net of
+// each other and read against the rows the table holds now: a record added
+// then removed is left out; one that existed at from and is gone is
+// removed, whatever happened in between; a record renamed (a watched
+// dataset's, or a replaced id logged by a reload) gives its id at from as
+// PreviousRecordID, and its old id is not reported removed. Ordered by
+// kind, then record id.
+func (db *DB) LoggedChanges(ctx context.Context, datasetID, table string, from, to int) ([]RecordChange, error) {
+	rows, err := db.sql.QueryContext(ctx, fmt.Sprintf(`WITH log AS (
+			SELECT record_id, arg_min(change, version) AS first FROM _ploti.changes
+			WHERE dataset_id = $1 AND version > $2 AND version <= $3 GROUP BY record_id)
+		SELECT log.record_id, log.first, CASE WHEN t.%[2]s IS NOT NULL THEN CAST(to_json(t) AS VARCHAR) END FROM log
+		LEFT JOIN main.%[1]s t ON t.%[2]s = log.record_id
+		ORDER BY log.record_id`, Ident(table), Ident(ColRecordID)), datasetID, from, to)
+	if err != nil {
+		return nil, fmt.Errorf("read changes of %s after v%d: %w", datasetID, from, err)
+	}
+	defer rows.Close()
+	var out []RecordChange
+	for rows.Next() {
+		var c RecordChange
+		var row sql.NullString
+		if err := rows.Scan(&c.RecordID, &c.Change, &row); err != nil {
+			return nil, fmt.Errorf("read changes of %s: %w", datasetID, err)
+		}
+		if row.Valid {
+			c.Row = json.RawMessage(row.String)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read changes of %s: %w", datasetID, err)
+	}
+	renames, err := db.renamesBetween(ctx, datasetID, from, to)
+	if err != nil {
+		return nil, err
+	}
+	return netChanges(out, renames), nil
+}
+
+// renamesBetween reads the id map's links of versions after from, up to
+// to: each new id to the id it replaced, the newest link of an id first.
+func (db *DB) renamesBetween(ctx context.Context, datasetID string, from, to int) (map[string]string, error) {
+	rows, err := db.sql.QueryContext(ctx, `SELECT to_id, from_id FROM _ploti.id_map
+		WHERE dataset_id = ? AND version > ? AND version <= ? ORDER BY version`, datasetID, from, to)
+	if err != nil {
+		return nil, fmt.Errorf("read the id map of %s: %w", datasetID, err)
+	}
+	defer rows.Close()
+	prev := map[string]string{}
+	for rows.Next() {
+		var to, from string
+		if err := rows.Scan(&to, &from); err != nil {
+			return nil, err
+		}
+		if _, ok := prev[to]; !ok { // an id given twice keeps its first link back
+			prev[to] = from
+		}
+	}
+	return prev, rows.Err()
+}
+
+// netChanges turns each logged record's first change and its row now
+// (c.Change holds the first change logged, c.Row the row or nil) into its
+// net change; prev links a renamed id to the one it replaced.
+func netChanges(logged []RecordChange, prev map[string]string) []RecordChange {
+	first := map[string]string{}
+	for _, c := range logged {
+		first[c.RecordID] = c.Change
+	}
+	// The id a renamed record had at the older version: back along the
+	// links while the id before was itself renamed into being.
+	origin := func(id string) string {
+		seen := map[string]bool{}
+		for {
+			p, ok := prev[id]
+			if !ok || seen[p] {
+				return id
+			}
+			seen[id] = true
+			id = p
+			if first[id] != ChangeRenamed {
+				return id
+			}
+		}
+	}
+	out := make([]RecordChange, 0, len(logged))
+	renamedFrom := map[string]bool{}
+	for _, c := range logged {
+		present := c.Row != nil
+		switch {
+		case !present && (c.Change == ChangeAdded || c.Change == ChangeRenamed):
+			continue // came and went after the older version
+		case !present:
+			c.Change = ChangeRemoved
+		case c.Change == ChangeAdded:
+		case c.Change == ChangeRenamed:
+			if o := origin(c.RecordID); o != c.RecordID {
+				c.PreviousRecordID = o
+				renamedFrom[o] = true
+			}
+		default:
+			c.Change = ChangeChanged
+		}
+		out = append(out, c)
+	}
+	out = slices.DeleteFunc(out, func(c RecordChange) bool { return c.Change == ChangeRemoved && renamedFrom[c.RecordID] })
+	sortChanges(out)
+	return out
+}
+
+var changeOrder = map[string]int{ChangeAdded: 0, ChangeChanged: 1, ChangeRenamed: 2, ChangeRemoved: 3}
+
+// sortChanges orders changes by kind (added, changed, renamed, removed),
+// then record id.
+func sortChanges(cs []RecordChange) {
+	slices.SortStableFunc(cs, func(a, b RecordChange) int {
+		if d := changeOrder[a.Change] - changeOrder[b.Change]; d != 0 {
+			return d
+		}
+		switch {
+		case a.RecordID < b.RecordID:
+			return -1
+		case a.RecordID > b.RecordID:
+			return 1
+		}
+		return 0
+	})
+}
+
+// MarkHold is a mark that kept versions in _ploti.changes that
+// PruneChanges' count alone would have deleted.
+type MarkHold struct {
+	Mark      string // the dataset's oldest mark
+	DatasetID string
+	Version   int // the version it has seen
+	Versions  int // logged versions kept past the count for it
+}
+
+// PruneChanges keeps the rows of each dataset's keep latest versions in
+// _ploti.changes and deletes the rest; keep <= 0 keeps everything. A
+// version after the version a mark of its dataset has seen is kept
+// whatever keep says (that consumer has not seen it yet), and returned in
+// the holds, so that the caller says so. It returns how many rows it
+// deleted.
+func (tx *Tx) PruneChanges(ctx context.Context, keep int) (int64, []MarkHold, error) {
+	if keep <= 0 {
+		return 0, nil, nil
+	}
+	const ranked = `WITH ranked AS (
+			SELECT dataset_id, version, row_number() OVER (PARTITION BY dataset_id ORDER BY version DESC) AS rank
+			FROM (SELECT DISTINCT dataset_id, version FROM _ploti.changes)),
+		oldest AS (SELECT dataset_id, arg_min(name, version) AS name, min(version) AS version FROM _ploti.marks GROUP BY dataset_id)`
+	rows, err := tx.tx.QueryContext(ctx, ranked+`
+		SELECT o.name, r.dataset_id, o.version, count(*) FROM ranked r JOIN oldest o USING (dataset_id)
+		WHERE r.rank > ? AND r.version > o.version GROUP BY ALL ORDER BY r.dataset_id`, keep)
+	if err != nil {
+		return 0, nil, fmt.Errorf("prune _ploti.changes: read marks: %w", err)
+	}
+	var holds []MarkHold
+	for rows.Next() {
+		var h MarkHold
+		if err := rows.Scan(&h.Mark, &h.DatasetID, &h.Version, &h.Versions); err != nil {
+			rows.Close()
+			return 0, nil, err
+		}
+		holds = append(holds, h)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, nil, err
+	}
+	res, err := tx.tx.ExecContext(ctx, `DELETE FROM _ploti.changes c USING (`+ranked+`
+			SELECT r.dataset_id, r.version FROM ranked r LEFT JOIN oldest o USING (dataset_id)
+			WHERE r.rank > ? AND (o.version IS NULL OR r.version <= o.version)) old
+		WHERE c.dataset_id = old.dataset_id AND c.version = old.version`, keep)
+	if err != nil {
+		return 0, nil, fmt.Errorf("prune _ploti.changes to %d versions a dataset: %w", keep, err)
+	}
+	n, err := res.RowsAffected()
+	return n, holds, err
+}
