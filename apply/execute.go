@@ -80,6 +80,9 @@ type Executor struct {
 	// IDRefs are user columns rewritten when a dataset's ids are replaced.
 	IDRefs []storage.IDRef
 	Log    zerolog.Logger
+	// History tells which datasets keep history (storage's history.go):
+	// their loads and merges record it in their transaction. Nil: none.
+	History func(datasetID string) bool
 	// LogReloads makes a reload log what it changed in _ploti.changes
 	// (compared with the held rows by record id): the file has marks,
 	// which read the log (the replica sets it before each sync).
@@ -351,6 +354,9 @@ func (x *Executor) light(ctx context.Context, b *Batch, tx *storage.Tx, d *stora
 		if err := tx.AddColumns(ctx, d.Table, add); err != nil {
 			return &Error{Op: "alter", DatasetID: d.ID, Version: a.Version, EventID: ev.ID, Err: err}
 		}
+		if err := x.widenHistory(ctx, tx, d, append(slices.Clone(d.Columns), add...)); err != nil {
+			return &Error{Op: "alter", DatasetID: d.ID, Version: a.Version, EventID: ev.ID, Err: err}
+		}
 		d.Columns = append(d.Columns, add...)
 	case HoldForReview:
 		b.deleteHolds(d.ID, storage.HoldServer)
@@ -579,6 +585,9 @@ func (x *Executor) sharedMerge(ctx context.Context, b *Batch, d *storage.Dataset
 		rows = m.Rows
 	}
 	total.Rows = rows
+	if err := x.afterMerge(ctx, tx, d, v, schema, paths); err != nil {
+		return total, retry(err)
+	}
 	// The registry row, the end of its holds and the event id are written
 	// at the batch's Flush, with the other rows of the page (issue 6: a
 	// statement each cost 2 ms an update in a catch-up of small updates).
@@ -624,6 +633,9 @@ func (x *Executor) merge(ctx context.Context, d *storage.Dataset, v *ploti.Versi
 		}
 		var err error
 		if total, err = mergeFiles(ctx, tx, d, v, schema, paths); err != nil {
+			return err
+		}
+		if err := x.afterMerge(ctx, tx, d, v, schema, paths); err != nil {
 			return err
 		}
 		return x.commitVersion(ctx, tx, d, v, schema, total.Rows, eventID, !noHolds)
@@ -801,9 +813,10 @@ type idMapFile struct {
 // record_ids_changed version's map, oldest first. Only when user columns
 // reference the dataset (IDRefs): they must follow each replacement, or
 // they would keep ids that no longer exist; or when the reload's changes
-// are logged (LogReloads), which name each record's id before it.
+// are logged (LogReloads) or kept in a history, which follow each record
+// from its id before.
 func (x *Executor) skippedIDMaps(ctx context.Context, d *storage.Dataset, v *ploti.Version) ([]idMapFile, error) {
-	refs := x.LogReloads // a reload's log follows the ids it replaced
+	refs := x.LogReloads || x.keeps(d.ID) // a reload's log and a history follow the ids it replaced
 	for _, r := range x.IDRefs {
 		refs = refs || r.DatasetID == d.ID
 	}

@@ -2,21 +2,42 @@ package apply
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
 )
 
-// reloadLog is what a reload keeps of the held table, before the swap, to
-// log what it changed (marks read it): nil when nothing needs it.
-type reloadLog struct {
-	digest *storage.Digest
+// History and the reload log hook into loads and merges here: each writes
+// in the transaction of the table it follows (invariant 1).
+
+// keeps reports whether a dataset keeps history.
+func (x *Executor) keeps(datasetID string) bool { return x.History != nil && x.History(datasetID) }
+
+// historyVersion describes version v of d for the history.
+func historyVersion(d *storage.Dataset, source string, version int, at time.Time) storage.HistoryVersion {
+	hv := storage.HistoryVersion{DatasetID: d.ID, Table: d.Table, Source: source, Version: version}
+	if !at.IsZero() {
+		hv.PublishedAt = &at
+	}
+	return hv
 }
 
-// beforeReload digests a dataset's held table before a reload to the
-// columns next, when the file has marks (Executor.LogReloads) and the
-// dataset holds a version.
+// reloadLog is what a reload keeps of the held table, before the swap, to
+// record what it changed: in the history (which holds the held rows), or,
+// without history, in _ploti.changes when the file has marks (a digest of
+// the held rows). nil when nothing needs it.
+type reloadLog struct {
+	history bool
+	digest  *storage.Digest
+}
+
+// beforeReload gets ready to record a reload of d to the columns next.
 func (x *Executor) beforeReload(ctx context.Context, tx *storage.Tx, d *storage.Dataset, next []ploti.Column) (*reloadLog, error) {
+	if x.keeps(d.ID) {
+		return &reloadLog{history: true}, nil
+	}
 	if !x.LogReloads || d.Version == 0 || d.Table == "" {
 		return nil, nil
 	}
@@ -31,13 +52,116 @@ func (x *Executor) beforeReload(ctx context.Context, tx *storage.Tx, d *storage.
 	return &reloadLog{digest: dg}, nil
 }
 
-// afterReload logs, as version's, what the reload changed.
-func (x *Executor) afterReload(ctx context.Context, tx *storage.Tx, rl *reloadLog, id, table string, version int, maps []idMapFile) error {
-	if rl == nil {
+// afterReload records, as v's, what the reload of d (its registry row as
+// it was before) to the columns cols changed; maps are the id maps the
+// reload applied.
+func (x *Executor) afterReload(ctx context.Context, tx *storage.Tx, rl *reloadLog, d *storage.Dataset, source string, v *ploti.Version, cols []ploti.Column, maps []idMapFile) error {
+	switch {
+	case rl == nil:
+		return nil
+	case rl.history:
+		hv := historyVersion(d, source, v.Version, v.PublishedAt)
+		return x.recordReload(ctx, tx, hv, cols, mapVersions(maps), x.LogReloads && d.Version > 0)
+	default:
+		_, err := tx.LogReload(ctx, rl.digest, d.ID, v.Version, d.Table, mapVersions(maps))
+		return err
+	}
+}
+
+// recordReload records a reload to hv in a history, starting the history
+// when it has none (a dataset's first load with history on) or when its
+// versions were another source's (the feed took over a watched dataset,
+// or the other way round: the numbers are not comparable, and the old
+// history is set aside).
+func (x *Executor) recordReload(ctx context.Context, tx *storage.Tx, hv storage.HistoryVersion, cols []ploti.Column, maps []int, logChanges bool) error {
+	st, err := tx.HistoryOf(ctx, hv.DatasetID, hv.Table)
+	if err != nil {
+		return err
+	}
+	if st.Started && st.Source != "" && st.Source != hv.Source {
+		aside, err := tx.SetHistoryAside(ctx, hv.DatasetID, hv.Table, st.Source)
+		if err != nil {
+			return err
+		}
+		x.Log.Info().Str("dataset", hv.DatasetID).Str("history", aside).Msg("history of the other source's versions set aside; a new one starts")
+		st.Started = false
+	}
+	if !st.Started {
+		return tx.StartHistory(ctx, hv)
+	}
+	_, err = tx.ReloadHistory(ctx, hv, cols, maps, logChanges)
+	return err
+}
+
+// afterMerge records a feed version's merge (its changes files paths, of
+// the version's schema) in the history of a dataset that keeps one; d is
+// its registry row before the merge.
+func (x *Executor) afterMerge(ctx context.Context, tx *storage.Tx, d *storage.Dataset, v *ploti.Version, schema *ploti.Schema, paths []string) error {
+	if !x.keeps(d.ID) {
 		return nil
 	}
-	_, err := tx.LogReload(ctx, rl.digest, id, version, table, mapVersions(maps))
-	return err
+	hv := historyVersion(d, storage.SourceFeed, v.Version, v.PublishedAt)
+	st, err := tx.HistoryOf(ctx, d.ID, d.Table)
+	if err != nil {
+		return err
+	}
+	if !st.Started { // not started at the sync's start (a history turned on since): begin here
+		return tx.StartHistory(ctx, hv)
+	}
+	if len(schema.Columns) > len(d.Columns) {
+		if err := tx.WidenHistory(ctx, d.ID, d.Table, schema.Columns); err != nil {
+			return err
+		}
+	}
+	return tx.MergeHistory(ctx, hv, schema.Columns, paths)
+}
+
+// widenHistory adds the columns a MINOR schema change adds to a dataset's
+// history, with the table's.
+func (x *Executor) widenHistory(ctx context.Context, tx *storage.Tx, d *storage.Dataset, cols []ploti.Column) error {
+	if !x.keeps(d.ID) || d.Table == "" {
+		return nil
+	}
+	st, err := tx.HistoryOf(ctx, d.ID, d.Table)
+	if err != nil || !st.Started {
+		return err
+	}
+	return tx.WidenHistory(ctx, d.ID, d.Table, cols)
+}
+
+// StartHistory makes sure a dataset that keeps history has one at the
+// version it holds, in a transaction of its own: one turned on for a
+// dataset already held starts at that version (every row "first", its
+// publishedAt unknown); one that stopped recording while it was off, or
+// whose last version is not the one held, records what differs at the
+// held version. It does nothing for a dataset that holds no version.
+func (x *Executor) StartHistory(ctx context.Context, d *storage.Dataset) error {
+	if !x.keeps(d.ID) || d.Version == 0 || d.Table == "" {
+		return nil
+	}
+	source := d.Source
+	if source == "" {
+		source = storage.SourceFeed
+	}
+	err := x.DB.Update(ctx, func(tx *storage.Tx) error {
+		ok, err := tx.TableExists(ctx, d.Table)
+		if err != nil || !ok {
+			return err
+		}
+		st, err := tx.HistoryOf(ctx, d.ID, d.Table)
+		if err != nil {
+			return err
+		}
+		if st.Started && st.Last == d.Version && st.Source == source {
+			return nil
+		}
+		hv := storage.HistoryVersion{DatasetID: d.ID, Table: d.Table, Source: source, Version: d.Version}
+		return x.recordReload(ctx, tx, hv, d.Columns, nil, false)
+	})
+	if err != nil {
+		return fmt.Errorf("start the history of %s at v%d: %w", d.ID, d.Version, err)
+	}
+	return nil
 }
 
 func mapVersions(maps []idMapFile) []int {

@@ -159,7 +159,7 @@ func (x *Executor) loadOne(ctx context.Context, p *Prepared, eventID string) (in
 		if err := x.applyIDMaps(ctx, tx, d.ID, p.maps); err != nil {
 			return err
 		}
-		if err := x.afterReload(ctx, tx, rl, d.ID, d.Table, v.Version, p.maps); err != nil {
+		if err := x.afterReload(ctx, tx, rl, d, storage.SourceFeed, v, schema.Columns, p.maps); err != nil {
 			return err
 		}
 		return x.commitVersion(ctx, tx, d, v, schema, rows, eventID, true)
@@ -272,12 +272,9 @@ func (x *Executor) loadShared(ctx context.Context, ps []*Prepared, idx []int) er
 			fail := func(err error) error {
 				return &Error{Op: "load", DatasetID: d.ID, Version: p.Version.Version, Err: err}
 			}
-			var rl *reloadLog
-			if !p.NewTable {
-				var err error
-				if rl, err = x.beforeReload(ctx, tx, d, p.schema.Columns); err != nil {
-					return fail(err)
-				}
+			rl, err := x.beforeReload(ctx, tx, d, p.schema.Columns)
+			if err != nil {
+				return fail(err)
 			}
 			n, err := load(ctx, d.Table, p.schema.Columns, p.paths)
 			if err != nil {
@@ -286,7 +283,7 @@ func (x *Executor) loadShared(ctx context.Context, ps []*Prepared, idx []int) er
 			if err := x.applyIDMaps(ctx, tx, d.ID, p.maps); err != nil {
 				return fail(err)
 			}
-			if err := x.afterReload(ctx, tx, rl, d.ID, d.Table, p.Version.Version, p.maps); err != nil {
+			if err := x.afterReload(ctx, tx, rl, d, storage.SourceFeed, p.Version, p.schema.Columns, p.maps); err != nil {
 				return fail(err)
 			}
 			if d.Version > 0 {

@@ -94,6 +94,14 @@ type Options struct {
 	// their rows in _ploti.changes; 0 keeps them all. Each sync drops the
 	// older ones after its own commits, best effort.
 	KeepChanges int
+	// History lists the datasets that keep history (HistoryAll: every
+	// one): history.<table> then holds every version of every record
+	// since, with time travel by version and time (docs/decisions.md 29).
+	// Nil: none. A dataset already held starts its history at the version
+	// held.
+	History []string
+	// HistoryKeep bounds each history after a sync; zero keeps it all.
+	HistoryKeep HistoryKeep
 	// Now is the clock for _ploti timestamps; default time.Now.
 	Now func() time.Time
 	// Progress, when set, is told what the sync is doing (for progress bars).
@@ -210,7 +218,8 @@ func Open(ctx context.Context, path string, opts Options) (*Replica, error) {
 	}
 	r.memo = &linkMemo{API: api} // attachment links, from the answers a sync reads anyway
 	r.db, r.api = db, r.memo
-	r.exec = &apply.Executor{DB: db, Source: &source{api: r.api}, OnMajor: opts.OnMajor, IDRefs: opts.IDReferences, Log: opts.Logger}
+	r.exec = &apply.Executor{DB: db, Source: &source{api: r.api}, OnMajor: opts.OnMajor, IDRefs: opts.IDReferences, Log: opts.Logger,
+		History: keepsHistory(opts.History)}
 	if wa, ok := api.(WatchAPI); ok { // the client itself: the memo wraps only the feed's calls
 		r.watchAPI = wa
 		r.exec.Watch = &watchSource{api: wa, src: &source{api: r.api}}

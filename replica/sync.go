@@ -80,6 +80,7 @@ func (r *Replica) Sync(ctx context.Context) (SyncResult, error) {
 	if err := r.readMarks(ctx); err != nil {
 		return res, err
 	}
+	r.startHistories(ctx)
 	end := &syncEnd{runID: runID}
 	if sub != nil {
 		clear(r.kept)
@@ -105,6 +106,7 @@ func (r *Replica) Sync(ctx context.Context) (SyncResult, error) {
 		r.keepAttachments(ctx, &res)
 	}
 	r.pruneChanges(ctx)
+	r.pruneHistory(ctx)
 	if r.opts.Publish != "" && (err == nil || errors.Is(err, ErrPartial)) && ctx.Err() == nil {
 		pub, perr := r.Publish(ctx, r.opts.Publish)
 		if perr != nil {

@@ -53,3 +53,6 @@ func (e *DataError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrBadData) true.
 func (e *DataError) Unwrap() error { return ErrBadData }
+
+// ErrNoHistory means a dataset keeps no history (sync --history starts one).
+var ErrNoHistory = errors.New("no history kept")

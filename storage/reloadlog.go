@@ -81,7 +81,7 @@ func (dg *Digest) Drop(ctx context.Context, tx *Tx) {
 // how many records it logged.
 func (tx *Tx) LogReload(ctx context.Context, dg *Digest, datasetID string, version int, table string, mapVersions []int) (int64, error) {
 	defer dg.Drop(ctx, tx)
-	held, drop, err := tx.heldIDs(ctx, dg.name, datasetID, mapVersions)
+	held, drop, err := tx.heldIDs(ctx, "(SELECT id FROM "+Ident(dg.name)+")", datasetID, mapVersions)
 	if err != nil {
 		return 0, err
 	}
@@ -110,17 +110,17 @@ func (tx *Tx) LogReload(ctx context.Context, dg *Digest, datasetID string, versi
 	return res.RowsAffected()
 }
 
-// heldIDs is a relation (held, now) of each held id of the digest table
-// digest and the id it carries after the id maps of mapVersions (NULL when
-// a map left it out: it did not continue), and what drops it. Without maps
-// the ids carry on.
-func (tx *Tx) heldIDs(ctx context.Context, digest, datasetID string, mapVersions []int) (string, func(), error) {
+// heldIDs is a relation (held, now) of each id of rel (a relation with a
+// column id, the held ids) and the id it carries after the id maps of
+// mapVersions (NULL when a map left it out: it did not continue), and what
+// drops it. Without maps the ids carry on.
+func (tx *Tx) heldIDs(ctx context.Context, rel, datasetID string, mapVersions []int) (string, func(), error) {
 	if len(mapVersions) == 0 {
-		return fmt.Sprintf("(SELECT id AS held, id AS now FROM %s)", Ident(digest)), func() {}, nil
+		return fmt.Sprintf("(SELECT id AS held, id AS now FROM %s)", rel), func() {}, nil
 	}
 	name := tempName("held")
 	drop := func() { tx.tx.ExecContext(ctx, "DROP TABLE IF EXISTS "+Ident(name)) }
-	if _, err := tx.tx.ExecContext(ctx, fmt.Sprintf("CREATE TEMP TABLE %s AS SELECT id AS held, id AS now FROM %s", Ident(name), Ident(digest))); err != nil {
+	if _, err := tx.tx.ExecContext(ctx, fmt.Sprintf("CREATE TEMP TABLE %s AS SELECT id AS held, id AS now FROM %s", Ident(name), rel)); err != nil {
 		return "", drop, fmt.Errorf("map held ids of %s: %w", datasetID, err)
 	}
 	for _, v := range mapVersions {

@@ -1,0 +1,192 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/ploti-replica/ploti-replica/storage"
+)
+
+// HistoryAll in Options.History makes every dataset keep history.
+const HistoryAll = "all"
+
+// HistoryKeep bounds a dataset's history (Options.HistoryKeep): what is
+// older than both is pruned after each sync, in a transaction of its own.
+// Zero fields keep everything.
+type HistoryKeep struct {
+	// Versions keeps the history of each dataset's latest Versions
+	// versions (as of each of them the dataset can be read).
+	Versions int
+	// Age keeps the versions published (or, when that is not known,
+	// recorded) within Age of now.
+	Age time.Duration
+}
+
+// keepsHistory is the executor's test of which datasets keep history.
+func keepsHistory(list []string) func(string) bool {
+	if len(list) == 0 {
+		return nil
+	}
+	if slices.Contains(list, HistoryAll) {
+		return func(string) bool { return true }
+	}
+	set := map[string]bool{}
+	for _, id := range list {
+		set[id] = true
+	}
+	return func(id string) bool { return set[id] }
+}
+
+// startHistories makes sure each dataset held that keeps history has one
+// at the version it holds, before the walk records more (a history turned
+// on for a dataset already held starts at its version). Best effort: a
+// history that fails to start here starts with the dataset's next merge
+// or load, and the failure is logged.
+func (r *Replica) startHistories(ctx context.Context) {
+	keeps := keepsHistory(r.opts.History)
+	if keeps == nil {
+		return
+	}
+	ds, err := r.db.Datasets(ctx)
+	if err != nil {
+		r.log.Warn().Err(err).Msg("could not read the registry to start histories")
+		return
+	}
+	states, err := r.db.HistoryStates(ctx)
+	if err != nil {
+		r.log.Warn().Err(err).Msg("could not read the histories")
+		return
+	}
+	for _, d := range ds {
+		if !keeps(d.ID) || d.Version == 0 || d.Table == "" {
+			continue
+		}
+		source := d.Source
+		if source == "" {
+			source = storage.SourceFeed
+		}
+		if st, ok := states[d.ID]; ok && st.Last == d.Version && st.Source == source {
+			continue
+		}
+		if err := r.exec.StartHistory(ctx, d); err != nil {
+			r.log.Warn().Err(err).Str("dataset", d.ID).Msg("could not start the dataset's history; its next merge or load starts it")
+		}
+	}
+}
+
+// pruneHistory applies Options.HistoryKeep after a sync, in a transaction
+// of its own (housekeeping never fails or undoes a sync). A mark keeps
+// the history it has not seen, as it keeps _ploti.changes, and the sync
+// says so.
+func (r *Replica) pruneHistory(ctx context.Context) {
+	k := r.opts.HistoryKeep
+	if k.Versions <= 0 && k.Age <= 0 || ctx.Err() != nil {
+		return
+	}
+	var before time.Time
+	if k.Age > 0 {
+		before = r.opts.Now().Add(-k.Age)
+	}
+	var n int64
+	var held []storage.MarkHold
+	err := r.db.Update(ctx, func(tx *storage.Tx) (err error) {
+		n, held, err = tx.PruneHistory(ctx, k.Versions, before)
+		return err
+	})
+	switch {
+	case err != nil:
+		r.log.Warn().Err(err).Msg("could not prune the histories; the next sync tries again")
+	case n > 0:
+		r.log.Debug().Int64("rows", n).Msg("pruned the histories")
+	}
+	for _, h := range held {
+		r.log.Warn().Str("mark", h.Mark).Str("dataset", h.DatasetID).Int("mark_version", h.Version).Int("versions_kept", h.Versions).
+			Msg("the history keeps versions past --history-keep that this mark has not seen; advance it, or forget it (changes --mark NAME --forget)")
+	}
+}
+
+// Diff is what changed in a dataset between two versions of its history.
+// Its JSON is the CLI's `diff --json`.
+type Diff struct {
+	DatasetID string            `json:"datasetId"`
+	Table     string            `json:"table"`
+	From      int               `json:"from"`
+	To        int               `json:"to"`
+	Counts    Counts            `json:"counts"`
+	Changes   []storage.DiffRow `json:"changes"`
+}
+
+// ErrVersionNotKept means a version a history does not hold was asked
+// for: before it began (or before what --history-keep kept), or after
+// the version held.
+var ErrVersionNotKept = errors.New("version not in the dataset's history")
+
+// Diff compares a dataset's history as of two versions by record id: the
+// records added, removed and changed, with each changed column's old and
+// new value. It calls no API.
+func (r *Replica) Diff(ctx context.Context, datasetID string, from, to int) (*Diff, error) {
+	return ReadDiff(ctx, r.db, datasetID, from, to)
+}
+
+// Story reads a record's whole story from its dataset's history: every
+// version of it, oldest first, across renames.
+func (r *Replica) Story(ctx context.Context, datasetID, recordID string) ([]storage.StoryRow, error) {
+	return ReadStory(ctx, r.db, datasetID, recordID)
+}
+
+// historyTable finds a dataset's table and makes sure it keeps a history.
+func historyTable(ctx context.Context, db *storage.DB, datasetID string) (string, storage.HistoryState, error) {
+	d, err := db.Dataset(ctx, datasetID)
+	if err != nil {
+		return "", storage.HistoryState{}, err
+	}
+	st, err := db.HistoryOf(ctx, d.ID, d.Table)
+	if err != nil {
+		return "", st, err
+	}
+	if !st.Started {
+		return "", st, fmt.Errorf("%s: %w (sync --history %s keeps one from the version it holds)", datasetID, storage.ErrNoHistory, datasetID)
+	}
+	return d.Table, st, nil
+}
+
+// ReadDiff is Diff on an open storage file.
+func ReadDiff(ctx context.Context, db *storage.DB, datasetID string, from, to int) (*Diff, error) {
+	table, st, err := historyTable(ctx, db, datasetID)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range []int{from, to} {
+		if v < st.Oldest || v > st.Last {
+			return nil, fmt.Errorf("diff %s: v%d: %w (it holds v%d to v%d)", datasetID, v, ErrVersionNotKept, st.Oldest, st.Last)
+		}
+	}
+	rows, err := db.HistoryDiff(ctx, datasetID, table, from, to)
+	if err != nil {
+		return nil, err
+	}
+	df := &Diff{DatasetID: datasetID, Table: table, From: from, To: to, Changes: rows}
+	for _, c := range rows {
+		switch c.Change {
+		case storage.ChangeAdded:
+			df.Counts.Added++
+		case storage.ChangeChanged:
+			df.Counts.Changed++
+		case storage.ChangeRemoved:
+			df.Counts.Removed++
+		}
+	}
+	return df, nil
+}
+
+// ReadStory is Story on an open storage file.
+func ReadStory(ctx context.Context, db *storage.DB, datasetID, recordID string) ([]storage.StoryRow, error) {
+	table, _, err := historyTable(ctx, db, datasetID)
+	if err != nil {
+		return nil, err
+	}
+	return db.HistoryStory(ctx, datasetID, table, recordID)
+}

@@ -1,0 +1,196 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// ColumnChange is one column of a record that differs between two
+// versions: its values as text (DuckDB's VARCHAR of each; geometry as
+// WKT), nil for NULL.
+type ColumnChange struct {
+	Name string  `json:"name"`
+	Old  *string `json:"old"`
+	New  *string `json:"new"`
+}
+
+// DiffRow is a record that differs between two versions of a dataset's
+// history: added, removed, or changed (with the columns that changed).
+type DiffRow struct {
+	Change   string          `json:"change"`
+	RecordID string          `json:"recordId"`
+	Columns  []ColumnChange  `json:"columns,omitempty"`
+	Before   json.RawMessage `json:"before,omitempty"` // the row at the older version (removed, changed)
+	After    json.RawMessage `json:"after,omitempty"`  // the row at the newer version (added, changed)
+}
+
+// HistoryDiff compares a dataset's history as of two versions, by record
+// id, over every column the history has: each record added, removed, or
+// changed, ordered by kind and id. A renamed record is its old id removed
+// and its new one added (its story links them).
+func (db *DB) HistoryDiff(ctx context.Context, datasetID, table string, from, to int) ([]DiffRow, error) {
+	cols, err := db.historyDataColumns(ctx, table)
+	if err != nil {
+		return nil, err
+	}
+	asOf := HistorySchema + "." + Ident(table+"_as_of")
+	var pairs, differs []string
+	for _, c := range cols {
+		pairs = append(pairs, fmt.Sprintf("CAST(a.%[1]s AS VARCHAR), CAST(b.%[1]s AS VARCHAR)", Ident(c)))
+		if c != ColRecordID {
+			differs = append(differs, fmt.Sprintf("a.%[1]s IS DISTINCT FROM b.%[1]s", Ident(c)))
+		}
+	}
+	id := Ident(ColRecordID)
+	q := fmt.Sprintf(`SELECT CASE WHEN a.%[1]s IS NULL THEN 'added' WHEN b.%[1]s IS NULL THEN 'removed' ELSE 'changed' END AS change,
+			coalesce(a.%[1]s, b.%[1]s) AS id,
+			CASE WHEN a.%[1]s IS NOT NULL THEN CAST(to_json(a) AS VARCHAR) END, CASE WHEN b.%[1]s IS NOT NULL THEN CAST(to_json(b) AS VARCHAR) END,
+			%[2]s
+		FROM %[3]s(?) a FULL JOIN %[3]s(?) b ON a.%[1]s = b.%[1]s
+		WHERE a.%[1]s IS NULL OR b.%[1]s IS NULL OR %[4]s
+		ORDER BY CASE change WHEN 'added' THEN 0 WHEN 'changed' THEN 1 ELSE 2 END, id`,
+		id, strings.Join(pairs, ", "), asOf, strings.Join(append(differs, "false"), " OR "))
+	rows, err := db.sql.QueryContext(ctx, q, from, to)
+	if err != nil {
+		return nil, fmt.Errorf("diff %s v%d v%d: %w", datasetID, from, to, err)
+	}
+	defer rows.Close()
+	out := []DiffRow{}
+	for rows.Next() {
+		var r DiffRow
+		var before, after sql.NullString
+		vals := make([]sql.NullString, 2*len(cols))
+		dest := []any{&r.Change, &r.RecordID, &before, &after}
+		for i := range vals {
+			dest = append(dest, &vals[i])
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, fmt.Errorf("diff %s v%d v%d: %w", datasetID, from, to, err)
+		}
+		if before.Valid {
+			r.Before = json.RawMessage(before.String)
+		}
+		if after.Valid {
+			r.After = json.RawMessage(after.String)
+		}
+		if r.Change == ChangeChanged {
+			for i, c := range cols {
+				o, n := vals[2*i], vals[2*i+1]
+				if o != n {
+					r.Columns = append(r.Columns, ColumnChange{Name: c, Old: nullText(o), New: nullText(n)})
+				}
+			}
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+func nullText(s sql.NullString) *string {
+	if !s.Valid {
+		return nil
+	}
+	return &s.String
+}
+
+// historyDataColumns lists the dataset columns of a history (system
+// columns first), without the meta ones.
+func (db *DB) historyDataColumns(ctx context.Context, table string) ([]string, error) {
+	rows, err := db.sql.QueryContext(ctx, `SELECT column_name FROM duckdb_columns()
+		WHERE database_name = current_database() AND schema_name = ? AND table_name = ? ORDER BY column_index`, historyRows, table)
+	if err != nil {
+		return nil, fmt.Errorf("read the history columns of %s: %w", table, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var c string
+		if err := rows.Scan(&c); err != nil {
+			return nil, err
+		}
+		if !metaColumns[c] {
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("read the history of %s: %w", table, ErrNoHistory)
+	}
+	return out, rows.Err()
+}
+
+// StoryRow is one row of a record's story: its values from one version
+// until another.
+type StoryRow struct {
+	RecordID    string     `json:"recordId"`
+	ValidFrom   int        `json:"validFrom"`
+	ValidTo     *int       `json:"validTo,omitempty"` // nil while current
+	ValidFromAt *time.Time `json:"validFromAt,omitempty"`
+	ValidToAt   *time.Time `json:"validToAt,omitempty"`
+	Change      string     `json:"change"`             // what opened the row: first, added, changed, renamed
+	OriginID    string     `json:"originId,omitempty"` // the id its history began under, when another
+	// Values are the row's columns as text (nil for NULL), in order.
+	Values []ColumnValue `json:"values"`
+	// Ended tells that the record was removed (or renamed) at ValidTo and
+	// no later row of its story follows.
+	Ended bool `json:"ended,omitempty"`
+}
+
+// ColumnValue is a column's value as text, nil for NULL.
+type ColumnValue struct {
+	Name  string  `json:"name"`
+	Value *string `json:"value"`
+}
+
+// HistoryStory reads a record's whole story: every row its lineage held
+// (the ids a rename or an id map gave it), oldest first. No rows: the
+// history never held the record.
+func (db *DB) HistoryStory(ctx context.Context, datasetID, table, recordID string) ([]StoryRow, error) {
+	cols, err := db.historyDataColumns(ctx, table)
+	if err != nil {
+		return nil, err
+	}
+	sel := make([]string, len(cols))
+	for i, c := range cols {
+		sel[i] = fmt.Sprintf("CAST(%s AS VARCHAR)", Ident(c))
+	}
+	q := fmt.Sprintf(`SELECT %s, %s, %s, %s, %s, %s, coalesce(%s, ''), %s FROM %s.%s(?)`,
+		Ident(ColRecordID), Ident(ColValidFrom), Ident(ColValidTo), Ident(ColValidFromAt), Ident(ColValidToAt), Ident(ColHistChange), Ident(ColOriginID),
+		strings.Join(sel, ", "), HistorySchema, Ident(table+"_story"))
+	rows, err := db.sql.QueryContext(ctx, q, recordID)
+	if err != nil {
+		return nil, fmt.Errorf("read the story of %s in %s: %w", recordID, datasetID, err)
+	}
+	defer rows.Close()
+	var out []StoryRow
+	for rows.Next() {
+		var s StoryRow
+		var to sql.NullInt64
+		vals := make([]sql.NullString, len(cols))
+		dest := []any{&s.RecordID, &s.ValidFrom, &to, &s.ValidFromAt, &s.ValidToAt, &s.Change, &s.OriginID}
+		for i := range vals {
+			dest = append(dest, &vals[i])
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, fmt.Errorf("read the story of %s in %s: %w", recordID, datasetID, err)
+		}
+		if to.Valid {
+			v := int(to.Int64)
+			s.ValidTo = &v
+		}
+		for i, c := range cols {
+			s.Values = append(s.Values, ColumnValue{Name: c, Value: nullText(vals[i])})
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if n := len(out); n > 0 && out[n-1].ValidTo != nil {
+		out[n-1].Ended = true
+	}
+	return out, nil
+}
