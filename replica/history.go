@@ -177,6 +177,8 @@ func ReadDiff(ctx context.Context, db *storage.DB, datasetID string, from, to in
 			df.Counts.Changed++
 		case storage.ChangeRemoved:
 			df.Counts.Removed++
+		case storage.ChangeRenamed:
+			df.Counts.Renamed++
 		}
 	}
 	return df, nil

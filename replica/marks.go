@@ -129,7 +129,20 @@ func ReadChanges(ctx context.Context, db *storage.DB, mark string, opts ChangesO
 func datasetChanges(ctx context.Context, db *storage.DB, d *storage.Dataset, from int, fresh bool) (*DatasetChanges, error) {
 	dc := &DatasetChanges{DatasetID: d.ID, Table: d.Table, Source: d.Source, FromVersion: from, NewMark: fresh,
 		ToVersion: d.Version, Changes: []Change{}}
-	if fresh {
+	// A history that covers the span answers with the rows before too.
+	hist, err := db.HistoryOf(ctx, d.ID, d.Table)
+	if err != nil {
+		return nil, err
+	}
+	source := d.Source
+	if source == "" {
+		source = storage.SourceFeed
+	}
+	dc.FromHistory = hist.Started && hist.Last == d.Version && hist.Source == source && (fresh || from >= hist.Oldest)
+	switch {
+	case fresh && dc.FromHistory:
+		dc.FromVersion = hist.Oldest // the rows the history began with are not changes
+	case fresh:
 		span, err := db.ChangeLogSpan(ctx, d.ID)
 		if err != nil {
 			return nil, err
@@ -142,7 +155,7 @@ func datasetChanges(ctx context.Context, db *storage.DB, d *storage.Dataset, fro
 	if dc.FromVersion >= dc.ToVersion {
 		return dc, nil
 	}
-	cs, err := db.LoggedChanges(ctx, d.ID, d.Table, dc.FromVersion, dc.ToVersion)
+	cs, err := changesSince(ctx, db, d, dc)
 	if err != nil {
 		return nil, err
 	}
@@ -160,6 +173,24 @@ func datasetChanges(ctx context.Context, db *storage.DB, d *storage.Dataset, fro
 		}
 	}
 	return dc, nil
+}
+
+// changesSince reads a dataset's changes for dc: from its history, or
+// from the change log and the rows now.
+func changesSince(ctx context.Context, db *storage.DB, d *storage.Dataset, dc *DatasetChanges) ([]Change, error) {
+	if !dc.FromHistory {
+		return db.LoggedChanges(ctx, d.ID, d.Table, dc.FromVersion, dc.ToVersion)
+	}
+	diff, err := db.HistoryDiff(ctx, d.ID, d.Table, dc.FromVersion, dc.ToVersion)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Change, len(diff))
+	for i, r := range diff {
+		out[i] = Change{Change: r.Change, RecordID: r.RecordID, PreviousRecordID: r.PreviousRecordID,
+			Row: r.After, Before: r.Before, Columns: r.Columns}
+	}
+	return out, nil
 }
 
 // AdvanceMark is Advance on an open storage file.

@@ -40,13 +40,16 @@ func assertChangesMatchTruth(tb testing.TB, r *Replica, em *emulator.Emulator, d
 		tb.Fatalf("%s: changes from v%d to v%d, want v%d to v%d", dc.DatasetID, dc.FromVersion, dc.ToVersion, from, to)
 	}
 	want := loggedTruthChanges(tb, r.DB(), em, dc.DatasetID, from, to)
+	if dc.FromHistory { // values known: a record changed and changed back did not change
+		want = truthChanges(truthRows(tb, r.DB(), em, dc.DatasetID, from), truthRows(tb, r.DB(), em, dc.DatasetID, to), true)
+	}
 	if got := changeKinds(dc.Changes); !sameKinds(got, want) {
 		tb.Fatalf("%s v%d→v%d: changes differ from the truths': %s", dc.DatasetID, from, to, kindsDiff(got, want))
 	}
 	for _, c := range dc.Changes {
 		var row map[string]any
 		if c.Change == storage.ChangeRemoved {
-			if c.Row != nil {
+			if c.Row != nil || dc.FromHistory && c.Before == nil {
 				tb.Fatalf("removed %s comes with a row: %s", c.RecordID, c.Row)
 			}
 			continue
@@ -60,10 +63,15 @@ func assertChangesMatchTruth(tb testing.TB, r *Replica, em *emulator.Emulator, d
 // Issue 16: "moves it only with --advance, after the output is written, so
 // a consumer that dies in between sees the same changes again".
 func TestMarks_ReadDieReadAgainThenAdvance(t *testing.T) {
+	t.Run("log", func(t *testing.T) { testMarksReadDieRead(t, nil) })
+	t.Run("history", func(t *testing.T) { testMarksReadDieRead(t, []string{HistoryAll}) })
+}
+
+func testMarksReadDieRead(t *testing.T, history []string) {
 	ctx := context.Background()
 	em := mustEmulator(t)
 	sub, permits, parcels := seedTwo(t, em)
-	r := mustOpen(t, em, sub, "")
+	r := mustOpen(t, em, sub, "", func(o *Options) { o.History = history })
 	mustSync(t, r)
 
 	// A mark never seen starts before the oldest change kept: a first
@@ -73,7 +81,7 @@ func TestMarks_ReadDieReadAgainThenAdvance(t *testing.T) {
 		t.Fatalf("a new mark covers every dataset held: %+v", cs)
 	}
 	for _, d := range cs.Datasets {
-		if !d.NewMark || len(d.Changes) != 0 || d.FromVersion != 1 || d.ToVersion != 1 {
+		if !d.NewMark || len(d.Changes) != 0 || d.FromVersion != 1 || d.ToVersion != 1 || d.FromHistory != (history != nil) {
 			t.Fatalf("%s: a new mark on a file with no change logged: %+v", d.DatasetID, d)
 		}
 	}
@@ -119,9 +127,17 @@ func TestMarks_ReadDieReadAgainThenAdvance(t *testing.T) {
 	assertChangesMatchTruth(t, r, em, datasetChangesOf(t, next, "ds_permits"), 3, 4)
 
 	// Another mark is its own: never seen, it starts before the oldest
-	// change kept (v2's).
+	// change kept (v2's), or where the history began.
 	other := mustChanges(t, r, "dashboard", "ds_permits")
 	assertChangesMatchTruth(t, r, em, datasetChangesOf(t, other, "ds_permits"), 1, 4)
+	if history == nil {
+		return
+	}
+	for _, c := range datasetChangesOf(t, other, "ds_permits").Changes {
+		if c.Change != storage.ChangeAdded && c.Before == nil || c.Change == storage.ChangeChanged && len(c.Columns) == 0 {
+			t.Fatalf("from the history, %s %s comes without its row before or its columns: %+v", c.Change, c.RecordID, c)
+		}
+	}
 }
 
 // Without history, a reload logs what it changed once the file has a mark

@@ -293,6 +293,15 @@ func (tx *Tx) historyViews(ctx context.Context, datasetID, table string) error {
 	return nil
 }
 
+// asOfSQL is the FROM and WHERE of a history's rows current at version
+// v (an SQL expression), the table aliased r: opened at or before v, and
+// no end of their id after them up to v.
+func asOfSQL(datasetID, rowsT, v string) string {
+	return fmt.Sprintf(`%[1]s r WHERE r.%[2]s <= %[3]s AND NOT EXISTS (SELECT 1 FROM _ploti.history_ends e
+		WHERE e.dataset_id = %[4]s AND e.record_id = r.%[5]s AND e.valid_to > r.%[2]s AND e.valid_to <= %[3]s)`,
+		rowsT, Ident(ColValidFrom), v, Literal(datasetID), Ident(ColRecordID))
+}
+
 // historyViewSQL is the view history.<table> and its three macros. Each
 // reads the rows table r and the dataset's ends e: a row's valid_to is the
 // first end of its id after its valid_from. They are plain SQL that every
@@ -315,9 +324,7 @@ func historyViewSQL(datasetID, table string, have []historyColumn) []string {
 	cols := strings.Join(data, ", ")
 	// A row current at version v: opened at or before v, and no end of its
 	// id after it up to v.
-	asOf := fmt.Sprintf(`SELECT %[1]s FROM %[2]s r WHERE r.%[3]s <= v AND NOT EXISTS (SELECT 1 FROM _ploti.history_ends e
-		WHERE e.dataset_id = %[4]s AND e.record_id = r.%[5]s AND e.valid_to > r.%[3]s AND e.valid_to <= v)`,
-		cols, rowsT, Ident(ColValidFrom), Literal(datasetID), Ident(ColRecordID))
+	asOf := "SELECT " + cols + " FROM " + asOfSQL(datasetID, rowsT, "v")
 	// At a time: by publishedAt; a row whose version's time is not known
 	// (a history begun at a version held before) counts as always there.
 	at := fmt.Sprintf(`SELECT %[1]s FROM %[2]s r WHERE coalesce(r.%[3]s, '-infinity'::TIMESTAMPTZ) <= ts AND NOT EXISTS (SELECT 1 FROM _ploti.history_ends e

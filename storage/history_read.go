@@ -19,41 +19,52 @@ type ColumnChange struct {
 }
 
 // DiffRow is a record that differs between two versions of a dataset's
-// history: added, removed, or changed (with the columns that changed).
+// history: added, removed, changed (with the columns that changed), or
+// renamed (a record whose history goes on under another id: a rename or
+// an id map; its columns that changed too are listed).
 type DiffRow struct {
-	Change   string          `json:"change"`
-	RecordID string          `json:"recordId"`
-	Columns  []ColumnChange  `json:"columns,omitempty"`
-	Before   json.RawMessage `json:"before,omitempty"` // the row at the older version (removed, changed)
-	After    json.RawMessage `json:"after,omitempty"`  // the row at the newer version (added, changed)
+	Change           string          `json:"change"`
+	RecordID         string          `json:"recordId"`
+	PreviousRecordID string          `json:"previousRecordId,omitempty"`
+	Columns          []ColumnChange  `json:"columns,omitempty"`
+	Before           json.RawMessage `json:"before,omitempty"` // the row at the older version (removed, changed, renamed)
+	After            json.RawMessage `json:"after,omitempty"`  // the row at the newer version (added, changed, renamed)
 }
 
-// HistoryDiff compares a dataset's history as of two versions, by record
-// id, over every column the history has: each record added, removed, or
-// changed, ordered by kind and id. A renamed record is its old id removed
-// and its new one added (its story links them).
+// HistoryDiff compares a dataset's history as of two versions, record by
+// record (a record followed across renames by its lineage), over every
+// column the history has: each record added, removed, renamed or changed,
+// ordered by kind and id.
 func (db *DB) HistoryDiff(ctx context.Context, datasetID, table string, from, to int) ([]DiffRow, error) {
 	cols, err := db.historyDataColumns(ctx, table)
 	if err != nil {
 		return nil, err
 	}
-	asOf := HistorySchema + "." + Ident(table+"_as_of")
-	var pairs, differs []string
+	rowsT := historyRows + "." + Ident(table)
+	var data, pairs, differs, packA, packB []string
 	for _, c := range cols {
+		data = append(data, "r."+Ident(c))
 		pairs = append(pairs, fmt.Sprintf("CAST(a.%[1]s AS VARCHAR), CAST(b.%[1]s AS VARCHAR)", Ident(c)))
+		packA = append(packA, fmt.Sprintf("%[1]s := a.%[1]s", Ident(c)))
+		packB = append(packB, fmt.Sprintf("%[1]s := b.%[1]s", Ident(c)))
 		if c != ColRecordID {
 			differs = append(differs, fmt.Sprintf("a.%[1]s IS DISTINCT FROM b.%[1]s", Ident(c)))
 		}
 	}
+	side := func(v string) string {
+		return fmt.Sprintf("SELECT %s, coalesce(r.%s, r.%s) AS __lineage FROM %s", strings.Join(data, ", "), Ident(ColOriginID), Ident(ColRecordID), asOfSQL(datasetID, rowsT, v))
+	}
 	id := Ident(ColRecordID)
-	q := fmt.Sprintf(`SELECT CASE WHEN a.%[1]s IS NULL THEN 'added' WHEN b.%[1]s IS NULL THEN 'removed' ELSE 'changed' END AS change,
-			coalesce(a.%[1]s, b.%[1]s) AS id,
-			CASE WHEN a.%[1]s IS NOT NULL THEN CAST(to_json(a) AS VARCHAR) END, CASE WHEN b.%[1]s IS NOT NULL THEN CAST(to_json(b) AS VARCHAR) END,
-			%[2]s
-		FROM %[3]s(?) a FULL JOIN %[3]s(?) b ON a.%[1]s = b.%[1]s
-		WHERE a.%[1]s IS NULL OR b.%[1]s IS NULL OR %[4]s
-		ORDER BY CASE change WHEN 'added' THEN 0 WHEN 'changed' THEN 1 ELSE 2 END, id`,
-		id, strings.Join(pairs, ", "), asOf, strings.Join(append(differs, "false"), " OR "))
+	q := fmt.Sprintf(`WITH a AS (%[1]s), b AS (%[2]s)
+		SELECT CASE WHEN a.%[3]s IS NULL THEN 'added' WHEN b.%[3]s IS NULL THEN 'removed' WHEN a.%[3]s <> b.%[3]s THEN 'renamed' ELSE 'changed' END AS change,
+			coalesce(b.%[3]s, a.%[3]s) AS id, CASE WHEN a.%[3]s <> b.%[3]s THEN a.%[3]s END,
+			CASE WHEN a.%[3]s IS NOT NULL THEN CAST(to_json(struct_pack(%[4]s)) AS VARCHAR) END,
+			CASE WHEN b.%[3]s IS NOT NULL THEN CAST(to_json(struct_pack(%[5]s)) AS VARCHAR) END,
+			%[6]s
+		FROM a FULL JOIN b ON a.__lineage = b.__lineage
+		WHERE a.%[3]s IS NULL OR b.%[3]s IS NULL OR a.%[3]s <> b.%[3]s OR %[7]s
+		ORDER BY CASE change WHEN 'added' THEN 0 WHEN 'changed' THEN 1 WHEN 'renamed' THEN 2 ELSE 3 END, id`,
+		side("$1"), side("$2"), id, strings.Join(packA, ", "), strings.Join(packB, ", "), strings.Join(pairs, ", "), strings.Join(append(differs, "false"), " OR "))
 	rows, err := db.sql.QueryContext(ctx, q, from, to)
 	if err != nil {
 		return nil, fmt.Errorf("diff %s v%d v%d: %w", datasetID, from, to, err)
@@ -62,25 +73,25 @@ func (db *DB) HistoryDiff(ctx context.Context, datasetID, table string, from, to
 	out := []DiffRow{}
 	for rows.Next() {
 		var r DiffRow
-		var before, after sql.NullString
+		var prev, before, after sql.NullString
 		vals := make([]sql.NullString, 2*len(cols))
-		dest := []any{&r.Change, &r.RecordID, &before, &after}
+		dest := []any{&r.Change, &r.RecordID, &prev, &before, &after}
 		for i := range vals {
 			dest = append(dest, &vals[i])
 		}
 		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("diff %s v%d v%d: %w", datasetID, from, to, err)
 		}
+		r.PreviousRecordID = prev.String
 		if before.Valid {
 			r.Before = json.RawMessage(before.String)
 		}
 		if after.Valid {
 			r.After = json.RawMessage(after.String)
 		}
-		if r.Change == ChangeChanged {
+		if r.Change == ChangeChanged || r.Change == ChangeRenamed {
 			for i, c := range cols {
-				o, n := vals[2*i], vals[2*i+1]
-				if o != n {
+				if o, n := vals[2*i], vals[2*i+1]; o != n && c != ColRecordID {
 					r.Columns = append(r.Columns, ColumnChange{Name: c, Old: nullText(o), New: nullText(n)})
 				}
 			}

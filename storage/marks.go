@@ -114,6 +114,9 @@ type RecordChange struct {
 	// Before is its row at the older version, when the dataset's history
 	// knows it (nil otherwise, and for an added record).
 	Before json.RawMessage `json:"before,omitempty"`
+	// Columns are the columns that changed and their values before and
+	// now, when the history knows them.
+	Columns []ColumnChange `json:"columns,omitempty"`
 }
 
 // LogSpan is what the change log keeps of a dataset: its oldest and
