@@ -12,7 +12,8 @@
 // uncompressed, for faster checkpoints of a merge's log; migration 3 adds
 // datasets.source, 'renamed' changes and the inbox, for watched datasets;
 // migration 4 the attachments; migration 5 the commit log; migration 6 the
-// settings; migration 7 the marks):
+// settings; migration 7 the marks; migration 8 the history's ends and
+// versions, and the schemas history and _ploti_history, see history.go):
 //
 //	_ploti.subscription(subscription_id, api_url, cursor, last_sync_at, manifest_at)
 //	_ploti.datasets(dataset_id, table_name, title, place_id, topic, version,
@@ -33,6 +34,8 @@
 //	_ploti.commit_log(seq, token, prev, committed_at)   -- each commit's link (walcheck.go)
 //	_ploti.settings(name, value)   -- geometry: geometry or wkb (Options.Geometry)
 //	_ploti.marks(name, dataset_id, version, "at")  -- what a named consumer has seen
+//	_ploti.history_ends(dataset_id, record_id, valid_to, valid_to_at)
+//	_ploti.history_versions(dataset_id, source, version, published_at, recorded_at, kind)
 //	_ploti.schema_migrations(version, applied_at)
 //
 // Geometry columns are DuckDB's GEOMETRY, or standard WKB in a BLOB when

@@ -36,6 +36,9 @@ type connFlags struct {
 	IDRefs       []string
 	PageSize     int
 	KeepChanges  int
+	// History is --history (datasets, or all), HistoryKeep --history-keep.
+	History     []string
+	HistoryKeep string
 	Spool        string
 	// AttachmentsInline is --attachments-inline-max, a size.
 	AttachmentsInline string
@@ -60,7 +63,7 @@ const (
 	flagsLog  flagSet = 1 << iota // --log-level, --log-format
 	flagsFile                     // --db, --lock-timeout
 	flagsAPI                      // --api-url, --api-key, --subscription
-	flagsSync                     // --on-major, --memory-limit, --id-ref, --page-size, --keep-changes, --geometry, --publish
+	flagsSync                     // --on-major, --memory-limit, --id-ref, --page-size, --keep-changes, --history, --history-keep, --geometry, --publish
 
 	flagsManage = flagsLog | flagsAPI                         // API calls only, no file
 	flagsRead   = flagsLog | flagsFile                        // the file only
@@ -90,6 +93,8 @@ func (c *connFlags) register(cmd *cobra.Command, sets flagSet) {
 		f.IntVar(&c.PageSize, "page-size", replica.DefaultPageSize, "events read per page of the log (1 to 500); the cursor is committed after each page")
 		f.StringVar(&c.Spool, "spool", "", "folder for the files a sync downloads before it loads them (default: beside --db, as <db>.spool)")
 		f.IntVar(&c.KeepChanges, "keep-changes", 0, "versions of each dataset whose rows _ploti.changes keeps (0: all)")
+		f.StringArrayVar(&c.History, "history", nil, "keep every version of this dataset's records in history.<table> (repeatable; all: every dataset)")
+		f.StringVar(&c.HistoryKeep, "history-keep", "", "prune each history to its N latest versions (10), or to those of the last N days (30d); default: keep all")
 		f.StringVar(&c.AttachmentsInline, "attachments-inline-max", "1MiB", "attachments up to this size are kept in _ploti.attachments, larger ones in the folder <db>.attachments beside the file (0: every one in the folder)")
 		f.StringVar(&c.Geometry, "geometry", "", "how tables store geometry: geometry (DuckDB's GEOMETRY, read as geometry by DuckDB 1.5) or wkb (standard WKB in a BLOB, which every DuckDB client, shapely and GeoPandas read); the file remembers it, a new one starts with geometry, and the other converts its tables")
 		f.StringVar(&c.Publish, "publish", "", "after each sync, write a checkpointed read-only copy of the file to PATH, renamed over it atomically: readers of PATH never wait for the writer")
@@ -194,11 +199,15 @@ func (c *connFlags) options(env *Env) (replica.Options, error) {
 	if err != nil {
 		return replica.Options{}, err
 	}
+	keep, err := parseHistoryKeep(c.HistoryKeep)
+	if err != nil {
+		return replica.Options{}, &usageError{err}
+	}
 	told := false
 	return replica.Options{
 		APIURL: c.APIURL, APIKey: c.APIKey, SubscriptionID: c.Subscription, Watch: c.Watch, Logger: log, OnMajor: c.OnMajor,
 		MemoryLimit: c.MemoryLimit, LockTimeout: wait, IDReferences: refs, PageSize: c.PageSize, KeepChanges: c.KeepChanges,
-		AttachmentsInlineMax: inline, SpoolDir: c.Spool,
+		AttachmentsInlineMax: inline, SpoolDir: c.Spool, History: c.History, HistoryKeep: keep,
 		Publish:  c.Publish,
 		Geometry: c.Geometry,
 		OnLocked: func(msg string) {

@@ -90,7 +90,10 @@ func (d *demoCmd) run(ctx context.Context) error {
 	if err := markDemoFile(ctx, d.DB); err != nil {
 		return err
 	}
-	opts := replica.Options{APIURL: em.URL(), APIKey: em.APIKey(), SubscriptionID: world.SubscriptionID, Watch: true, Geometry: d.Geometry}
+	// The demo keeps history for its datasets (issue 16): it ends with a
+	// record's story and what changed between the first and last version.
+	opts := replica.Options{APIURL: em.URL(), APIKey: em.APIKey(), SubscriptionID: world.SubscriptionID, Watch: true, Geometry: d.Geometry,
+		History: []string{replica.HistoryAll}}
 	for round := 0; round < 3; round++ {
 		if err := world.Next(ctx); err != nil {
 			return err
@@ -99,7 +102,7 @@ func (d *demoCmd) run(ctx context.Context) error {
 			return err
 		}
 		if round == 0 {
-			fmt.Fprintf(w, "\nPloti builds the first version of each dataset; sync it into %s:\n$ ploti-replica sync --db %[1]s --geometry %s\n", d.DB, d.Geometry)
+			fmt.Fprintf(w, "\nPloti builds the first version of each dataset; sync it into %s, keeping every version of every record:\n$ ploti-replica sync --history all --db %[1]s --geometry %s\n", d.DB, d.Geometry)
 		} else {
 			fmt.Fprintf(w, "published version %d of each dataset (rows added, changed and removed)\n", round+1)
 		}
@@ -122,6 +125,9 @@ func (d *demoCmd) run(ctx context.Context) error {
 	if err := d.step(ctx, em, "what the file holds of the permits, and their data dictionary:", "datasets", "show", emulator.DemoPermits, "--versions", "3", "--db", d.DB); err != nil {
 		return err
 	}
+	if err := d.history(ctx, em); err != nil {
+		return err
+	}
 	sel, why := demoGeometryQuery(d.Geometry)
 	fmt.Fprintf(w, `
 Query it (the file is closed now, so any client may open it):
@@ -130,6 +136,8 @@ Query it (the file is closed now, so any client may open it):
   python3 -c "import duckdb; print(duckdb.connect('%[1]s', read_only=True).sql('SELECT * FROM _ploti.datasets'))"
   duckdb -readonly %[1]s "SELECT dataset_id, name, bytes, decode(content) FROM _ploti.attachments"
   duckdb -readonly %[1]s "SELECT status, count(*) FROM ds_fl_contractor_licenses GROUP BY 1"   # the watched one
+  duckdb -readonly %[1]s "SELECT * FROM history.ds_fl_orange_permits_as_of(1)"     # the permits as version 1 held them
+  go run ./cmd/ploti-replica changes --mark me --db %[1]s                        # what changed since you last looked
   go run ./cmd/ploti-replica status --db %[1]s
 `, d.DB, sel, why)
 	return nil
@@ -208,6 +216,29 @@ func (d *demoCmd) step(ctx context.Context, em *emulator.Emulator, say string, a
 		return fmt.Errorf("demo: ploti-replica %s: exit %d", strings.Join(args, " "), code)
 	}
 	return nil
+}
+
+// history shows the permits' history: the story of the record that
+// changed most, and what changed between the first and the last version.
+func (d *demoCmd) history(ctx context.Context, em *emulator.Emulator) error {
+	db, err := storage.Open(ctx, d.DB, storage.Options{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	var id string
+	var last int
+	err = db.SQL().QueryRowContext(ctx, `SELECT (SELECT _ploti_record_id FROM history.ds_fl_orange_permits
+			GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1), (SELECT version FROM _ploti.datasets WHERE table_name = 'ds_fl_orange_permits')`).Scan(&id, &last)
+	db.Close()
+	if err != nil {
+		return fmt.Errorf("demo: pick a permit with a story: %w", err)
+	}
+	if err := d.step(ctx, em, "the story of the permit that changed most, version by version (history.ds_fl_orange_permits_story in SQL):",
+		"history", emulator.DemoPermits, id); err != nil {
+		return err
+	}
+	return d.step(ctx, em, "what changed in the permits from the first version to the last (history.ds_fl_orange_permits_as_of(V) in SQL):",
+		"diff", emulator.DemoPermits, "--from", "1", "--to", fmt.Sprint(last))
 }
 
 // show prints the synced datasets from the file itself.

@@ -167,7 +167,7 @@ func newRoot(env *Env) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	root.AddCommand(newSyncCmd(env), newStatusCmd(env), newHoldsCmd(env), newDemoCmd(env), newEmulatorCmd(env), newBenchCmd(env), newBenchChildCmd(env), newServeCmd(env), newWebhooksCmd(env), newWatchCmd(env), newInboxCmd(env), newSubscriptionsCmd(env))
 	root.AddCommand(newVerifyCmd(env))
-	root.AddCommand(newPlacesCmd(env), newTopicsCmd(env), newDatasetsCmd(env), newChangesCmd(env))
+	root.AddCommand(newPlacesCmd(env), newTopicsCmd(env), newDatasetsCmd(env), newChangesCmd(env), newHistoryCmd(env), newDiffCmd(env))
 	root.Version = versionLine()
 	root.SetVersionTemplate("{{.Version}}\n")
 	usageArgs(root)

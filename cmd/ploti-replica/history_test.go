@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ploti-replica/ploti-replica/emulator"
+	"github.com/ploti-replica/ploti-replica/replica"
+	"github.com/ploti-replica/ploti-replica/storage"
+)
+
+func TestHistoryAndDiff(t *testing.T) {
+	ctx := context.Background()
+	_, d, vars := demoWorld(t)
+	for round := 0; round < 2; round++ {
+		if code, out, errs := cli(t, vars, "sync", "--history", "all", "--history-keep", "10"); code != exitOK {
+			t.Fatalf("sync --history all: %d\n%s%s", code, out, errs)
+		}
+		if err := d.Next(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errs := cli(t, vars, "diff", emulator.DemoPermits, "--from", "1", "--to", "2", "--json")
+	var df replica.Diff
+	if code != exitOK || json.Unmarshal([]byte(out), &df) != nil || df.From != 1 || df.To != 2 || len(df.Changes) == 0 {
+		t.Fatalf("diff --json: exit %d\n%s\n%s", code, out, errs)
+	}
+	var changed *storage.DiffRow
+	for i, c := range df.Changes {
+		if c.Change == storage.ChangeChanged {
+			changed = &df.Changes[i]
+			break
+		}
+	}
+	if changed == nil || len(changed.Columns) == 0 {
+		t.Fatalf("diff lists no changed record with its columns: %s", out)
+	}
+	code, out, _ = cli(t, vars, "history", emulator.DemoPermits, changed.RecordID)
+	col := changed.Columns[0]
+	if code != exitOK || !strings.Contains(out, col.Name+": "+valueText(col.Old)+" → "+valueText(col.New)) {
+		t.Fatalf("history of %s lacks the change of %s: exit %d\n%s", changed.RecordID, col.Name, code, out)
+	}
+	code, out, _ = cli(t, vars, "history", emulator.DemoPermits, changed.RecordID, "--json")
+	var story []storage.StoryRow
+	if code != exitOK || json.Unmarshal([]byte(out), &story) != nil || len(story) < 2 || story[0].ValidFrom != 1 {
+		t.Fatalf("history --json: exit %d\n%s", code, out)
+	}
+	if code, _, errs := cli(t, vars, "diff", emulator.DemoPermits, "--from", "1", "--to", "9"); code == exitOK || !strings.Contains(errs, "not in the dataset's history") {
+		t.Fatalf("diff to a version not held: exit %d %s", code, errs)
+	}
+	for _, bad := range []string{"0", "x", "-3d"} {
+		if code, _, _ := cli(t, vars, "sync", "--history-keep", bad); code != exitUsage {
+			t.Fatalf("--history-keep %s: exit %d, want usage", bad, code)
+		}
+	}
+}
+
+func TestParseHistoryKeep(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want replica.HistoryKeep
+	}{
+		{"", replica.HistoryKeep{}},
+		{"10", replica.HistoryKeep{Versions: 10}},
+		{"30d", replica.HistoryKeep{Age: 30 * 24 * time.Hour}},
+		{"36h", replica.HistoryKeep{Age: 36 * time.Hour}},
+	} {
+		got, err := parseHistoryKeep(tc.in)
+		if err != nil || got != tc.want {
+			t.Fatalf("parseHistoryKeep(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
+		}
+	}
+}
