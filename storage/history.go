@@ -304,9 +304,9 @@ func asOfSQL(datasetID, rowsT, v string) string {
 
 // historyViewSQL is the view history.<table> and its three macros. Each
 // reads the rows table r and the dataset's ends e: a row's valid_to is the
-// first end of its id after its valid_from. They are plain SQL that every
-// DuckDB since 0.10 reads (ASOF joins came in 0.8): the file is read by
-// older clients (docs/decisions.md 27).
+// first end of its id after its valid_from. They are plain SQL with scalar
+// parameters (ASOF joins came in DuckDB 0.8), which older clients that open
+// the file read too (docs/decisions.md 27; DuckDB 1.1.2 was checked).
 func historyViewSQL(datasetID, table string, have []historyColumn) []string {
 	rowsT := historyRows + "." + Ident(table)
 	ends := fmt.Sprintf("(SELECT record_id, valid_to, valid_to_at FROM _ploti.history_ends WHERE dataset_id = %s)", Literal(datasetID))

@@ -39,7 +39,7 @@ type connFlags struct {
 	// History is --history (datasets, or all), HistoryKeep --history-keep.
 	History     []string
 	HistoryKeep string
-	Spool        string
+	Spool       string
 	// AttachmentsInline is --attachments-inline-max, a size.
 	AttachmentsInline string
 	Publish           string
