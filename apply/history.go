@@ -30,15 +30,17 @@ func historyVersion(d *storage.Dataset, source string, version int, at time.Time
 // the held rows). nil when nothing needs it.
 type reloadLog struct {
 	history bool
+	logged  bool // the load logs its changes itself (Prepared.LogDiff)
 	digest  *storage.Digest
 }
 
-// beforeReload gets ready to record a reload of d to the columns next.
-func (x *Executor) beforeReload(ctx context.Context, tx *storage.Tx, d *storage.Dataset, next []ploti.Column) (*reloadLog, error) {
+// beforeReload gets ready to record a reload of d to the columns next;
+// logged says the load logs its changes in _ploti.changes itself.
+func (x *Executor) beforeReload(ctx context.Context, tx *storage.Tx, d *storage.Dataset, next []ploti.Column, logged bool) (*reloadLog, error) {
 	if x.keeps(d.ID) {
-		return &reloadLog{history: true}, nil
+		return &reloadLog{history: true, logged: logged}, nil
 	}
-	if !x.LogReloads || d.Version == 0 || d.Table == "" {
+	if logged || !x.LogReloads || d.Version == 0 || d.Table == "" {
 		return nil, nil
 	}
 	ok, err := tx.TableExists(ctx, d.Table)
@@ -61,7 +63,7 @@ func (x *Executor) afterReload(ctx context.Context, tx *storage.Tx, rl *reloadLo
 		return nil
 	case rl.history:
 		hv := historyVersion(d, source, v.Version, v.PublishedAt)
-		return x.recordReload(ctx, tx, hv, cols, mapVersions(maps), x.LogReloads && d.Version > 0)
+		return x.recordReload(ctx, tx, hv, cols, mapVersions(maps), x.LogReloads && d.Version > 0 && !rl.logged)
 	default:
 		_, err := tx.LogReload(ctx, rl.digest, d.ID, v.Version, d.Table, mapVersions(maps))
 		return err

@@ -145,7 +145,7 @@ func (x *Executor) loadOne(ctx context.Context, p *Prepared, eventID string) (in
 		if err := x.logDiff(ctx, tx, p, d); err != nil {
 			return err
 		}
-		rl, err := x.beforeReload(ctx, tx, d, schema.Columns)
+		rl, err := x.beforeReload(ctx, tx, d, schema.Columns, p.LogDiff)
 		if err != nil {
 			return err
 		}
@@ -272,7 +272,7 @@ func (x *Executor) loadShared(ctx context.Context, ps []*Prepared, idx []int) er
 			fail := func(err error) error {
 				return &Error{Op: "load", DatasetID: d.ID, Version: p.Version.Version, Err: err}
 			}
-			rl, err := x.beforeReload(ctx, tx, d, p.schema.Columns)
+			rl, err := x.beforeReload(ctx, tx, d, p.schema.Columns, p.LogDiff)
 			if err != nil {
 				return fail(err)
 			}

@@ -87,7 +87,7 @@ func assertHistoryMatchesTruth(tb testing.TB, r *Replica, em *emulator.Emulator,
 				tb.Fatalf("diff %s v%d v%d: %v", datasetID, from, to, err)
 			}
 			want := truthChanges(truths[from], truths[to], true)
-			var got kinds
+			var got kindList
 			for _, c := range df.Changes {
 				// Truths know no renames: a renamed record is its old id
 				// removed and its new one added.

@@ -66,15 +66,15 @@ func textRows(tb testing.TB, db *sql.DB, q string, args ...any) map[string]map[s
 	return out
 }
 
-// kinds is a set of record ids by kind of change: "added r1", …, sorted.
-type kinds []string
+// kindList is a set of record ids by kind of change: "added r1", …, sorted.
+type kindList []string
 
 // truthChanges is what changed between two truths: ids added, removed, and
 // changed (a value differs, a column the older lacks counting as NULL).
 // Columns only the older has are compared too when all is set (a history,
 // which keeps them); otherwise they are left out (a log of changes).
-func truthChanges(a, b map[string]map[string]string, all bool) kinds {
-	var out kinds
+func truthChanges(a, b map[string]map[string]string, all bool) kindList {
+	var out kindList
 	for id, rb := range b {
 		ra, ok := a[id]
 		switch {
@@ -109,11 +109,11 @@ func sameRow(a, b map[string]string, all bool) bool {
 	return true
 }
 
-// changeKinds lists a dataset's changes as kinds; a renamed record counts
+// changeKinds lists a dataset's changes by kind; a renamed record counts
 // as its old id removed and its new one added, as truths without id maps
 // see it.
-func changeKinds(cs []Change) kinds {
-	var out kinds
+func changeKinds(cs []Change) kindList {
+	var out kindList
 	for _, c := range cs {
 		if c.Change == storage.ChangeRenamed {
 			out = append(out, "added "+c.RecordID)
@@ -128,19 +128,19 @@ func changeKinds(cs []Change) kinds {
 	return out
 }
 
-func (k kinds) String() string {
+func (k kindList) String() string {
 	if len(k) > 12 {
 		return fmt.Sprintf("%d: %s …", len(k), strings.Join(k[:12], ", "))
 	}
 	return fmt.Sprintf("%d: %s", len(k), strings.Join(k, ", "))
 }
 
-func sameKinds(a, b kinds) bool { return slices.Equal(a, b) }
+func sameKinds(a, b kindList) bool { return slices.Equal(a, b) }
 
 // kindsDiff says what only a and only b have.
-func kindsDiff(a, b kinds) string {
-	in := func(k kinds, x string) bool { _, ok := slices.BinarySearch(k, x); return ok }
-	var onlyA, onlyB kinds
+func kindsDiff(a, b kindList) string {
+	in := func(k kindList, x string) bool { _, ok := slices.BinarySearch(k, x); return ok }
+	var onlyA, onlyB kindList
 	for _, x := range a {
 		if !in(b, x) {
 			onlyA = append(onlyA, x)
@@ -160,7 +160,7 @@ func kindsDiff(a, b kinds) string {
 // anything else is changed), and whether it exists at to; one added and
 // gone again is left out. A record changed and changed back is changed: a
 // log keeps no values.
-func loggedTruthChanges(tb testing.TB, db *sql.DB, em *emulator.Emulator, datasetID string, from, to int) kinds {
+func loggedTruthChanges(tb testing.TB, db *sql.DB, em *emulator.Emulator, datasetID string, from, to int) kindList {
 	tb.Helper()
 	first := map[string]string{}
 	prev := truthRows(tb, db, em, datasetID, from)
@@ -175,7 +175,7 @@ func loggedTruthChanges(tb testing.TB, db *sql.DB, em *emulator.Emulator, datase
 		}
 		prev, last = cur, cur
 	}
-	var out kinds
+	var out kindList
 	for id, kind := range first {
 		_, now := last[id]
 		switch {
