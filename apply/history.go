@@ -15,11 +15,12 @@ import (
 // keeps reports whether a dataset keeps history.
 func (x *Executor) keeps(datasetID string) bool { return x.History != nil && x.History(datasetID) }
 
-// historyVersion describes version v of d for the history.
-func historyVersion(d *storage.Dataset, source string, version int, at time.Time) storage.HistoryVersion {
+// historyVersion describes a version of d for the history; at is its
+// publishedAt (promotedAt), nil or zero when not known.
+func historyVersion(d *storage.Dataset, source string, version int, at *time.Time) storage.HistoryVersion {
 	hv := storage.HistoryVersion{DatasetID: d.ID, Table: d.Table, Source: source, Version: version}
-	if !at.IsZero() {
-		hv.PublishedAt = &at
+	if at != nil && !at.IsZero() {
+		hv.PublishedAt = at
 	}
 	return hv
 }
@@ -54,18 +55,18 @@ func (x *Executor) beforeReload(ctx context.Context, tx *storage.Tx, d *storage.
 	return &reloadLog{digest: dg}, nil
 }
 
-// afterReload records, as v's, what the reload of d (its registry row as
-// it was before) to the columns cols changed; maps are the id maps the
-// reload applied.
-func (x *Executor) afterReload(ctx context.Context, tx *storage.Tx, rl *reloadLog, d *storage.Dataset, source string, v *ploti.Version, cols []ploti.Column, maps []idMapFile) error {
+// afterReload records, as version's (published at at), what the reload
+// of d (its registry row as it was before; table its table) to the
+// columns cols changed; maps are the id maps the reload applied.
+func (x *Executor) afterReload(ctx context.Context, tx *storage.Tx, rl *reloadLog, d *storage.Dataset, source string, version int, at *time.Time, cols []ploti.Column, maps []idMapFile) error {
 	switch {
 	case rl == nil:
 		return nil
 	case rl.history:
-		hv := historyVersion(d, source, v.Version, v.PublishedAt)
+		hv := historyVersion(d, source, version, at)
 		return x.recordReload(ctx, tx, hv, cols, mapVersions(maps), x.LogReloads && d.Version > 0 && !rl.logged)
 	default:
-		_, err := tx.LogReload(ctx, rl.digest, d.ID, v.Version, d.Table, mapVersions(maps))
+		_, err := tx.LogReload(ctx, rl.digest, d.ID, version, d.Table, mapVersions(maps))
 		return err
 	}
 }
@@ -102,7 +103,7 @@ func (x *Executor) afterMerge(ctx context.Context, tx *storage.Tx, d *storage.Da
 	if !x.keeps(d.ID) {
 		return nil
 	}
-	hv := historyVersion(d, storage.SourceFeed, v.Version, v.PublishedAt)
+	hv := historyVersion(d, storage.SourceFeed, v.Version, &v.PublishedAt)
 	st, err := tx.HistoryOf(ctx, d.ID, d.Table)
 	if err != nil {
 		return err
@@ -116,6 +117,30 @@ func (x *Executor) afterMerge(ctx context.Context, tx *storage.Tx, d *storage.Da
 		}
 	}
 	return tx.MergeHistory(ctx, hv, schema.Columns, paths)
+}
+
+// afterWatchMerge records a watched catch-up (m, merged into the table:
+// versions oldest first) in the history of a dataset that keeps one; d is
+// its registry row before the merge. A history not started yet starts at
+// the version reached.
+func (x *Executor) afterWatchMerge(ctx context.Context, tx *storage.Tx, d *storage.Dataset, versions []*VersionChanges, m storage.WatchMerge) error {
+	if !x.keeps(d.ID) || len(versions) == 0 {
+		return nil
+	}
+	last := versions[len(versions)-1]
+	hv := historyVersion(d, storage.SourceWatch, last.Version, last.PromotedAt)
+	st, err := tx.HistoryOf(ctx, d.ID, d.Table)
+	if err != nil {
+		return err
+	}
+	if !st.Started || st.Source != storage.SourceWatch {
+		return x.recordReload(ctx, tx, hv, m.Columns, nil, false)
+	}
+	at := map[int]*time.Time{}
+	for _, vc := range versions {
+		at[vc.Version] = vc.PromotedAt
+	}
+	return tx.WatchHistory(ctx, hv, m, at)
 }
 
 // widenHistory adds the columns a MINOR schema change adds to a dataset's

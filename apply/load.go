@@ -159,7 +159,7 @@ func (x *Executor) loadOne(ctx context.Context, p *Prepared, eventID string) (in
 		if err := x.applyIDMaps(ctx, tx, d.ID, p.maps); err != nil {
 			return err
 		}
-		if err := x.afterReload(ctx, tx, rl, d, storage.SourceFeed, v, schema.Columns, p.maps); err != nil {
+		if err := x.afterReload(ctx, tx, rl, d, storage.SourceFeed, v.Version, &v.PublishedAt, schema.Columns, p.maps); err != nil {
 			return err
 		}
 		return x.commitVersion(ctx, tx, d, v, schema, rows, eventID, true)
@@ -283,7 +283,7 @@ func (x *Executor) loadShared(ctx context.Context, ps []*Prepared, idx []int) er
 			if err := x.applyIDMaps(ctx, tx, d.ID, p.maps); err != nil {
 				return fail(err)
 			}
-			if err := x.afterReload(ctx, tx, rl, d, storage.SourceFeed, p.Version, p.schema.Columns, p.maps); err != nil {
+			if err := x.afterReload(ctx, tx, rl, d, storage.SourceFeed, p.Version.Version, &p.Version.PublishedAt, p.schema.Columns, p.maps); err != nil {
 				return fail(err)
 			}
 			if d.Version > 0 {

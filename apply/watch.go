@@ -332,6 +332,9 @@ func (x *Executor) mergeWatched(ctx context.Context, d *storage.Dataset, version
 		if err != nil {
 			return err
 		}
+		if err := x.afterWatchMerge(ctx, tx, d, versions, p.merge); err != nil {
+			return err
+		}
 		res.Rows = st.Rows
 		watchedVersion(d, last.Version, last.PreviousVersion, cols, st.Rows)
 		return tx.PutDataset(ctx, d)
@@ -374,8 +377,17 @@ func (x *Executor) reloadWatched(ctx context.Context, d *storage.Dataset, why st
 		if err := x.tableFor(ctx, tx, d); err != nil {
 			return err
 		}
+		// The history and a mark's log see the read whole as a reload
+		// (its time: the dataset's promotedAt is not in a rows answer).
+		rl, err := x.beforeReload(ctx, tx, d, cols, false)
+		if err != nil {
+			return err
+		}
 		n, err := tx.LoadRows(ctx, d.Table, cols, files)
 		if err != nil {
+			return err
+		}
+		if err := x.afterReload(ctx, tx, rl, d, storage.SourceWatch, *rs.Version, nil, cols, nil); err != nil {
 			return err
 		}
 		res.Rows = n

@@ -11,7 +11,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/ploti"
 )
 
-// A dataset's history (issue 16; docs/decisions.md 37) is kept in two
+// A dataset's history (issue 16; docs/decisions.md 44) is kept in two
 // places, both append-only, so that a merge writes its history without
 // reading the history back:
 //

@@ -1,0 +1,77 @@
+package replica
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/ploti-replica/ploti-replica/emulator"
+	"github.com/ploti-replica/ploti-replica/storage"
+)
+
+// assertWatchedHistory compares a watched dataset's history as of each
+// version the replica held with the emulator's WatchTruth of the syncs up
+// to it.
+func assertWatchedHistory(tb testing.TB, r *Replica, em *emulator.Emulator, datasetID string, synced []int) {
+	tb.Helper()
+	ctx := context.Background()
+	d := datasetRow(tb, r, datasetID)
+	for i, v := range synced {
+		truth, err := em.WatchTruth(ctx, datasetID, synced[:i+1])
+		if err != nil {
+			tb.Fatalf("truth of %s %v: %v", datasetID, synced[:i+1], err)
+		}
+		asOf := fmt.Sprintf("(SELECT * FROM history.%s(%d))", storage.Ident(d.Table+"_as_of"), v)
+		if extra, missing := diffRows(tb, r, asOf, "read_parquet("+storage.Literal(truth)+")"); extra != 0 || missing != 0 {
+			tb.Fatalf("%s as of v%d (syncs %v): %d rows not in the truth, %d of it missing", datasetID, v, synced[:i+1], extra, missing)
+		}
+	}
+}
+
+// "versions of watched datasets are Ploti's own numbers: marks and history
+// must work for them too": merges one version at a time, renames, a
+// catch-up of two versions at once, and a whole read.
+func TestHistory_WatchedDataset(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	first := seedWatched(t, em, 30)
+	r := mustOpenWatches(t, em, "", func(o *Options) { o.History = []string{HistoryAll} })
+	mustSync(t, r)
+	synced := []int{first}
+	must(t, r.Advance(ctx, "agent", mustChanges(t, r, "agent")))
+	sync := func(what string) {
+		t.Helper()
+		mustSync(t, r)
+		synced = append(synced, datasetRow(t, r, dsWatched).Version)
+		t.Run(what, func(t *testing.T) { assertWatchedHistory(t, r, em, dsWatched, synced) })
+	}
+	mustPublishRows(t, em, dsWatched, watchRows(1, 30))
+	sync("merge")
+	var old string
+	must(t, r.DB().QueryRow("SELECT _ploti_record_id FROM main."+storage.Ident(datasetRow(t, r, dsWatched).Table)+" WHERE k = 'k0020'").Scan(&old))
+	mustPublishRows(t, em, dsWatched, watchRows(2, 30), emulator.WithRenames(old))
+	sync("renames")
+	mustPublishRows(t, em, dsWatched, watchRows(3, 30))
+	mustPublishRows(t, em, dsWatched, watchRows(4, 30))
+	sync("two versions at once")
+	mustPublishRows(t, em, dsWatched, watchRows(5, 30), emulator.WithChangeLog("full_refresh"))
+	sync("read whole")
+
+	// The renamed record's story goes on under its new id.
+	story, err := r.Story(ctx, dsWatched, old)
+	must(t, err)
+	if n := len(story); n < 2 || story[0].RecordID != old || story[n-1].RecordID == old {
+		t.Fatalf("story of %s: %+v", old, story)
+	}
+	// The mark reads the history: what changed since the first version.
+	cs := mustChanges(t, r, "agent")
+	dc := datasetChangesOf(t, cs, dsWatched)
+	if !dc.FromHistory || dc.FromVersion != first || dc.ToVersion != synced[len(synced)-1] || dc.Counts.Renamed != 1 || dc.Counts.Added == 0 || dc.Counts.Removed == 0 {
+		t.Fatalf("changes of a watched dataset since v%d: %+v", first, dc.Counts)
+	}
+	df, err := r.Diff(ctx, dsWatched, first, synced[len(synced)-1])
+	must(t, err)
+	if len(df.Changes) != len(dc.Changes) {
+		t.Fatalf("the mark's %d changes and the diff's %d differ", len(dc.Changes), len(df.Changes))
+	}
+}
