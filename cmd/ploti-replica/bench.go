@@ -59,7 +59,7 @@ about two minutes on two cores.`,
 	f.IntVar(&b.Many, "datasets", 0, "datasets of the statewide subscription (default 2000; 60 with --quick)")
 	f.IntVar(&b.Events, "many-events", 0, "about how many events its catch-up's log holds (default 20000; 600 with --quick)")
 	f.StringVar(&b.WatchRows, "watch-rows", "1000000", "the watched dataset's size (its whole read through rows, and a recorded version merged into it)")
-	f.StringSliceVar(&b.Only, "only", nil, "measure only these sections: "+strings.Join(bench.Sections, ", ")+" (merge and publish run load too)")
+	f.StringSliceVar(&b.Only, "only", nil, "measure only these sections: "+strings.Join(bench.Sections, ", ")+" (merge, history and publish run load too)")
 	return cmd
 }
 

@@ -62,9 +62,9 @@ type Config struct {
 	// Wire is the imitated link the many-datasets section bootstraps over;
 	// emulator.OfficeWire when zero.
 	Wire emulator.Wire
-	// Only limits the run to these sections (nil: all): load, merge and
-	// publish (which need load), memory, file, log, updates, watch,
-	// geometry, demo, many.
+	// Only limits the run to these sections (nil: all): load, merge,
+	// history and publish (which need load), memory, file, log, updates,
+	// watch, geometry, demo, many.
 	Only []string
 	// Threads is DuckDB's thread count for the engine and for DuckDB alone
 	// (0: DuckDB's default, the machine's cores).
@@ -126,7 +126,7 @@ func (c *Config) defaults() {
 }
 
 // Sections are the parts of a run, for Config.Only.
-var Sections = []string{"load", "merge", "publish", "memory", "file", "log", "updates", "watch", "geometry", "demo", "many"}
+var Sections = []string{"load", "merge", "history", "publish", "memory", "file", "log", "updates", "watch", "geometry", "demo", "many"}
 
 // Quick is the CI smoke test's configuration: 1M rows, the 1% merge only,
 // and a catch-up and a statewide subscription scaled down, so the whole
@@ -139,7 +139,7 @@ func Quick() Config {
 // want reports whether the run measures a section.
 func (r *run) want(section string) bool {
 	return len(r.cfg.Only) == 0 || slices.Contains(r.cfg.Only, section) ||
-		section == "load" && (slices.Contains(r.cfg.Only, "merge") || slices.Contains(r.cfg.Only, "publish"))
+		section == "load" && (slices.Contains(r.cfg.Only, "merge") || slices.Contains(r.cfg.Only, "publish") || slices.Contains(r.cfg.Only, "history"))
 }
 
 // run is one bench run's shared state.

@@ -140,10 +140,13 @@ func startWatch() func() cost {
 // and in the API's other calls, and what the sync did.
 type syncRun struct {
 	Total, Download, API cost
-	Bytes                int64
-	Files                int            // files downloaded
-	Calls                map[string]int // API calls by kind
-	Result               replica.SyncResult
+	// Open is what replica.Open took: mostly its whole read of an
+	// existing file (docs/decisions.md 31), which grows with the file.
+	Open   cost
+	Bytes  int64
+	Files  int            // files downloaded
+	Calls  map[string]int // API calls by kind
+	Result replica.SyncResult
 }
 
 // CallCount is every API call the sync made.
@@ -169,6 +172,8 @@ type engineOpts struct {
 	// minute, as users have it); the bench's other sections turn it off.
 	RateLimit bool
 	Geometry  string // Options.Geometry; empty: the file's
+	// History is Options.History (the history section turns it on).
+	History []string
 }
 
 // engineSync opens the replica at path, syncs it with the emulator and
@@ -201,10 +206,11 @@ func syncWatching(ctx context.Context, apiURL, key, sub, path string, eo engineO
 	settle()
 	stop := startWatch()
 	r, err := replica.Open(ctx, path, replica.Options{APIURL: apiURL, SubscriptionID: sub, API: api, Watch: watch,
-		Threads: eo.Threads, MemoryLimit: eo.MemoryLimit, Geometry: eo.Geometry})
+		Threads: eo.Threads, MemoryLimit: eo.MemoryLimit, Geometry: eo.Geometry, History: eo.History})
 	if err != nil {
 		return run, err
 	}
+	run.Open = stop()
 	run.Result, err = r.Sync(ctx)
 	if cerr := r.Close(); err == nil {
 		err = cerr

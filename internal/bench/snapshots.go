@@ -61,7 +61,7 @@ func (r *run) snapshots(ctx context.Context) error {
 			for _, step := range []struct {
 				name string
 				fn   func(context.Context, *bigDataset) error
-			}{{"merge", r.merges}, {"publish", r.publish}, {"memory", r.memory}, {"file", r.fileGrowth}} {
+			}{{"merge", r.merges}, {"history", r.historyMerge}, {"publish", r.publish}, {"memory", r.memory}, {"file", r.fileGrowth}} {
 				if !r.want(step.name) {
 					continue
 				}

@@ -1,0 +1,132 @@
+package bench
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+
+	"github.com/ploti-replica/ploti-replica/replica"
+	"github.com/ploti-replica/ploti-replica/storage"
+)
+
+// historyMerge measures history's cost (issue 16): from a file at the
+// dataset's version, a 1% merge with --history on against the same merge
+// from a file without history, and how much each version grows the file.
+// The file with history is bootstrapped here, so its history starts at
+// the version it loads (a copy of the whole table).
+func (r *run) historyMerge(ctx context.Context, b *bigDataset) error {
+	heo := r.eo
+	heo.History = []string{replica.HistoryAll}
+	base := r.path("history-base")
+	r.logf("history: bootstrapping %s with --history all", b.id)
+	boot, err := engineSync(ctx, b.em, b.sub, base, heo)
+	if err != nil {
+		return err
+	}
+	if err := checkHistory(ctx, base, b.table, b.n, 0); err != nil {
+		return err
+	}
+	r.rep.note("history: a bootstrap of %s rows with --history all took %s (the history starts as a copy of the table); the file %s against %s without",
+		rows(b.n), secs(boot.Engine().Wall), mib(float64(fileSize(base))), mib(float64(fileSize(b.engine))))
+	st, err := r.nextVersion(ctx, b, 0.01)
+	if err != nil {
+		return err
+	}
+	var on, off, onOpen, offOpen Costs
+	var growOn, growOff []float64
+	var nextOn, nextOff string
+	for i := range r.cfg.Repeat {
+		wp, np := r.path("history-on"), r.path("history-off")
+		for _, cp := range [][2]string{{base, wp}, {b.engine, np}} {
+			if err := copyDB(cp[0], cp[1]); err != nil {
+				return err
+			}
+		}
+		steps := []struct {
+			path string
+			eo   engineOpts
+			into *Costs
+			grow *[]float64
+			from string
+			open *Costs
+		}{{wp, heo, &on, &growOn, base, &onOpen}, {np, r.eo, &off, &growOff, b.engine, &offOpen}}
+		if i%2 == 1 {
+			slices.Reverse(steps)
+		}
+		for _, s := range steps {
+			run, err := engineSync(ctx, b.em, b.sub, s.path, s.eo)
+			if err == nil && (run.Result.ChangesMerged != 1 || run.Result.SnapshotsLoaded != 0) {
+				err = fmt.Errorf("sync of version %d merged %d and loaded %d, want one merge: %w", st.rel.Version, run.Result.ChangesMerged, run.Result.SnapshotsLoaded, errMismatch)
+			}
+			if err != nil {
+				return err
+			}
+			s.into.Add(run.Engine())
+			s.open.Add(run.Engine().sub(run.Open))
+			*s.grow = append(*s.grow, float64(fileSize(s.path)-fileSize(s.from)))
+		}
+		r.logf("history: merge of 1%% of %s rows, run %d: history on %s, off %s; the file grew %s and %s",
+			rows(b.n), i+1, secs(on.Wall.Runs[i]), secs(off.Wall.Runs[i]), mib(growOn[i]), mib(growOff[i]))
+		if i < r.cfg.Repeat-1 {
+			removeDB(wp)
+			removeDB(np)
+		} else {
+			nextOn, nextOff = wp, np
+		}
+	}
+	for _, p := range []string{nextOn, nextOff} {
+		if err := checkRows(ctx, p, b.table, st.rel.RowCount); err != nil {
+			return err
+		}
+	}
+	if err := checkHistory(ctx, nextOn, b.table, b.n+st.rel.Added+st.rel.Changed, st.rel.Changed+st.rel.Removed); err != nil {
+		return err
+	}
+	removeDB(base)
+	removeDB(nextOn)
+	removeDB(b.engine)
+	b.engine, b.version = nextOff, st.rel.Version
+	size := fmt.Sprintf("1%% of %s rows: +%d ~%d −%d", rows(b.n), st.rel.Added, st.rel.Changed, st.rel.Removed)
+	ratio, cpu := ratios(on, off)
+	r.rep.target(Line{What: "7a. changes merge with --history all vs without", Size: size, Engine: on.String(),
+		Versus: "history off: " + off.String(), Ratio: ratio, CPURatio: cpu}, 1.5, true)
+	r.rep.Summary["history_merge"] = ratio
+	// The open reads an existing file whole (docs/decisions.md 31), and a
+	// history doubles the rows it reads: the same without the open shows
+	// what the merge itself costs.
+	ratio, cpu = ratios(onOpen, offOpen)
+	r.rep.add(Line{What: "7a. the same without replica.Open (its whole read of the file, which the history doubles)", Size: size, Engine: onOpen.String(),
+		Versus: "history off: " + offOpen.String(), Ratio: ratio, CPURatio: cpu})
+	slices.Sort(growOn)
+	slices.Sort(growOff)
+	mOn, mOff := growOn[len(growOn)/2], growOff[len(growOff)/2]
+	r.rep.add(Line{What: "7b. file growth per 1% version (median), history on vs off", Size: size,
+		Engine: fmt.Sprintf("%s (%s–%s)", mib(mOn), mib(growOn[0]), mib(growOn[len(growOn)-1])),
+		Versus: fmt.Sprintf("history off: %s (%s–%s)", mib(mOff), mib(growOff[0]), mib(growOff[len(growOff)-1])), Ratio: ratioOf(mOn, mOff)})
+	r.rep.Summary["history_growth_mib"] = mOn / (1 << 20)
+	return nil
+}
+
+// checkHistory makes sure the file at path holds a history of the table
+// with rows rows and ends ends: the measure measured what it says.
+func checkHistory(ctx context.Context, path, table string, rows, ends int64) error {
+	var r, e int64
+	err := withPlain(ctx, path, engineOpts{}, func(db *sql.DB) error {
+		return db.QueryRowContext(ctx, "SELECT (SELECT count(*) FROM _ploti_history."+storage.Ident(table)+"), (SELECT count(*) FROM _ploti.history_ends)").Scan(&r, &e)
+	})
+	if err != nil {
+		return fmt.Errorf("read the history of %s in %s: %w", table, path, err)
+	}
+	if r != rows || e != ends {
+		return fmt.Errorf("the history of %s in %s has %d rows and %d ends, want %d and %d: %w", table, path, r, e, rows, ends, errMismatch)
+	}
+	return nil
+}
+
+func ratioOf(a, b float64) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return a / b
+}
