@@ -137,34 +137,36 @@ func (r *Replica) Story(ctx context.Context, datasetID, recordID string) ([]stor
 	return ReadStory(ctx, r.db, datasetID, recordID)
 }
 
-// historyTable finds a dataset's table and makes sure it keeps a history.
-func historyTable(ctx context.Context, db *storage.DB, datasetID string) (string, storage.HistoryState, error) {
+// historyOf finds a dataset's registry row and makes sure it keeps a
+// history.
+func historyOf(ctx context.Context, db *storage.DB, datasetID string) (*storage.Dataset, storage.HistoryState, error) {
 	d, err := db.Dataset(ctx, datasetID)
 	if err != nil {
-		return "", storage.HistoryState{}, err
+		return nil, storage.HistoryState{}, err
 	}
 	st, err := db.HistoryOf(ctx, d.ID, d.Table)
 	if err != nil {
-		return "", st, err
+		return nil, st, err
 	}
 	if !st.Started {
-		return "", st, fmt.Errorf("%s: %w (sync --history %s keeps one from the version it holds)", datasetID, storage.ErrNoHistory, datasetID)
+		return nil, st, fmt.Errorf("%s: %w (sync --history %s keeps one from the version it holds)", datasetID, storage.ErrNoHistory, datasetID)
 	}
-	return d.Table, st, nil
+	return d, st, nil
 }
 
 // ReadDiff is Diff on an open storage file.
 func ReadDiff(ctx context.Context, db *storage.DB, datasetID string, from, to int) (*Diff, error) {
-	table, st, err := historyTable(ctx, db, datasetID)
+	d, st, err := historyOf(ctx, db, datasetID)
 	if err != nil {
 		return nil, err
 	}
+	table := d.Table
 	for _, v := range []int{from, to} {
 		if v < st.Oldest || v > st.Last {
 			return nil, fmt.Errorf("diff %s: v%d: %w (it holds v%d to v%d)", datasetID, v, ErrVersionNotKept, st.Oldest, st.Last)
 		}
 	}
-	rows, err := db.HistoryDiff(ctx, datasetID, table, from, to)
+	rows, err := db.HistoryDiff(ctx, datasetID, table, d.Columns, from, to)
 	if err != nil {
 		return nil, err
 	}
@@ -186,9 +188,9 @@ func ReadDiff(ctx context.Context, db *storage.DB, datasetID string, from, to in
 
 // ReadStory is Story on an open storage file.
 func ReadStory(ctx context.Context, db *storage.DB, datasetID, recordID string) ([]storage.StoryRow, error) {
-	table, _, err := historyTable(ctx, db, datasetID)
+	d, _, err := historyOf(ctx, db, datasetID)
 	if err != nil {
 		return nil, err
 	}
-	return db.HistoryStory(ctx, datasetID, table, recordID)
+	return db.HistoryStory(ctx, datasetID, d.Table, d.Columns, recordID)
 }

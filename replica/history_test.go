@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/ploti-replica/ploti-replica/apply"
@@ -56,7 +57,7 @@ func assertHistoryMatchesTruth(tb testing.TB, r *Replica, em *emulator.Emulator,
 	asOf := map[int]map[string]map[string]string{}
 	truths := map[int]map[string]map[string]string{}
 	for _, v := range versions {
-		got := textRows(tb, r.DB(), fmt.Sprintf("SELECT * FROM history.%s(%d)", storage.Ident(d.Table+"_as_of"), v))
+		got := textRows(tb, r.DB(), asOfQuery(r, d, v))
 		want := truthRows(tb, r.DB(), em, datasetID, v)
 		cols := truthColumns(tb, r, em, datasetID, v)
 		asOf[v], truths[v] = got, want
@@ -216,4 +217,23 @@ func text(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// asOfQuery is the SQL of a dataset's history as of version v, geometry as
+// GEOMETRY whichever way the file stores it.
+func asOfQuery(r *Replica, d *storage.Dataset, v int) string {
+	q := fmt.Sprintf("SELECT * FROM history.%s(%d)", storage.Ident(d.Table+"_as_of"), v)
+	if r.db.Geometry() != storage.GeometryWKB {
+		return q
+	}
+	var repl []string
+	for _, c := range d.Columns {
+		if c.Type.Type == "geometry" {
+			repl = append(repl, fmt.Sprintf("ST_GeomFromWKB(%[1]s) AS %[1]s", storage.Ident(c.Name)))
+		}
+	}
+	if len(repl) == 0 {
+		return q
+	}
+	return fmt.Sprintf("SELECT * REPLACE (%s) FROM (%s)", strings.Join(repl, ", "), q)
 }

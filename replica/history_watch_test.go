@@ -2,7 +2,6 @@ package replica
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
 	"github.com/ploti-replica/ploti-replica/emulator"
@@ -21,7 +20,7 @@ func assertWatchedHistory(tb testing.TB, r *Replica, em *emulator.Emulator, data
 		if err != nil {
 			tb.Fatalf("truth of %s %v: %v", datasetID, synced[:i+1], err)
 		}
-		asOf := fmt.Sprintf("(SELECT * FROM history.%s(%d))", storage.Ident(d.Table+"_as_of"), v)
+		asOf := "(" + asOfQuery(r, d, v) + ")"
 		if extra, missing := diffRows(tb, r, asOf, "read_parquet("+storage.Literal(truth)+")"); extra != 0 || missing != 0 {
 			tb.Fatalf("%s as of v%d (syncs %v): %d rows not in the truth, %d of it missing", datasetID, v, synced[:i+1], extra, missing)
 		}

@@ -179,9 +179,9 @@ func datasetChanges(ctx context.Context, db *storage.DB, d *storage.Dataset, fro
 // from the change log and the rows now.
 func changesSince(ctx context.Context, db *storage.DB, d *storage.Dataset, dc *DatasetChanges) ([]Change, error) {
 	if !dc.FromHistory {
-		return db.LoggedChanges(ctx, d.ID, d.Table, dc.FromVersion, dc.ToVersion)
+		return db.LoggedChanges(ctx, d.ID, d.Table, d.Columns, dc.FromVersion, dc.ToVersion)
 	}
-	diff, err := db.HistoryDiff(ctx, d.ID, d.Table, dc.FromVersion, dc.ToVersion)
+	diff, err := db.HistoryDiff(ctx, d.ID, d.Table, d.Columns, dc.FromVersion, dc.ToVersion)
 	if err != nil {
 		return nil, err
 	}

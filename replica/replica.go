@@ -96,7 +96,7 @@ type Options struct {
 	KeepChanges int
 	// History lists the datasets that keep history (HistoryAll: every
 	// one): history.<table> then holds every version of every record
-	// since, with time travel by version and time (docs/decisions.md 44).
+	// since, with time travel by version and time (docs/decisions.md 45).
 	// Nil: none. A dataset already held starts its history at the version
 	// held.
 	History []string

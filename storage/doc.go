@@ -8,7 +8,7 @@
 // spooled as NDJSON) with its read_json (rows.go), never row by row
 // through Go.
 //
-// The _ploti schema (migration 7; migration 2 stores _ploti.changes.record_id
+// The _ploti schema (migration 8; migration 2 stores _ploti.changes.record_id
 // uncompressed, for faster checkpoints of a merge's log; migration 3 adds
 // datasets.source, 'renamed' changes and the inbox, for watched datasets;
 // migration 4 the attachments; migration 5 the commit log; migration 6 the

@@ -150,6 +150,9 @@ func (db *DB) setGeometry(ctx context.Context, want string) error {
 			if err := tx.convertTable(ctx, d, fn); err != nil {
 				return err
 			}
+			if err := tx.convertHistory(ctx, d, fn); err != nil { // history.go
+				return err
+			}
 		}
 		_, err = tx.tx.ExecContext(ctx, "UPDATE _ploti.settings SET value = ? WHERE name = 'geometry'", want)
 		return err

@@ -11,7 +11,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/ploti"
 )
 
-// A dataset's history (issue 16; docs/decisions.md 44) is kept in two
+// A dataset's history (issue 16; docs/decisions.md 45) is kept in two
 // places, both append-only, so that a merge writes its history without
 // reading the history back:
 //
@@ -196,7 +196,7 @@ func (tx *Tx) WidenHistory(ctx context.Context, datasetID, table string, cols []
 	t := historyRows + "." + Ident(table)
 	changed := false
 	for _, c := range cols {
-		want, err := DuckType(c.Type)
+		want, err := tx.db.storedType(c.Type)
 		if err != nil {
 			return fmt.Errorf("widen the history of %s: column %s: %w", datasetID, c.Name, err)
 		}
@@ -204,6 +204,11 @@ func (tx *Tx) WidenHistory(ctx context.Context, datasetID, table string, cols []
 		switch {
 		case ok && (sameDuckType(want, old) || sameDuckType(old, "VARCHAR")):
 			continue
+		case ok && hasGeometry(c.Type) && (strings.Contains(old, "GEOMETRY") || strings.Contains(old, "BLOB")):
+			// The file's geometry setting changed (GEOMETRY or WKB): the
+			// history follows, as the tables do.
+			_, err = tx.tx.ExecContext(ctx, fmt.Sprintf("ALTER TABLE %s ALTER COLUMN %s SET DATA TYPE %s USING %s",
+				t, Ident(c.Name), want, convertGeometry(c.Type, Ident(c.Name), geometryFn(want))))
 		case ok:
 			_, err = tx.tx.ExecContext(ctx, fmt.Sprintf("ALTER TABLE %s ALTER COLUMN %s TYPE VARCHAR", t, Ident(c.Name)))
 		default:
@@ -234,7 +239,7 @@ func (tx *Tx) historyCasts(ctx context.Context, table string, cols []ploti.Colum
 	}
 	casts := map[string]string{}
 	for _, c := range cols {
-		want, err := DuckType(c.Type)
+		want, err := tx.db.storedType(c.Type)
 		if err != nil {
 			return nil, err
 		}
@@ -257,6 +262,41 @@ func castedColumns(alias string, cols []ploti.Column, casts map[string]string) s
 		parts = append(parts, e)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// geometryFn is the function that turns geometry into the stored type
+// want: ST_AsWKB into a BLOB, ST_GeomFromWKB into GEOMETRY.
+func geometryFn(want string) string {
+	if strings.Contains(want, "BLOB") {
+		return "ST_AsWKB"
+	}
+	return "ST_GeomFromWKB"
+}
+
+// convertHistory converts the geometry columns of a dataset's history to
+// the file's geometry setting with fn, as convertTable does its table.
+func (tx *Tx) convertHistory(ctx context.Context, d *Dataset, fn string) error {
+	have, err := tx.historyColumns(ctx, d.Table)
+	if err != nil || len(have) == 0 {
+		return err
+	}
+	types := map[string]string{}
+	for _, c := range have {
+		types[c.name] = c.typ
+	}
+	for _, c := range d.Columns {
+		want, err := tx.db.storedType(c.Type)
+		old := types[c.Name]
+		if err != nil || !hasGeometry(c.Type) || old == "" || sameDuckType(old, want) || sameDuckType(old, "VARCHAR") {
+			continue
+		}
+		q := fmt.Sprintf("ALTER TABLE %s.%s ALTER COLUMN %s SET DATA TYPE %s USING %s",
+			historyRows, Ident(d.Table), Ident(c.Name), want, convertGeometry(c.Type, Ident(c.Name), fn))
+		if _, err := tx.tx.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("convert the history of %s.%s: %w", d.Table, c.Name, err)
+		}
+	}
+	return tx.historyViews(ctx, d.ID, d.Table)
 }
 
 var nonIdent = regexp.MustCompile(`[^a-z0-9_]+`)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/ploti-replica/ploti-replica/ploti"
 )
 
 // ColumnChange is one column of a record that differs between two
@@ -35,8 +37,12 @@ type DiffRow struct {
 // record (a record followed across renames by its lineage), over every
 // column the history has: each record added, removed, renamed or changed,
 // ordered by kind and id.
-func (db *DB) HistoryDiff(ctx context.Context, datasetID, table string, from, to int) ([]DiffRow, error) {
-	cols, err := db.historyDataColumns(ctx, table)
+func (db *DB) HistoryDiff(ctx context.Context, datasetID, table string, dataCols []ploti.Column, from, to int) ([]DiffRow, error) {
+	cols, exprA, err := db.historyDataColumns(ctx, table, dataCols, "a.")
+	if err != nil {
+		return nil, err
+	}
+	_, exprB, err := db.historyDataColumns(ctx, table, dataCols, "b.")
 	if err != nil {
 		return nil, err
 	}
@@ -44,9 +50,9 @@ func (db *DB) HistoryDiff(ctx context.Context, datasetID, table string, from, to
 	var data, pairs, differs, packA, packB []string
 	for _, c := range cols {
 		data = append(data, "r."+Ident(c))
-		pairs = append(pairs, fmt.Sprintf("CAST(a.%[1]s AS VARCHAR), CAST(b.%[1]s AS VARCHAR)", Ident(c)))
-		packA = append(packA, fmt.Sprintf("%[1]s := a.%[1]s", Ident(c)))
-		packB = append(packB, fmt.Sprintf("%[1]s := b.%[1]s", Ident(c)))
+		pairs = append(pairs, fmt.Sprintf("CAST(%s AS VARCHAR), CAST(%s AS VARCHAR)", exprA[c], exprB[c]))
+		packA = append(packA, fmt.Sprintf("%s := %s", Ident(c), exprA[c]))
+		packB = append(packB, fmt.Sprintf("%s := %s", Ident(c), exprB[c]))
 		if c != ColRecordID {
 			differs = append(differs, fmt.Sprintf("a.%[1]s IS DISTINCT FROM b.%[1]s", Ident(c)))
 		}
@@ -109,28 +115,43 @@ func nullText(s sql.NullString) *string {
 }
 
 // historyDataColumns lists the dataset columns of a history (system
-// columns first), without the meta ones.
-func (db *DB) historyDataColumns(ctx context.Context, table string) ([]string, error) {
-	rows, err := db.sql.QueryContext(ctx, `SELECT column_name FROM duckdb_columns()
+// columns first), without the meta ones, and the SQL of each one's value
+// with geometry as GEOMETRY (a history of a file that stores WKB keeps
+// it as a BLOB; cols, the dataset's columns, tell which those are) under
+// the alias alias.
+func (db *DB) historyDataColumns(ctx context.Context, table string, cols []ploti.Column, alias string) ([]string, map[string]string, error) {
+	geo := map[string]ploti.Type{}
+	for _, c := range cols {
+		if hasGeometry(c.Type) {
+			geo[c.Name] = c.Type
+		}
+	}
+	rows, err := db.sql.QueryContext(ctx, `SELECT column_name, data_type FROM duckdb_columns()
 		WHERE database_name = current_database() AND schema_name = ? AND table_name = ? ORDER BY column_index`, historyRows, table)
 	if err != nil {
-		return nil, fmt.Errorf("read the history columns of %s: %w", table, err)
+		return nil, nil, fmt.Errorf("read the history columns of %s: %w", table, err)
 	}
 	defer rows.Close()
 	var out []string
+	expr := map[string]string{}
 	for rows.Next() {
-		var c string
-		if err := rows.Scan(&c); err != nil {
-			return nil, err
+		var c, typ string
+		if err := rows.Scan(&c, &typ); err != nil {
+			return nil, nil, err
 		}
-		if !metaColumns[c] {
-			out = append(out, c)
+		if metaColumns[c] {
+			continue
+		}
+		out = append(out, c)
+		expr[c] = alias + Ident(c)
+		if t, ok := geo[c]; ok && strings.Contains(typ, "BLOB") {
+			expr[c] = convertGeometry(t, alias+Ident(c), "ST_GeomFromWKB")
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("read the history of %s: %w", table, ErrNoHistory)
+		return nil, nil, fmt.Errorf("read the history of %s: %w", table, ErrNoHistory)
 	}
-	return out, rows.Err()
+	return out, expr, rows.Err()
 }
 
 // StoryRow is one row of a record's story: its values from one version
@@ -159,14 +180,14 @@ type ColumnValue struct {
 // HistoryStory reads a record's whole story: every row its lineage held
 // (the ids a rename or an id map gave it), oldest first. No rows: the
 // history never held the record.
-func (db *DB) HistoryStory(ctx context.Context, datasetID, table, recordID string) ([]StoryRow, error) {
-	cols, err := db.historyDataColumns(ctx, table)
+func (db *DB) HistoryStory(ctx context.Context, datasetID, table string, dataCols []ploti.Column, recordID string) ([]StoryRow, error) {
+	cols, expr, err := db.historyDataColumns(ctx, table, dataCols, "")
 	if err != nil {
 		return nil, err
 	}
 	sel := make([]string, len(cols))
 	for i, c := range cols {
-		sel[i] = fmt.Sprintf("CAST(%s AS VARCHAR)", Ident(c))
+		sel[i] = fmt.Sprintf("CAST(%s AS VARCHAR)", expr[c])
 	}
 	q := fmt.Sprintf(`SELECT %s, %s, %s, %s, %s, %s, coalesce(%s, ''), %s FROM %s.%s(?)`,
 		Ident(ColRecordID), Ident(ColValidFrom), Ident(ColValidTo), Ident(ColValidFromAt), Ident(ColValidToAt), Ident(ColHistChange), Ident(ColOriginID),

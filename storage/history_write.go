@@ -50,11 +50,12 @@ func (tx *Tx) MergeHistory(ctx context.Context, hv HistoryVersion, cols []ploti.
 		if err != nil {
 			return err
 		}
+		rowsQ := tx.db.stored(fmt.Sprintf(`SELECT %[1]s, CAST(%[2]s AS VARCHAR) AS __change FROM %[3]s WHERE CAST(%[2]s AS VARCHAR) IN ('added', 'changed')`,
+			sel, Ident(ColChange), src), cols)
 		q := fmt.Sprintf(`INSERT INTO %[1]s (%[2]s)
 			SELECT %[3]s, ?, ?, f.__change, CASE WHEN f.__change = 'changed' THEN o.origin END
-			FROM (SELECT %[4]s, CAST(%[5]s AS VARCHAR) AS __change FROM %[6]s WHERE CAST(%[5]s AS VARCHAR) IN ('added', 'changed')) f
-			LEFT JOIN %[7]s o ON o.id = f.%[8]s`,
-			rowsT, historyInsertColumns(cols), castedColumns("f.", cols, casts), sel, Ident(ColChange), src, originsSQL(rowsT), Ident(ColRecordID))
+			FROM (%[4]s) f LEFT JOIN %[5]s o ON o.id = f.%[6]s`,
+			rowsT, historyInsertColumns(cols), castedColumns("f.", cols, casts), rowsQ, originsSQL(rowsT), Ident(ColRecordID))
 		if _, err := tx.tx.ExecContext(ctx, q, hv.Version, hv.PublishedAt); err != nil {
 			return fmt.Errorf("record %s v%d in its history: rows: %w", hv.DatasetID, hv.Version, err)
 		}

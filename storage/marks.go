@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/ploti-replica/ploti-replica/ploti"
 )
 
 // Kinds of change a mark reports (RecordChange.Change): the net effect on
@@ -142,13 +144,13 @@ func (db *DB) ChangeLogSpan(ctx context.Context, datasetID string) (LogSpan, err
 // dataset's, or a replaced id logged by a reload) gives its id at from as
 // PreviousRecordID, and its old id is not reported removed. Ordered by
 // kind, then record id.
-func (db *DB) LoggedChanges(ctx context.Context, datasetID, table string, from, to int) ([]RecordChange, error) {
+func (db *DB) LoggedChanges(ctx context.Context, datasetID, table string, cols []ploti.Column, from, to int) ([]RecordChange, error) {
 	rows, err := db.sql.QueryContext(ctx, fmt.Sprintf(`WITH log AS (
 			SELECT record_id, arg_min(change, version) AS first FROM _ploti.changes
 			WHERE dataset_id = $1 AND version > $2 AND version <= $3 GROUP BY record_id)
 		SELECT log.record_id, log.first, CASE WHEN t.%[2]s IS NOT NULL THEN CAST(to_json(t) AS VARCHAR) END FROM log
-		LEFT JOIN main.%[1]s t ON t.%[2]s = log.record_id
-		ORDER BY log.record_id`, Ident(table), Ident(ColRecordID)), datasetID, from, to)
+		LEFT JOIN %[1]s t ON t.%[2]s = log.record_id
+		ORDER BY log.record_id`, AsGeometry(db.geometry, table, cols), Ident(ColRecordID)), datasetID, from, to)
 	if err != nil {
 		return nil, fmt.Errorf("read changes of %s after v%d: %w", datasetID, from, err)
 	}

@@ -1,4 +1,4 @@
--- History (issue 16; docs/decisions.md 44), for the datasets told to keep
+-- History (issue 16; docs/decisions.md 45), for the datasets told to keep
 -- it. Each such dataset's rows are in _ploti_history.<table> (made when
 -- its history starts); history.<table> is the user's view of them, with
 -- the macros <table>_as_of(version), <table>_at(timestamp) and
