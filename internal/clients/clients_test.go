@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -36,6 +37,9 @@ type view struct {
 	Counts           map[string]int64        `json:"counts"`
 	Datasets         []dataset               `json:"datasets"`
 	Geometry         map[string][]geometryAt `json:"geometry"`
+	// History is what the history's view and macros answer (issue 16):
+	// row counts by the query read.mjs names them with.
+	History map[string]int64 `json:"history"`
 }
 
 type column struct {
@@ -135,12 +139,13 @@ func engineView(t *testing.T, path string) view {
 	q := db.SQL()
 	v := view{Counts: map[string]int64{}, Geometry: map[string][]geometryAt{}}
 	rows, err := q.QueryContext(ctx, `SELECT schema_name, table_name, column_name, data_type, comment FROM duckdb_columns() c
-		WHERE database_name = current_database() AND schema_name IN ('main', '_ploti')
+		WHERE database_name = current_database() AND schema_name IN ('main', '_ploti', '_ploti_history')
 		AND EXISTS (SELECT 1 FROM duckdb_tables() t WHERE t.database_name = c.database_name AND t.schema_name = c.schema_name AND t.table_name = c.table_name)
 		ORDER BY schema_name, table_name, column_index`)
 	if err != nil {
 		t.Fatal(err)
 	}
+	v.History = engineHistory(t, q)
 	for rows.Next() {
 		var c column
 		if err := rows.Scan(&c.Schema, &c.Table, &c.Column, &c.Type, &c.Comment); err != nil {
@@ -201,6 +206,46 @@ func engineView(t *testing.T, path string) view {
 	return v
 }
 
+// engineHistory is what the history's view and macros answer the engine,
+// as read.mjs asks them.
+func engineHistory(t *testing.T, q *sql.DB) map[string]int64 {
+	t.Helper()
+	ctx := context.Background()
+	out := map[string]int64{}
+	rows, err := q.QueryContext(ctx, `SELECT DISTINCT d.table_name, v.version FROM _ploti.history_versions v JOIN _ploti.datasets d USING (dataset_id) ORDER BY 1, 2`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type at struct {
+		table   string
+		version int
+	}
+	var ats []at
+	for rows.Next() {
+		var a at
+		if err := rows.Scan(&a.table, &a.version); err != nil {
+			t.Fatal(err)
+		}
+		ats = append(ats, a)
+	}
+	rows.Close()
+	for _, a := range ats {
+		tbl := storage.Ident(a.table)
+		for key, query := range map[string]string{
+			fmt.Sprintf("%s_as_of(%d)", a.table, a.version): fmt.Sprintf("SELECT count(*) FROM history.%s(%d)", storage.Ident(a.table+"_as_of"), a.version),
+			a.table:            fmt.Sprintf("SELECT count(*) FROM history.%s WHERE _ploti_valid_to IS NOT NULL", tbl),
+			a.table + "_story": fmt.Sprintf("SELECT count(*) FROM history.%s((SELECT min(_ploti_record_id) FROM _ploti_history.%s))", storage.Ident(a.table+"_story"), tbl),
+		} {
+			var n int64
+			if err := q.QueryRowContext(ctx, query).Scan(&n); err != nil {
+				t.Fatalf("%s: %v", query, err)
+			}
+			out[key] = n
+		}
+	}
+	return out
+}
+
 // compare checks a client's view against the engine's: the same tables,
 // columns, types and comments, row counts and registry; geometry as the
 // engine reads it when the file stores WKB, and, when it stores GEOMETRY,
@@ -217,6 +262,9 @@ func compare(t *testing.T, client string, got, want view) {
 	}
 	if !reflect.DeepEqual(got.Counts, want.Counts) {
 		t.Errorf("%s (DuckDB %s) counts rows %v, want %v", client, got.Version, got.Counts, want.Counts)
+	}
+	if !reflect.DeepEqual(got.History, want.History) {
+		t.Errorf("%s (DuckDB %s) reads the history's view and macros as %v, want %v", client, got.Version, got.History, want.History)
 	}
 	if !reflect.DeepEqual(got.Datasets, want.Datasets) {
 		t.Errorf("%s (DuckDB %s) reads _ploti.datasets as %s, want %s", client, got.Version, js(got.Datasets), js(want.Datasets))
@@ -309,6 +357,9 @@ func TestClients_demoFile(t *testing.T) {
 			t.Fatalf("ploti-replica %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 		want := engineView(t, path)
+		if len(want.History) == 0 {
+			t.Fatalf("%s: the demo keeps history, but the file has none to read", path)
+		}
 		for _, c := range clients {
 			got := read(t, node, c, path)
 			checkVersion(t, c, got)

@@ -3,7 +3,8 @@
 // and prints as JSON what that client sees: its DuckDB version, the
 // extensions loaded, every table's columns (type and comment), each
 // table's row count, the _ploti registry and log counts, and the first
-// rows of every geometry column (a column whose comment names its
+// rows of every geometry column, and what the history's view and macros
+// answer (a column whose comment names its
 // encoding): the bytes in hex and, when they are standard WKB, the
 // geometry decoded here as WKT.
 //
@@ -38,12 +39,20 @@ const out = {};
 out.version = (await rows('SELECT version() AS v'))[0].v;
 out.extensionsLoaded = (await rows('SELECT extension_name FROM duckdb_extensions() WHERE loaded ORDER BY 1')).map((r) => r.extension_name);
 out.columns = await rows(`SELECT schema_name AS "schema", table_name AS "table", column_name AS "column", data_type AS "type", comment
-  FROM duckdb_columns() c WHERE database_name = current_database() AND schema_name IN ('main', '_ploti')
+  FROM duckdb_columns() c WHERE database_name = current_database() AND schema_name IN ('main', '_ploti', '_ploti_history')
     AND EXISTS (SELECT 1 FROM duckdb_tables() t WHERE t.database_name = c.database_name AND t.schema_name = c.schema_name AND t.table_name = c.table_name)
   ORDER BY schema_name, table_name, column_index`);
 out.counts = {};
 for (const t of await rows(`SELECT schema_name AS s, table_name AS t FROM duckdb_tables() WHERE database_name = current_database() ORDER BY 1, 2`)) {
   out.counts[`${t.s}.${t.t}`] = (await rows(`SELECT count(*) AS n FROM "${t.s}"."${t.t}"`))[0].n;
+}
+// The history's view and macros (issue 16), kept in the file as SQL: each
+// recorded version's rows as of it, the view's rows, and one record's story.
+out.history = {};
+for (const h of await rows(`SELECT DISTINCT d.table_name AS t, v.version AS v FROM _ploti.history_versions v JOIN _ploti.datasets d USING (dataset_id) ORDER BY 1, 2`)) {
+  out.history[`${h.t}_as_of(${h.v})`] = (await rows(`SELECT count(*) AS n FROM history."${h.t}_as_of"(${h.v})`))[0].n;
+  out.history[h.t] = (await rows(`SELECT count(*) AS n FROM history."${h.t}" WHERE _ploti_valid_to IS NOT NULL`))[0].n;
+  out.history[`${h.t}_story`] = (await rows(`SELECT count(*) AS n FROM history."${h.t}_story"((SELECT min(_ploti_record_id) FROM _ploti_history."${h.t}"))`))[0].n;
 }
 out.datasets = await rows(`SELECT dataset_id, table_name, version, schema_version, status, row_count FROM _ploti.datasets ORDER BY 1`);
 out.geometry = {};
