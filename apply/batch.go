@@ -23,6 +23,7 @@ type pageCache struct {
 	rows       map[string]*storage.Dataset // registry rows, by dataset id
 	holds      map[string][]storage.Hold   // holds, by dataset id
 	stale      map[string]bool             // ids to read again (see forget)
+	known      map[string]bool             // with a scope: the ids read (rows holds them, or they have none)
 	dirtyRows  []string                    // ids whose row Flush writes, in first-write order
 	dirtyHolds []string                    // ids whose holds Flush rewrites
 	applied    []string                    // event ids Flush records as applied
@@ -31,9 +32,9 @@ type pageCache struct {
 	undescribed []string
 }
 
-// cached returns the batch's cache, loading the whole registry and every
-// hold the first time, and makes sure a transaction is open for the writes
-// the cache will hold back.
+// cached returns the batch's cache, loading the registry rows and holds
+// the first time (the scope's, or else all of them), and makes sure a
+// transaction is open for the writes the cache will hold back.
 func (b *Batch) cached(ctx context.Context) (*pageCache, error) {
 	tx, err := b.Tx(ctx)
 	if err != nil {
@@ -42,15 +43,23 @@ func (b *Batch) cached(ctx context.Context) (*pageCache, error) {
 	if b.cache != nil {
 		return b.cache, nil
 	}
-	all, err := tx.Datasets(ctx)
-	if err != nil {
-		return nil, err
+	var all []*storage.Dataset
+	var holds []storage.Hold
+	if b.scope != nil {
+		all, holds, err = tx.DatasetsOf(ctx, b.scope)
+	} else if all, err = tx.Datasets(ctx); err == nil {
+		holds, err = tx.Holds(ctx, "")
 	}
-	holds, err := tx.Holds(ctx, "")
 	if err != nil {
 		return nil, err
 	}
 	c := &pageCache{rows: make(map[string]*storage.Dataset, len(all)), holds: map[string][]storage.Hold{}, stale: map[string]bool{}}
+	if b.scope != nil {
+		c.known = map[string]bool{}
+		for _, id := range b.scope {
+			c.known[id] = true
+		}
+	}
 	for _, d := range all {
 		c.rows[d.ID] = d
 	}
@@ -67,12 +76,12 @@ func (b *Batch) cached(ctx context.Context) (*pageCache, error) {
 // of updates, each merge's Flush committed an empty one).
 func (b *Batch) dataset(ctx context.Context, id string) (*storage.Dataset, []storage.Hold, error) {
 	c := b.cache
-	if c == nil || c.stale[id] {
+	if c == nil || c.stale[id] || c.known != nil && !c.known[id] {
 		var err error
 		if c, err = b.cached(ctx); err != nil {
 			return nil, nil, err
 		}
-		if c.stale[id] {
+		if c.stale[id] || c.known != nil && !c.known[id] {
 			if err := b.reload(ctx, id); err != nil {
 				return nil, nil, err
 			}
@@ -110,6 +119,9 @@ func (b *Batch) remember(d *storage.Dataset) {
 		c.rows[d.ID] = cloneDataset(d)
 		c.holds[d.ID] = nil
 		delete(c.stale, d.ID)
+		if c.known != nil {
+			c.known[d.ID] = true
+		}
 	}
 }
 
@@ -135,6 +147,9 @@ func (b *Batch) reload(ctx context.Context, id string) error {
 	}
 	c.holds[id] = holds
 	delete(c.stale, id)
+	if c.known != nil {
+		c.known[id] = true
+	}
 	return nil
 }
 
@@ -213,13 +228,23 @@ func (b *Batch) writeBack(ctx context.Context) error {
 // that have no title yet. A state-only event makes no API call (issue
 // 18): the walk describes them all before the page commits, in as few
 // calls as it can (Describe); one it could not is described by its first
-// load. Known is how many registry rows the batch holds.
-func (b *Batch) Undescribed() (ids []string, known int) {
-	if b.cache == nil {
-		return nil, 0
+// load. Known is how many datasets the registry holds, these included
+// (the walk weighs one call each against the datasets list's pages): a
+// scoped batch counts them in its transaction, the others hold them all.
+func (b *Batch) Undescribed(ctx context.Context) (ids []string, known int, err error) {
+	if b.cache == nil || len(b.cache.undescribed) == 0 {
+		return nil, 0, nil
 	}
 	ids, b.cache.undescribed = b.cache.undescribed, nil
-	return ids, len(b.cache.rows)
+	if b.scope == nil {
+		return ids, len(b.cache.rows), nil
+	}
+	tx, err := b.Tx(ctx)
+	if err != nil {
+		return ids, 0, err
+	}
+	known, err = tx.CountDatasets(ctx)
+	return ids, known, err
 }
 
 // Describe gives a dataset the batch holds its title, place and topic
@@ -232,4 +257,17 @@ func (b *Batch) Describe(info *ploti.Dataset) {
 	d := cloneDataset(c.rows[info.ID])
 	Describe(d, info)
 	b.putDataset(d)
+}
+
+// Scope makes the batch read the registry rows and holds of these
+// datasets only (a page's), with one query each, when it first needs
+// them, and any other one when asked for it: a page costs the same
+// however many datasets the file holds (issue 18: the whole registry,
+// read for each page, was 2,000 rows and their columns' JSON). Call it
+// before the batch reads anything.
+func (b *Batch) Scope(ids []string) {
+	b.scope = slices.Clone(ids)
+	if b.scope == nil {
+		b.scope = []string{}
+	}
 }

@@ -209,3 +209,86 @@ func TestBatch_HeavyActionInThePage(t *testing.T) {
 		t.Fatalf("ds_b after the page: version %d, stale check %v; want version 4 and the stale check after the load", d.Version, d.StaleLastCheckedAt)
 	}
 }
+
+// Issue 18: "nothing scans all tables per event or per page". A batch
+// scoped to a page's datasets reads their registry rows and holds only,
+// and any other dataset's when an event asks for it, and ends exactly
+// where a batch that reads the whole registry ends. ds_b's row is made
+// unreadable while the scoped page runs: a batch that read it would fail.
+func TestBatch_ScopeReadsThePagesDatasetsOnly(t *testing.T) {
+	at := time.Date(2026, 11, 2, 3, 4, 5, 0, time.UTC)
+	next := at.Add(24 * time.Hour)
+	ctx := context.Background()
+	stale := func(id string) ploti.Event {
+		return feedEvent(ploti.EventStale, id, nil, func(d *ploti.EventData) { d.LastCheckedAt, d.NextCheckBy = &at, &next })
+	}
+	setup := []ploti.Event{
+		feedEvent(ploti.EventAdded, "ds_c", nil),
+		feedEvent(ploti.EventDelayed, "ds_c", ploti.Int(1), func(d *ploti.EventData) { d.Reason, d.Since = ploti.DelayProcessing, &at }),
+	}
+	// The page is scoped to ds_a; ds_c, outside it, is read when asked,
+	// with its hold.
+	page := []ploti.Event{
+		stale("ds_a"),
+		feedEvent(ploti.EventDelayed, "ds_a", ploti.Int(4), func(d *ploti.EventData) { d.Reason, d.Since = ploti.DelayDataCheck, &at }),
+		stale("ds_c"),
+		feedEvent(ploti.EventDelayed, "ds_c", ploti.Int(2), func(d *ploti.EventData) { d.Reason, d.Since = ploti.DelayDataCheck, &at }),
+	}
+	for i := range setup {
+		setup[i].ID, setup[i].Timestamp = fmt.Sprintf("evt_s%d", i), at
+	}
+	for i := range page {
+		page[i].ID, page[i].Timestamp = fmt.Sprintf("evt_p%d", i), at
+	}
+	applyAll := func(b *Batch, x *Executor, evs []ploti.Event) error {
+		for _, e := range evs {
+			if _, err := x.Apply(ctx, b, e); err != nil {
+				b.Abort()
+				return fmt.Errorf("apply %s: %w", e.ID, err)
+			}
+		}
+		return b.Flush()
+	}
+	exec := func(db *storage.DB, q string, args ...any) {
+		t.Helper()
+		if _, err := db.SQL().ExecContext(ctx, q, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(scoped bool) string {
+		db := seedRegistry(t, at)
+		x := &Executor{DB: db}
+		if err := applyAll(NewBatch(db), x, setup); err != nil {
+			t.Fatal(err)
+		}
+		b := NewBatch(db)
+		var cols string
+		if scoped {
+			if err := db.SQL().QueryRowContext(ctx, "SELECT columns::VARCHAR FROM _ploti.datasets WHERE dataset_id = 'ds_b'").Scan(&cols); err != nil {
+				t.Fatal(err)
+			}
+			exec(db, `UPDATE _ploti.datasets SET columns = '{"not": "a list"}' WHERE dataset_id = 'ds_b'`)
+			// The device works: a batch that reads the whole registry fails.
+			if err := applyAll(NewBatch(db), x, page[:1]); err == nil || !strings.Contains(err.Error(), "ds_b") {
+				t.Fatalf("an unscoped batch with ds_b's row unreadable: %v, want an error naming ds_b", err)
+			}
+			b.Scope([]string{"ds_a"})
+		}
+		if err := applyAll(b, x, page); err != nil {
+			t.Fatalf("scoped=%v: %v", scoped, err)
+		}
+		if scoped {
+			exec(db, "UPDATE _ploti.datasets SET columns = ? WHERE dataset_id = 'ds_b'", cols)
+		}
+		return dump(t, db)
+	}
+	scoped, whole := run(true), run(false)
+	if scoped != whole {
+		t.Fatalf("a batch scoped to ds_a:\n%s\none that reads the whole registry:\n%s", scoped, whole)
+	}
+	for _, want := range []string{`"evt_p3"`, `data_check`} {
+		if !strings.Contains(scoped, want) {
+			t.Fatalf("the page did not land (%s missing):\n%s", want, scoped)
+		}
+	}
+}

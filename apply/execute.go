@@ -110,6 +110,7 @@ type Batch struct {
 	tx    *storage.Tx
 	ctx   context.Context // the context of the transaction, for Flush's writes
 	cache *pageCache      // registry rows read, and writes held back (batch.go)
+	scope []string        // the datasets the batch reads (Scope); nil: all
 	// deferred are the shared merges whose checks and log Flush makes at
 	// once (storage.Tx.FinishMerged); files are theirs, removed after.
 	deferred []storage.Merged
@@ -773,6 +774,7 @@ func (x *Executor) LoadVersion(ctx context.Context, d *storage.Dataset, v *ploti
 // are not the dataset's are returned unchanged.
 func (x *Executor) Fail(ctx context.Context, d *storage.Dataset, version int, cause error) error {
 	b := NewBatch(x.DB)
+	b.Scope([]string{d.ID})
 	err := x.fail(ctx, b, d, Action{Kind: Load, Version: version}, "", cause)
 	if ferr := b.Flush(); ferr != nil {
 		return ferr

@@ -297,9 +297,13 @@ func (r *Replica) reloadCurrent(ctx context.Context, d *storage.Dataset, review 
 // places and topics before the page commits: one call each, or the
 // subscription's datasets list when that takes fewer calls. Best effort.
 func (r *Replica) describePending(ctx context.Context, subID string, b *apply.Batch) {
-	ids, known := b.Undescribed()
+	ids, known, err := b.Undescribed(ctx)
 	if len(ids) == 0 {
 		return
+	}
+	if err != nil {
+		r.log.Debug().Err(err).Msg("count the registry's datasets")
+		known = len(ids)
 	}
 	if pages := (known + fetch.MaxDatasetsLimit - 1) / fetch.MaxDatasetsLimit; len(ids) <= pages {
 		for _, id := range ids {

@@ -306,3 +306,39 @@ func TestBootstrap_oneLinksCallForAVersionsFiles(t *testing.T) {
 	}
 	assertMatchesTruth(t, r, em, "ds_parts", 1)
 }
+
+// The walk weighs one call per new dataset against the datasets list's
+// pages by the registry's size, not by the page's datasets (a page's batch
+// reads its own datasets only): two datasets joining a subscription of
+// 402 are described with two dataset calls, not the list's three pages.
+func TestSync_fewNewDatasetsInALargeRegistryAreDescribedOneByOne(t *testing.T) {
+	em := mustEmulator(t)
+	em.AddPlace(emulator.Place{ID: "fl-leon", Name: "Leon County, FL", Kind: "county", State: "fl"})
+	add := func(id string) {
+		must(t, em.AddDataset(emulator.DatasetSpec{ID: id, Title: "T " + id, PlaceID: "fl-leon", Topic: "parcels-property",
+			Columns: []emulator.Column{{Name: "k", Type: "string"}}}))
+	}
+	var ids []string
+	for i := range 402 {
+		ids = append(ids, fmt.Sprintf("ds_old_%03d", i))
+		add(ids[i])
+	}
+	sub, err := em.CreateSubscription(emulator.SubscriptionSpec{DatasetIDs: ids})
+	must(t, err)
+	r := mustOpen(t, em, sub, "")
+	mustSync(t, r)
+	for _, id := range []string{"ds_zz_1", "ds_zz_2"} {
+		add(id)
+		ids = append(ids, id)
+	}
+	must(t, em.PatchSubscription(sub, emulator.SubscriptionSpec{DatasetIDs: ids}))
+	api := &countingAPI{API: r.api}
+	r.api, r.exec.Source = api, &source{api: api}
+	mustSync(t, r)
+	if api.n("dataset") != 2 || api.n("datasets") != 0 {
+		t.Fatalf("2 datasets joining 402 made %v API calls, want 2 dataset calls and no datasets list", api.calls)
+	}
+	if d := datasetRow(t, r, "ds_zz_2"); d.Status != storage.StatusPending || d.Title != "T ds_zz_2" {
+		t.Fatalf("%+v", d)
+	}
+}

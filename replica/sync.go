@@ -387,6 +387,16 @@ func cloneResult(r SyncResult) SyncResult {
 func (r *Replica) applyPageFrom(ctx context.Context, sub *storage.Subscription, page *ploti.EventPage, res *SyncResult, end *syncEnd, share bool, from int, mark *pageMark) (*ploti.EventPage, error) {
 	b := apply.NewBatch(r.db)
 	b.Share = share
+	// The batch reads the registry rows of the page's datasets only.
+	var datasets []string
+	inPage := map[string]bool{}
+	for _, ev := range page.Events {
+		if id := ev.Data.DatasetID; id != "" && !inPage[id] {
+			inPage[id] = true
+			datasets = append(datasets, id)
+		}
+	}
+	b.Scope(datasets)
 	defer b.Abort()
 	tx, err := b.Tx(ctx)
 	if err != nil {

@@ -105,8 +105,15 @@ func getDataset(ctx context.Context, q querier, id string) (*Dataset, error) {
 	return d, err
 }
 
-func listDatasets(ctx context.Context, q querier) ([]*Dataset, error) {
-	rows, err := q.QueryContext(ctx, "SELECT "+datasetCols+" FROM _ploti.datasets ORDER BY dataset_id")
+func listDatasets(ctx context.Context, q querier, ids ...string) ([]*Dataset, error) {
+	where := ""
+	if ids != nil {
+		if len(ids) == 0 {
+			return nil, nil
+		}
+		where = " WHERE dataset_id IN (" + strings.Join(quoteAll(ids), ", ") + ")"
+	}
+	rows, err := q.QueryContext(ctx, "SELECT "+datasetCols+" FROM _ploti.datasets"+where+" ORDER BY dataset_id")
 	if err != nil {
 		return nil, err
 	}
@@ -137,6 +144,31 @@ func (tx *Tx) Dataset(ctx context.Context, id string) (*Dataset, error) {
 
 // Datasets lists the registry in the transaction.
 func (tx *Tx) Datasets(ctx context.Context) ([]*Dataset, error) { return listDatasets(ctx, tx.tx) }
+
+// CountDatasets counts the registry's rows in the transaction.
+func (tx *Tx) CountDatasets(ctx context.Context) (int, error) {
+	var n int
+	err := tx.tx.QueryRowContext(ctx, "SELECT count(*) FROM _ploti.datasets").Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count datasets: %w", err)
+	}
+	return n, nil
+}
+
+// DatasetsOf reads the registry rows of the given datasets (those that
+// have one) and their holds, in the transaction: what a page of events
+// needs, whatever the number of datasets (issue 18).
+func (tx *Tx) DatasetsOf(ctx context.Context, ids []string) ([]*Dataset, []Hold, error) {
+	if ids == nil {
+		ids = []string{}
+	}
+	ds, err := listDatasets(ctx, tx.tx, ids...)
+	if err != nil || len(ids) == 0 {
+		return ds, nil, err
+	}
+	holds, err := queryHolds(ctx, tx.tx, " WHERE dataset_id IN ("+strings.Join(quoteAll(ids), ", ")+")")
+	return ds, holds, err
+}
 
 func nullInt(v int) any {
 	if v == 0 {
@@ -386,12 +418,14 @@ type Hold struct {
 }
 
 func listHolds(ctx context.Context, q querier, datasetID string) ([]Hold, error) {
-	query := "SELECT dataset_id, coalesce(version, 0), kind, reason, since, coalesce(detail::VARCHAR, '') FROM _ploti.holds"
-	var args []any
 	if datasetID != "" {
-		query += " WHERE dataset_id = ?"
-		args = append(args, datasetID)
+		return queryHolds(ctx, q, " WHERE dataset_id = ?", datasetID)
 	}
+	return queryHolds(ctx, q, "")
+}
+
+func queryHolds(ctx context.Context, q querier, where string, args ...any) ([]Hold, error) {
+	query := "SELECT dataset_id, coalesce(version, 0), kind, reason, since, coalesce(detail::VARCHAR, '') FROM _ploti.holds" + where
 	rows, err := q.QueryContext(ctx, query+" ORDER BY dataset_id, kind", args...)
 	if err != nil {
 		return nil, fmt.Errorf("list holds: %w", err)

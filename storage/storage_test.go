@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -387,5 +388,64 @@ func TestTx_PutDatasets_writesWhatPutDatasetWrites(t *testing.T) {
 	}
 	if d := byID["ds_c"]; d == nil || d.Source != SourceWatch || d.LastError != "bad 'file'" || d.StaleNextCheckBy == nil || !d.StaleNextCheckBy.Equal(at) || d.KeyColumns[1] != "it's" {
 		t.Fatalf("ds_c: %+v", d)
+	}
+}
+
+// DatasetsOf reads the rows and holds of the datasets asked for and of no
+// other (issue 18: a page of events reads its own datasets, however many
+// the file holds); CountDatasets counts them all.
+func TestTx_DatasetsOf_readsTheGivenDatasetsOnly(t *testing.T) {
+	ctx := context.Background()
+	at := time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC)
+	db := mustOpen(t)
+	err := db.Update(ctx, func(tx *Tx) error {
+		for _, id := range []string{"ds_a", "ds_b", "ds_c", "ds_it's"} {
+			if err := tx.PutDataset(ctx, &Dataset{ID: id, Status: StatusCurrent, Version: 2, Columns: testCols}); err != nil {
+				return err
+			}
+			if err := tx.PutHold(ctx, Hold{DatasetID: id, Version: 3, Kind: HoldServer, Reason: "processing", Since: &at}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(ctx, func(tx *Tx) error {
+		for _, tc := range []struct {
+			ids  []string
+			want string
+		}{
+			{[]string{"ds_c", "ds_it's", "ds_gone"}, "[ds_c ds_it's] [ds_c ds_it's]"},
+			{[]string{"ds_a"}, "[ds_a] [ds_a]"},
+			{[]string{}, "[] []"},
+		} {
+			ds, holds, err := tx.DatasetsOf(ctx, tc.ids)
+			if err != nil {
+				return err
+			}
+			var got [2][]string
+			for _, d := range ds {
+				if d.Version != 2 || len(d.Columns) != len(testCols) {
+					t.Errorf("%v: %+v", tc.ids, d)
+				}
+				got[0] = append(got[0], d.ID)
+			}
+			for _, h := range holds {
+				got[1] = append(got[1], h.DatasetID)
+			}
+			if s := fmt.Sprintf("%v %v", got[0], got[1]); s != tc.want {
+				t.Errorf("DatasetsOf(%q) read %s, want %s", tc.ids, s, tc.want)
+			}
+		}
+		n, err := tx.CountDatasets(ctx)
+		if err == nil && n != 4 {
+			t.Errorf("CountDatasets = %d, want 4", n)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
