@@ -18,17 +18,24 @@ import (
 func (r *run) historyMerge(ctx context.Context, b *bigDataset) error {
 	heo := r.eo
 	heo.History = []string{replica.HistoryAll}
+	// The dataset is at b.version, which earlier sections (the merges) may
+	// have moved past the first: its rows are those of b.engine's table,
+	// not b.n.
+	held, err := tableRows(ctx, b.engine, b.table)
+	if err != nil {
+		return err
+	}
 	base := r.path("history-base")
 	r.logf("history: bootstrapping %s with --history all", b.id)
 	boot, err := engineSync(ctx, b.em, b.sub, base, heo)
 	if err != nil {
 		return err
 	}
-	if err := checkHistory(ctx, base, b.table, b.n, 0); err != nil {
+	if err := checkHistory(ctx, base, b.table, held, 0); err != nil {
 		return err
 	}
 	r.rep.note("history: a bootstrap of %s rows with --history all took %s (the history starts as a copy of the table); the file %s against %s without",
-		rows(b.n), secs(boot.Engine().Wall), mib(float64(fileSize(base))), mib(float64(fileSize(b.engine))))
+		rows(held), secs(boot.Engine().Wall), mib(float64(fileSize(base))), mib(float64(fileSize(b.engine))))
 	st, err := r.nextVersion(ctx, b, 0.01)
 	if err != nil {
 		return err
@@ -80,7 +87,7 @@ func (r *run) historyMerge(ctx context.Context, b *bigDataset) error {
 			return err
 		}
 	}
-	if err := checkHistory(ctx, nextOn, b.table, b.n+st.rel.Added+st.rel.Changed, st.rel.Changed+st.rel.Removed); err != nil {
+	if err := checkHistory(ctx, nextOn, b.table, held+st.rel.Added+st.rel.Changed, st.rel.Changed+st.rel.Removed); err != nil {
 		return err
 	}
 	removeDB(base)
