@@ -101,16 +101,12 @@ func (c *Client) spoolRowsOnce(ctx context.Context, datasetID string, chunks [][
 			} else if !sameVersion(rs.Version, p.Version) {
 				return nil, fmt.Errorf("%s: %w: v%s, then v%s", op, errMoved, versionText(rs.Version), versionText(p.Version))
 			}
-			next := ""
-			if p.NextCursor != nil {
-				next = *p.NextCursor
+			next, err := followCursor(op, "/v1/datasets/"+datasetID+"/rows", p.NextCursor, cursor)
+			if err != nil {
+				return nil, err
 			}
 			if next == "" {
 				break
-			}
-			if next == cursor {
-				return nil, &APIError{Op: op, Method: "GET", Path: "/v1/datasets/" + datasetID + "/rows", Status: 200,
-					Message: "page gave its own cursor back", Err: ErrMalformed}
 			}
 			cursor = next
 		}
@@ -122,6 +118,19 @@ func (c *Client) spoolRowsOnce(ctx context.Context, datasetID string, chunks [][
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	return rs, nil
+}
+
+// followCursor is the cursor of the page after one read with cursor
+// (next, its nextCursor): "" at the end. A page that gives its own cursor
+// back is malformed: following it would read the same page forever.
+func followCursor(op, path string, next *string, cursor string) (string, error) {
+	if next == nil || *next == "" {
+		return "", nil
+	}
+	if *next == cursor {
+		return "", &APIError{Op: op, Method: "GET", Path: path, Status: 200, Message: "page gave its own cursor back", Err: ErrMalformed}
+	}
+	return *next, nil
 }
 
 func sameVersion(a, b *int) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
@@ -187,16 +196,12 @@ func (c *Client) SpoolChanges(ctx context.Context, datasetID string, version int
 			}
 			cs.Changes = append(cs.Changes, ch)
 		}
-		next := ""
-		if p.NextCursor != nil {
-			next = *p.NextCursor
+		next, err := followCursor(op, "/v1/datasets/"+datasetID+"/changes", p.NextCursor, cursor)
+		if err != nil {
+			return nil, err
 		}
 		if next == "" {
 			break
-		}
-		if next == cursor {
-			return nil, &APIError{Op: op, Method: "GET", Path: "/v1/datasets/" + datasetID + "/changes", Status: 200,
-				Message: "page gave its own cursor back", Err: ErrMalformed}
 		}
 		cursor = next
 	}

@@ -547,3 +547,35 @@ func TestClient_SpoolChanges(t *testing.T) {
 		t.Fatalf("past retention: err = %v, want ErrExpired", err)
 	}
 }
+
+// A page whose nextCursor is the cursor that read it would be read
+// forever: both spools refuse it as malformed, name the endpoint, and
+// leave no file behind.
+func TestClient_SpoolsRefuseACursorGivenBack(t *testing.T) {
+	ctx := context.Background()
+	srv := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+		row := map[string]any{"_ploti_record_id": "r1", "n": 1}
+		if strings.HasSuffix(r.URL.Path, "/rows") {
+			writeJSON(w, 200, map[string]any{"datasetId": "ds_a", "version": 3, "rows": []any{row}, "nextCursor": "same"})
+			return
+		}
+		writeJSON(w, 200, map[string]any{"datasetId": "ds_a", "version": 3, "previousVersion": 2, "changeLog": "recorded", "nextCursor": "same",
+			"changes": []any{map[string]any{"change": "added", "recordId": "r1", "row": row}}})
+	})
+	c, _ := MustClient(t, srv.URL)
+	_, rowsErr := c.SpoolRows(ctx, "ds_a", nil, "rows.ndjson")
+	_, changesErr := c.SpoolChanges(ctx, "ds_a", 3, "changes.ndjson")
+	for what, err := range map[string]error{"/v1/datasets/ds_a/rows": rowsErr, "/v1/datasets/ds_a/changes": changesErr} {
+		if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), what) || !strings.Contains(err.Error(), "own cursor back") {
+			t.Errorf("%s: err = %v, want ErrMalformed naming the endpoint and the cursor", what, err)
+		}
+	}
+	// Two pages each: the first, then the one that gave "same" back.
+	if n := len(srv.Requests()); n != 4 {
+		t.Errorf("%d requests, want 4 (two pages a read)", n)
+	}
+	left, _ := filepath.Glob(filepath.Join(c.spool, "*"))
+	if len(left) != 0 {
+		t.Errorf("spool files left: %v", left)
+	}
+}
