@@ -119,8 +119,9 @@ type AttachmentSet struct {
 	Err       string
 }
 
-// PutAttachmentSets writes sets as PutAttachments and PutAttachmentError
-// do, with four statements for all of them.
+// PutAttachmentSets writes sets: for each, the attachments of its version
+// (replacing the dataset's), or the error that kept them from being kept
+// (the rows kept stay), with four statements for all of them.
 func (tx *Tx) PutAttachmentSets(ctx context.Context, sets []AttachmentSet) error {
 	if len(sets) == 0 {
 		return nil
@@ -183,53 +184,13 @@ func (tx *Tx) PutAttachmentSets(ctx context.Context, sets []AttachmentSet) error
 // row keeps its own Version (the version whose links brought the file),
 // version when zero.
 func (tx *Tx) PutAttachments(ctx context.Context, datasetID string, version int, list []Attachment) error {
-	if _, err := tx.tx.ExecContext(ctx, "DELETE FROM _ploti.attachments WHERE dataset_id = ?", datasetID); err != nil {
-		return fmt.Errorf("put attachments of %s: %w", datasetID, err)
-	}
-	for _, a := range list {
-		var content any
-		var path any
-		if a.Path != "" {
-			path = a.Path
-		} else {
-			content = nonNilBytes(a.Content)
-		}
-		at, v := a.FetchedAt, a.Version
-		if at.IsZero() {
-			at = tx.Now
-		}
-		if v == 0 {
-			v = version
-		}
-		_, err := tx.tx.ExecContext(ctx, `INSERT INTO _ploti.attachments (dataset_id, version, name, content_type, bytes, sha256, content, path, fetched_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, datasetID, v, a.Name, nullStr(a.ContentType), a.Bytes, a.SHA256, content, path, at)
-		if err != nil {
-			return fmt.Errorf("put attachment %s of %s: %w", a.Name, datasetID, err)
-		}
-	}
-	return tx.putAttachmentSync(ctx, datasetID, version, "")
+	return tx.PutAttachmentSets(ctx, []AttachmentSet{{DatasetID: datasetID, Version: version, List: list}})
 }
 
 // PutAttachmentError records that keeping version's attachments failed;
 // the rows kept stay.
 func (tx *Tx) PutAttachmentError(ctx context.Context, datasetID string, version int, msg string) error {
-	return tx.putAttachmentSync(ctx, datasetID, version, msg)
-}
-
-func (tx *Tx) putAttachmentSync(ctx context.Context, datasetID string, version int, msg string) error {
-	if _, err := tx.tx.ExecContext(ctx, "DELETE FROM _ploti.attachment_syncs WHERE dataset_id = ?", datasetID); err != nil {
-		return fmt.Errorf("record attachments of %s: %w", datasetID, err)
-	}
-	var e any
-	if msg != "" {
-		e = msg
-	}
-	_, err := tx.tx.ExecContext(ctx, "INSERT INTO _ploti.attachment_syncs (dataset_id, version, synced_at, error) VALUES (?, ?, ?, ?)",
-		datasetID, version, tx.Now, e)
-	if err != nil {
-		return fmt.Errorf("record attachments of %s: %w", datasetID, err)
-	}
-	return nil
+	return tx.PutAttachmentSets(ctx, []AttachmentSet{{DatasetID: datasetID, Version: version, Err: msg}})
 }
 
 // nonNilBytes keeps an empty file's content a zero-length BLOB, not NULL.
