@@ -71,16 +71,23 @@ func (db *DB) stored(q string, cols []ploti.Column) string {
 	if db.geometry != GeometryWKB {
 		return q
 	}
+	if repl := replaceGeometry(cols, "ST_AsWKB"); repl != "" {
+		return fmt.Sprintf("SELECT * REPLACE (%s) FROM (%s)", repl, q)
+	}
+	return q
+}
+
+// replaceGeometry is the list of a * REPLACE clause that applies fn to
+// each of cols' geometry columns (and to each geometry of a list); ""
+// when there is none.
+func replaceGeometry(cols []ploti.Column, fn string) string {
 	var repl []string
 	for _, c := range cols {
 		if hasGeometry(c.Type) {
-			repl = append(repl, convertGeometry(c.Type, Ident(c.Name), "ST_AsWKB")+" AS "+Ident(c.Name))
+			repl = append(repl, convertGeometry(c.Type, Ident(c.Name), fn)+" AS "+Ident(c.Name))
 		}
 	}
-	if len(repl) == 0 {
-		return q
-	}
-	return fmt.Sprintf("SELECT * REPLACE (%s) FROM (%s)", strings.Join(repl, ", "), q)
+	return strings.Join(repl, ", ")
 }
 
 // GeometryComment is the comment a geometry column carries, for readers
@@ -210,14 +217,8 @@ func AsGeometry(geometry, table string, cols []ploti.Column) string {
 	if geometry != GeometryWKB {
 		return t
 	}
-	var repl []string
-	for _, c := range cols {
-		if hasGeometry(c.Type) {
-			repl = append(repl, convertGeometry(c.Type, Ident(c.Name), "ST_GeomFromWKB")+" AS "+Ident(c.Name))
-		}
+	if repl := replaceGeometry(cols, "ST_GeomFromWKB"); repl != "" {
+		return fmt.Sprintf("(SELECT * REPLACE (%s) FROM %s)", repl, t)
 	}
-	if len(repl) == 0 {
-		return t
-	}
-	return fmt.Sprintf("(SELECT * REPLACE (%s) FROM %s)", strings.Join(repl, ", "), t)
+	return t
 }
