@@ -17,6 +17,10 @@ var (
 	ErrBadInput = errors.New("bad input")
 	// ErrNoCurrent means the dataset has no released version to reload.
 	ErrNoCurrent = errors.New("dataset has no released version")
+	// ErrExpired means the API answered 410 expired for a version or its
+	// files: it is past retention. Source implementations wrap their
+	// errors with it.
+	ErrExpired = errors.New("past retention")
 )
 
 // Error is a failure to apply an event to a dataset.

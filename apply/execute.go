@@ -834,6 +834,10 @@ func (x *Executor) skippedIDMaps(ctx context.Context, d *storage.Dataset, v *plo
 	}
 	for prev := start; prev != nil && *prev > d.Version; {
 		pv, err := x.Source.Version(ctx, d.ID, *prev, "")
+		if errors.Is(err, ErrExpired) {
+			x.pastRetention(d, *prev, err)
+			break
+		}
 		if err != nil {
 			return nil, fmt.Errorf("follow version %d back for its id map: %w", *prev, notGone(err))
 		}
@@ -847,4 +851,16 @@ func (x *Executor) skippedIDMaps(ctx context.Context, d *storage.Dataset, v *plo
 		prev = pv.PreviousVersion
 	}
 	return out, nil
+}
+
+// pastRetention says that a reload cannot follow ids back past version v
+// (410 expired: after a 410 on the log, the versions the file skipped may
+// be older than retention) and goes on without the older maps: the
+// reload itself does not need them, and failing the dataset would fail
+// every repair after it. A record whose id was replaced there is then
+// logged, kept in the history and left in --id-ref columns as its old id
+// removed and its new one added (decision 46).
+func (x *Executor) pastRetention(d *storage.Dataset, v int, err error) {
+	x.Log.Warn().Str("dataset", d.ID).Int("version", v).Int("held", d.Version).Err(err).
+		Msg("a version between the one held and the one loaded is past retention: ids it replaced are not followed (the history and the change log see them removed and added; --id-ref columns keep the old ids)")
 }

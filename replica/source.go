@@ -46,6 +46,8 @@ func classify(err error) error {
 		return nil
 	case fetch.IsDatasetGone(err):
 		return fmt.Errorf("%w: %w", apply.ErrGone, err)
+	case errors.Is(err, fetch.ErrExpired):
+		return fmt.Errorf("%w: %w", apply.ErrExpired, err)
 	case errors.Is(err, fetch.ErrChecksum), errors.Is(err, fetch.ErrSize), errors.Is(err, fetch.ErrNotParquet),
 		errors.Is(err, fetch.ErrMalformed):
 		return fmt.Errorf("%w: %w", apply.ErrBadInput, err)

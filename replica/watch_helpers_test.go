@@ -155,6 +155,19 @@ func latestPloti(tb testing.TB, em *emulator.Emulator, datasetID string) int {
 // {"v":1}.
 func diffRows(tb testing.TB, r *Replica, table, truth string) (extra, missing int64) {
 	tb.Helper()
+	sel := comparableColumns(tb, r, truth)
+	if err := r.DB().QueryRow(fmt.Sprintf(`SELECT (SELECT count(*) FROM (SELECT %[1]s FROM %[2]s EXCEPT ALL SELECT %[1]s FROM %[3]s)),
+		(SELECT count(*) FROM (SELECT %[1]s FROM %[3]s EXCEPT ALL SELECT %[1]s FROM %[2]s))`, sel, table, truth)).Scan(&extra, &missing); err != nil {
+		tb.Fatal(err)
+	}
+	return extra, missing
+}
+
+// comparableColumns is the select list of truth's columns, each as text
+// that compares equal across the types a table and a truth may give it
+// (timestamps as TIMESTAMPTZ, geometry as WKT, JSON normalised).
+func comparableColumns(tb testing.TB, r *Replica, truth string) string {
+	tb.Helper()
 	rows, err := r.DB().Query("SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM " + truth + ")")
 	if err != nil {
 		tb.Fatal(err)
@@ -179,10 +192,5 @@ func diffRows(tb testing.TB, r *Replica, table, truth string) (extra, missing in
 		cols = append(cols, q+" AS "+storage.Ident(name))
 	}
 	rows.Close()
-	sel := strings.Join(cols, ", ")
-	if err := r.DB().QueryRow(fmt.Sprintf(`SELECT (SELECT count(*) FROM (SELECT %[1]s FROM %[2]s EXCEPT ALL SELECT %[1]s FROM %[3]s)),
-		(SELECT count(*) FROM (SELECT %[1]s FROM %[3]s EXCEPT ALL SELECT %[1]s FROM %[2]s))`, sel, table, truth)).Scan(&extra, &missing); err != nil {
-		tb.Fatal(err)
-	}
-	return extra, missing
+	return strings.Join(cols, ", ")
 }
