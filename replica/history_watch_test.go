@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/ploti-replica/ploti-replica/emulator"
@@ -42,7 +43,10 @@ func TestHistory_WatchedDataset(t *testing.T) {
 		t.Helper()
 		mustSync(t, r)
 		synced = append(synced, datasetRow(t, r, dsWatched).Version)
-		t.Run(what, func(t *testing.T) { assertWatchedHistory(t, r, em, dsWatched, synced) })
+		t.Run(what, func(t *testing.T) {
+			assertWatchedHistory(t, r, em, dsWatched, synced)
+			assertWatchedDiffs(t, r, em, dsWatched, synced)
+		})
 	}
 	mustPublishRows(t, em, dsWatched, watchRows(1, 30))
 	sync("merge")
@@ -73,4 +77,51 @@ func TestHistory_WatchedDataset(t *testing.T) {
 	if len(df.Changes) != len(dc.Changes) {
 		t.Fatalf("the mark's %d changes and the diff's %d differ", len(dc.Changes), len(df.Changes))
 	}
+}
+
+// A watched dataset's history across its schema changes (CONTRACT.md 9,
+// reading 5): a column added (merged), one removed and one retyped (each
+// read whole); as of every version and between every two, the truths'.
+func TestHistory_WatchedColumns(t *testing.T) {
+	em := mustEmulator(t)
+	first := seedWatched(t, em, 30)
+	r := mustOpenWatches(t, em, "", func(o *Options) { o.History = []string{HistoryAll} })
+	mustSync(t, r)
+	synced := []int{first}
+	sync := func(what string, merged bool) {
+		t.Helper()
+		res := mustSync(t, r)
+		if merged && res.WatchMerges != 1 || !merged && res.WatchReloads != 1 {
+			t.Fatalf("%s: %+v", what, res)
+		}
+		synced = append(synced, datasetRow(t, r, dsWatched).Version)
+		t.Run(what, func(t *testing.T) {
+			assertWatchedHistory(t, r, em, dsWatched, synced)
+			assertWatchedDiffs(t, r, em, dsWatched, synced)
+		})
+	}
+	cols := append(watchCols(), emulator.Column{Name: "units", Type: "integer"})
+	rows := watchRows(1, 30)
+	for i, row := range rows {
+		if i%4 == 0 {
+			row["units"] = int64(i)
+		}
+	}
+	mustPublishRows(t, em, dsWatched, rows, emulator.WithSchema(cols, []string{"k"}))
+	sync("minor", true)
+	fewer := watchRows(2, 30)
+	for _, row := range fewer {
+		delete(row, "j")
+	}
+	mustPublishRows(t, em, dsWatched, fewer, emulator.WithSchema(watchCols()[:len(watchCols())-1], []string{"k"}), emulator.SkipReview())
+	sync("major, a column removed", false)
+	retyped := watchCols()[:len(watchCols())-1]
+	retyped[4] = emulator.Column{Name: "d", Type: "string"} // decimal to string
+	rows = watchRows(3, 30)
+	for _, row := range rows {
+		delete(row, "j")
+		row["d"] = fmt.Sprintf("d=%v", row["d"])
+	}
+	mustPublishRows(t, em, dsWatched, rows, emulator.WithSchema(retyped, []string{"k"}), emulator.SkipReview())
+	sync("major, a column retyped", false)
 }
