@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/rs/zerolog"
 
 	"github.com/ploti-replica/ploti-replica/emulator"
 	"github.com/ploti-replica/ploti-replica/storage"
@@ -117,9 +120,11 @@ func TestHistory_KeepPrunesOldVersions(t *testing.T) {
 	ctx := context.Background()
 	em := mustEmulator(t)
 	sub, permits, _ := seedTwo(t, em)
+	logs := &lockedLog{}
 	r := mustOpen(t, em, sub, "", func(o *Options) {
 		o.History = []string{"ds_permits"}
 		o.HistoryKeep = HistoryKeep{Versions: 2}
+		o.Logger = zerolog.New(logs)
 	})
 	mustSync(t, r)
 	count := func() (n int) {
@@ -149,6 +154,9 @@ func TestHistory_KeepPrunesOldVersions(t *testing.T) {
 	}
 	if st, _ := r.db.HistoryOf(ctx, "ds_permits", "ds_permits"); st.Oldest != 4 {
 		t.Fatalf("a mark at v4 keeps the history from v4, kept from v%d", st.Oldest)
+	}
+	if !strings.Contains(logs.String(), `"mark":"slow","dataset":"ds_permits","mark_version":4`) {
+		t.Fatalf("the history kept past --history-keep for mark slow without a warning:\n%s", logs)
 	}
 	assertChangesMatchTruth(t, r, em, datasetChangesOf(t, mustChanges(t, r, "slow", "ds_permits"), "ds_permits"), 4, 6)
 	if after := count(); after <= before-5 {

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
+
+	"github.com/rs/zerolog"
 
 	"github.com/ploti-replica/ploti-replica/apply"
 	"github.com/ploti-replica/ploti-replica/emulator"
@@ -210,18 +213,29 @@ func renameIDs(tb testing.TB, r *Replica, datasetID string, n int) []string {
 }
 
 // "--keep-changes N never prunes past the oldest mark without saying so":
-// the versions a mark has not seen stay.
+// the versions a mark has not seen stay, and each sync that keeps them
+// warns naming the mark; once it moves, they go, and a mark never seen
+// "starts before the oldest change kept".
 func TestMarks_KeepChangesKeepsWhatAMarkHasNotSeen(t *testing.T) {
 	ctx := context.Background()
 	em := mustEmulator(t)
 	sub, permits, _ := seedTwo(t, em)
-	r := mustOpen(t, em, sub, "", func(o *Options) { o.KeepChanges = 1 })
+	logs := &lockedLog{}
+	r := mustOpen(t, em, sub, "", func(o *Options) {
+		o.KeepChanges = 1
+		o.Logger = zerolog.New(logs)
+	})
 	mustSync(t, r)
 	must(t, r.Advance(ctx, "slow", mustChanges(t, r, "slow")))
+	const said = `"mark":"slow","dataset":"ds_permits","mark_version":1`
 	for round := 1; round <= 3; round++ {
 		_, err := em.Publish(ctx, "ds_permits", permits(round))
 		must(t, err)
 		mustSync(t, r)
+		// From the second version on, the count alone would prune.
+		if n := strings.Count(logs.String(), said); n != round-1 {
+			t.Fatalf("after %d versions, %d warnings that mark slow keeps the log, want %d:\n%s", round, n, round-1, logs)
+		}
 	}
 	assertChangesMatchTruth(t, r, em, datasetChangesOf(t, mustChanges(t, r, "slow", "ds_permits"), "ds_permits"), 1, 4)
 	must(t, r.Advance(ctx, "slow", mustChanges(t, r, "slow")))
@@ -231,4 +245,12 @@ func TestMarks_KeepChangesKeepsWhatAMarkHasNotSeen(t *testing.T) {
 	if span.Oldest != 4 || span.Newest != 4 {
 		t.Fatalf("after the mark moved, --keep-changes 1 keeps v%d..v%d, want v4 only", span.Oldest, span.Newest)
 	}
+	if strings.Count(logs.String(), `"mark":"slow"`) != 2 {
+		t.Fatalf("a warning after the mark moved:\n%s", logs)
+	}
+	dc := datasetChangesOf(t, mustChanges(t, r, "new", "ds_permits"), "ds_permits")
+	if !dc.NewMark {
+		t.Fatalf("mark new was never moved: %+v", dc)
+	}
+	assertChangesMatchTruth(t, r, em, dc, 3, 4)
 }
