@@ -168,7 +168,12 @@ func TestDemo(t *testing.T) {
 		"bootstrapped", "3 changes file(s) merged", emulator.DemoParcels, "issued permits worth",
 		"data-dictionary.csv (text/csv, 225 bytes, kept inline)", "duckdb -readonly",
 		// issue 12: it shows a watched dataset too
-		"$ ploti-replica watch add " + demoWatched, "watches: 1 dataset(s) watched, 1 merged", demoWatched + "  watch"} {
+		"$ ploti-replica watch add " + demoWatched, "watches: 1 dataset(s) watched, 1 merged", demoWatched + "  watch",
+		// issue 16: it keeps history and ends with a record's story and a
+		// diff between the first version and the last
+		"$ ploti-replica sync --history all", "$ ploti-replica history " + emulator.DemoPermits + " rec_", "version(s) in the history\nfirst    v1 → v2",
+		"$ ploti-replica diff " + emulator.DemoPermits + " --from 1 --to 3\n" + emulator.DemoPermits + " (table " + emulator.DemoPermits + "), v1 → v3: 2 added, ",
+		"\n  changed  rec_", "\n  removed  rec_"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("demo output lacks %q:\n%s", want, out)
 		}

@@ -51,6 +51,18 @@ func TestHistoryAndDiff(t *testing.T) {
 	if code, _, errs := cli(t, vars, "diff", emulator.DemoPermits, "--from", "1", "--to", "9"); code == exitOK || !strings.Contains(errs, "not in the dataset's history") {
 		t.Fatalf("diff to a version not held: exit %d %s", code, errs)
 	}
+	// --history-keep 1 after the next version keeps that one only.
+	if code, out, errs := cli(t, vars, "sync", "--history", "all", "--history-keep", "1"); code != exitOK {
+		t.Fatalf("sync --history-keep 1: %d\n%s%s", code, out, errs)
+	}
+	if code, _, errs := cli(t, vars, "diff", emulator.DemoPermits, "--from", "2", "--to", "3"); code == exitOK || !strings.Contains(errs, "not in the dataset's history") {
+		t.Fatalf("diff from a version --history-keep 1 pruned: exit %d %s", code, errs)
+	}
+	code, out, _ = cli(t, vars, "history", emulator.DemoPermits, changed.RecordID, "--json")
+	story = nil
+	if code != exitOK || json.Unmarshal([]byte(out), &story) != nil || len(story) != 1 { // the row v3 shows, nothing before
+		t.Fatalf("history after --history-keep 1: exit %d\n%s", code, out)
+	}
 	for _, bad := range []string{"0", "x", "-3d"} {
 		if code, _, _ := cli(t, vars, "sync", "--history-keep", bad); code != exitUsage {
 			t.Fatalf("--history-keep %s: exit %d, want usage", bad, code)
