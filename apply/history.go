@@ -170,6 +170,7 @@ func (x *Executor) StartHistory(ctx context.Context, d *storage.Dataset) error {
 	if source == "" {
 		source = storage.SourceFeed
 	}
+	at := x.resumedAt(ctx, d, source)
 	err := x.DB.Update(ctx, func(tx *storage.Tx) error {
 		ok, err := tx.TableExists(ctx, d.Table)
 		if err != nil || !ok {
@@ -183,12 +184,37 @@ func (x *Executor) StartHistory(ctx context.Context, d *storage.Dataset) error {
 			return nil
 		}
 		hv := storage.HistoryVersion{DatasetID: d.ID, Table: d.Table, Source: source, Version: d.Version}
+		if st.Started {
+			hv.PublishedAt = at
+		}
 		return x.recordReload(ctx, tx, hv, d.Columns, nil, false)
 	})
 	if err != nil {
 		return fmt.Errorf("start the history of %s at v%d: %w", d.ID, d.Version, err)
 	}
 	return nil
+}
+
+// resumedAt is the publishedAt of the version d holds when its history
+// recorded an older one of the same source (it was off meanwhile): what
+// differs is recorded at that version, and the _at macro places its rows
+// and ends by that time (unknown, the rows it opened would count as
+// always there next to the ones it ended). Asked of the API (one call);
+// nil when not needed, for a watched dataset, or when the call fails.
+func (x *Executor) resumedAt(ctx context.Context, d *storage.Dataset, source string) *time.Time {
+	if source != storage.SourceFeed {
+		return nil
+	}
+	st, err := x.DB.HistoryOf(ctx, d.ID, d.Table)
+	if err != nil || !st.Started || st.Last == d.Version || st.Source != source {
+		return nil
+	}
+	v, err := x.Source.Version(ctx, d.ID, d.Version, "")
+	if err != nil || v.PublishedAt.IsZero() {
+		x.Log.Debug().Err(err).Str("dataset", d.ID).Int("version", d.Version).Msg("the history goes on at a version whose publishedAt is unknown")
+		return nil
+	}
+	return &v.PublishedAt
 }
 
 func mapVersions(maps []idMapFile) []int {

@@ -101,15 +101,26 @@ func (r *Replica) registry(ctx context.Context) (map[string]*storage.Dataset, er
 // place and topic from the datasets list of the subscription, when that
 // takes fewer calls than asking for each (the load asks for those left).
 // Best effort, as a load's own: a failure leaves them to the loads.
+//
+// A dataset that keeps history needs its version's publishedAt, which a
+// manifest does not give: its history's _at macro places the version's
+// rows and ends by it (issue 16; a reload at an unknown time showed a
+// record's rows before and after it at once). The list gives it
+// (current.publishedAt, when current is the version loaded), so it is
+// read whenever such a dataset is loaded from the manifest.
 func (r *Replica) describeAll(ctx context.Context, subID string, total int, jobs []*loadJob) {
 	missing := map[string]*storage.Dataset{}
+	timed := map[string]*ploti.Version{}
 	for _, j := range jobs {
 		if j.d.Title == "" {
 			missing[j.d.ID] = j.d
 		}
+		if r.exec.History != nil && r.exec.History(j.d.ID) && j.v.PublishedAt.IsZero() {
+			timed[j.d.ID] = j.v
+		}
 	}
 	pages := (total + fetch.MaxDatasetsLimit - 1) / fetch.MaxDatasetsLimit
-	if len(missing) <= pages {
+	if len(missing) <= pages && len(timed) == 0 {
 		return
 	}
 	r.listDatasets(ctx, subID, func(info *ploti.Dataset) bool {
@@ -117,7 +128,13 @@ func (r *Replica) describeAll(ctx context.Context, subID string, total int, jobs
 			apply.Describe(d, info)
 			delete(missing, d.ID)
 		}
-		return len(missing) > 0
+		if v := timed[info.ID]; v != nil {
+			if info.Current != nil && info.Current.Version == v.Version {
+				v.PublishedAt = info.Current.PublishedAt
+			}
+			delete(timed, info.ID)
+		}
+		return len(missing) > 0 || len(timed) > 0
 	})
 }
 

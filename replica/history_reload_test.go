@@ -46,6 +46,7 @@ func TestHistory_ReloadsMatchTheTruth(t *testing.T) {
 	}
 	publish := func(id string, rows []emulator.Row, opts ...emulator.PublishOption) emulator.Release {
 		t.Helper()
+		em.Advance(time.Hour) // each version its own publishedAt, for the _at macro
 		rel, err := em.Publish(ctx, id, rows, opts...)
 		must(t, err)
 		return rel

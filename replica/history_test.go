@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ploti-replica/ploti-replica/apply"
 	"github.com/ploti-replica/ploti-replica/emulator"
@@ -56,29 +57,22 @@ func assertHistoryMatchesTruth(tb testing.TB, r *Replica, em *emulator.Emulator,
 	d := datasetRow(tb, r, datasetID)
 	asOf := map[int]map[string]map[string]string{}
 	truths := map[int]map[string]map[string]string{}
-	for _, v := range versions {
-		got := textRows(tb, r.DB(), asOfQuery(r, d, v))
+	at := publishedTimes(tb, r, datasetID)
+	for i, v := range versions {
 		want := truthRows(tb, r.DB(), em, datasetID, v)
 		cols := truthColumns(tb, r, em, datasetID, v)
-		asOf[v], truths[v] = got, want
-		if len(got) != len(want) {
-			tb.Fatalf("%s as of v%d: %d rows, truth has %d", datasetID, v, len(got), len(want))
-		}
-		for id, w := range want {
-			g, ok := got[id]
-			if !ok {
-				tb.Fatalf("%s as of v%d lacks record %s", datasetID, v, id)
-			}
-			for _, c := range cols {
-				if g[c] != w[c] {
-					tb.Fatalf("%s as of v%d, record %s, column %s: %q, truth %q", datasetID, v, id, c, g[c], w[c])
-				}
-			}
-			for c := range g {
-				if !slices.Contains(cols, c) {
-					tb.Fatalf("%s as of v%d, record %s: column %s (not the version's) is %q", datasetID, v, id, c, g[c])
-				}
-			}
+		asOf[v], truths[v] = textRows(tb, r.DB(), asOfQuery(r, d, v)), want
+		sameAsTruth(tb, fmt.Sprintf("%s as of v%d", datasetID, v), asOf[v], want, cols)
+		// The view: the rows whose span holds v.
+		view := fmt.Sprintf("SELECT * EXCLUDE (%s, %s, %s, %s, %s, %s) FROM history.%s WHERE %[1]s <= %[8]d AND (%[2]s IS NULL OR %[2]s > %[8]d)",
+			storage.ColValidFrom, storage.ColValidTo, storage.ColValidFromAt, storage.ColValidToAt, storage.ColHistChange, storage.ColOriginID,
+			storage.Ident(d.Table), v)
+		sameAsTruth(tb, fmt.Sprintf("history.%s at v%d", d.Table, v), textRows(tb, r.DB(), withGeometry(r, d, view)), want, cols)
+		// As of a time: the version's publishedAt, when no later version
+		// held was published at the same instant.
+		if t, ok := at[v]; ok && (i == len(versions)-1 || !at[versions[i+1]].Equal(t)) {
+			q := fmt.Sprintf("SELECT * FROM history.%s(%s)", storage.Ident(d.Table+"_at"), storage.Literal(t.UTC().Format(time.RFC3339Nano)))
+			sameAsTruth(tb, fmt.Sprintf("%s at %s (v%d)", datasetID, t.UTC().Format(time.RFC3339), v), textRows(tb, r.DB(), withGeometry(r, d, q)), want, cols)
 		}
 	}
 	for i, from := range versions {
@@ -219,10 +213,59 @@ func text(s *string) string {
 	return *s
 }
 
+// sameAsTruth compares rows read from the history with a version's truth,
+// row by row and column by column; columns the history has beyond the
+// version's (added later, or removed since) must be NULL.
+func sameAsTruth(tb testing.TB, what string, got, want map[string]map[string]string, cols []string) {
+	tb.Helper()
+	if len(got) != len(want) {
+		tb.Fatalf("%s: %d rows, truth has %d", what, len(got), len(want))
+	}
+	for id, w := range want {
+		g, ok := got[id]
+		if !ok {
+			tb.Fatalf("%s lacks record %s", what, id)
+		}
+		for _, c := range cols {
+			if g[c] != w[c] {
+				tb.Fatalf("%s, record %s, column %s: %q, truth %q", what, id, c, g[c], w[c])
+			}
+		}
+		for c := range g {
+			if !slices.Contains(cols, c) {
+				tb.Fatalf("%s, record %s: column %s (not the version's) is %q", what, id, c, g[c])
+			}
+		}
+	}
+}
+
+// publishedTimes reads when each version a dataset's history recorded was
+// published, where known.
+func publishedTimes(tb testing.TB, r *Replica, datasetID string) map[int]time.Time {
+	tb.Helper()
+	rows, err := r.DB().QueryContext(context.Background(), "SELECT version, published_at FROM _ploti.history_versions WHERE dataset_id = ? AND published_at IS NOT NULL", datasetID)
+	must(tb, err)
+	defer rows.Close()
+	out := map[int]time.Time{}
+	for rows.Next() {
+		var v int
+		var t time.Time
+		must(tb, rows.Scan(&v, &t))
+		out[v] = t
+	}
+	must(tb, rows.Err())
+	return out
+}
+
 // asOfQuery is the SQL of a dataset's history as of version v, geometry as
 // GEOMETRY whichever way the file stores it.
 func asOfQuery(r *Replica, d *storage.Dataset, v int) string {
-	q := fmt.Sprintf("SELECT * FROM history.%s(%d)", storage.Ident(d.Table+"_as_of"), v)
+	return withGeometry(r, d, fmt.Sprintf("SELECT * FROM history.%s(%d)", storage.Ident(d.Table+"_as_of"), v))
+}
+
+// withGeometry reads q's geometry columns as GEOMETRY whichever way the
+// file stores them.
+func withGeometry(r *Replica, d *storage.Dataset, q string) string {
 	if r.db.Geometry() != storage.GeometryWKB {
 		return q
 	}
