@@ -59,6 +59,9 @@ type Config struct {
 	// ManyEvents is about how many events its catch-up's log holds;
 	// DefaultManyEvents when zero.
 	ManyEvents int
+	// ManyTables is how many small tables the catalog measure builds;
+	// DefaultManyTables when zero.
+	ManyTables int
 	// Wire is the imitated link the many-datasets section bootstraps over;
 	// emulator.OfficeWire when zero.
 	Wire emulator.Wire
@@ -108,6 +111,9 @@ func (c *Config) defaults() {
 	if c.ManyEvents <= 0 {
 		c.ManyEvents = DefaultManyEvents
 	}
+	if c.ManyTables <= 0 {
+		c.ManyTables = DefaultManyTables
+	}
 	if c.Wire == (emulator.Wire{}) {
 		c.Wire = emulator.OfficeWire
 	}
@@ -133,7 +139,7 @@ var Sections = []string{"load", "merge", "history", "publish", "memory", "file",
 // run takes about two minutes on two cores.
 func Quick() Config {
 	return Config{Rows: []int64{1000000}, Merges: []float64{0.01}, Events: 1000, CatchUpDatasets: 20, UpdateRows: 20000, Updates: 20, Reloads: 3,
-		ManyDatasets: 60, ManyEvents: 600, GeometryRows: 100000}
+		ManyDatasets: 60, ManyEvents: 600, ManyTables: 120, GeometryRows: 100000}
 }
 
 // want reports whether the run measures a section.

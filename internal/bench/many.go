@@ -79,7 +79,7 @@ func (r *run) many(ctx context.Context) error {
 		removeDB(f.engine)
 		removeDB(f.raw)
 	}()
-	for _, step := range []func(context.Context, *manyFixture) error{r.manyBootstrap, r.manyAtScale, r.manyLog} {
+	for _, step := range []func(context.Context, *manyFixture) error{r.manyBootstrap, r.manyAtScale, r.manyLog, r.manyTables} {
 		if err := step(ctx, f); err != nil {
 			return err
 		}

@@ -37,7 +37,8 @@ func (l Line) Holds() string {
 
 // Summary keys, in the order the summary line prints them.
 var summaryKeys = []string{"load_ratio", "merge_vs_reload", "merge_vs_raw", "events_per_s", "updates_vs_raw", "rss_ratio", "file_growth",
-	"publish_vs_copy", "many_bootstrap_ratio", "many_events_per_s", "many_updates_vs_raw", "status_ms", "calls_per_version", "wkb_load"}
+	"publish_vs_copy", "many_bootstrap_ratio", "many_events_per_s", "many_updates_vs_raw", "status_ms", "calls_per_version", "wkb_load",
+	"wire_bootstrap_ratio", "updates_vs_raw_batch", "tables_bytes_ratio"}
 
 // Report is what a run measured.
 type Report struct {
