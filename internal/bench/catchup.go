@@ -114,7 +114,7 @@ func (r *run) buildLog(ctx context.Context, em *emulator.Emulator, n, events int
 func (r *run) walk(ctx context.Context, f *logFixture) (syncRun, error) {
 	p := r.path("log-walk")
 	defer removeDB(p)
-	if _, err := copyEngineDB(ctx, f.base, p, r.eo); err != nil {
+	if _, err := copyEngineDB(ctx, f.base, p); err != nil {
 		return syncRun{}, err
 	}
 	if err := coldCursor(ctx, p, emulator.Cursor(f.sub, 0)); err != nil {
@@ -263,7 +263,7 @@ func (r *run) updatesOnce(ctx context.Context, f *updatesFixture, kind string) (
 		d, err := rawMergesIn(ctx, p, f.merges, r.eo, kind == "duckdb-one")
 		return d, cost{}, err
 	}
-	if _, err := copyEngineDB(ctx, f.base, p, r.eo); err != nil {
+	if _, err := copyEngineDB(ctx, f.base, p); err != nil {
 		return cost{}, cost{}, err
 	}
 	run, err := engineSync(ctx, f.em, f.sub, p, r.eo)

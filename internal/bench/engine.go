@@ -416,22 +416,19 @@ func copyDB(src, dst string) error {
 	return out.Close()
 }
 
-// copyEngineDB copies a closed replica file as copyDB does, then opens the
-// copy read-only once, which reads it back whole (decision 31) and keeps
-// its stamp: the timed sync then meets the file as the engine's own last
-// close left it, as a user's next sync does, instead of paying the whole
-// read a file the engine has not seen in this state costs (a copy is
-// another inode). It returns that read's time, for the report.
-func copyEngineDB(ctx context.Context, src, dst string, eo engineOpts) (time.Duration, error) {
+// copyEngineDB copies a closed replica file as copyDB does, then reads the
+// copy back whole once (readOnce; decision 31) so that its stamp is kept:
+// the timed sync then meets the file as the engine's own last close left
+// it, as a user's next sync does, instead of paying the whole read of a
+// file the engine has not seen in this state (a copy is another inode).
+// It returns that read's time, for the report.
+func copyEngineDB(ctx context.Context, src, dst string) (time.Duration, error) {
 	if err := copyDB(src, dst); err != nil {
 		return 0, err
 	}
 	start := time.Now()
-	db, err := storage.Open(ctx, dst, storage.Options{ReadOnly: true, Threads: eo.Threads})
-	if err != nil {
-		return 0, err
-	}
-	return time.Since(start), db.Close()
+	err := readOnce(ctx, dst)
+	return time.Since(start), err
 }
 
 // fileSize is a file's size in bytes, with its WAL.

@@ -221,7 +221,7 @@ func (r *run) manyLog(ctx context.Context, f *manyFixture) error {
 func (r *run) manyCatchUp(ctx context.Context, f *manyFixture, l *manyLogFixture, eo engineOpts, size *int64) (syncRun, error) {
 	p := r.path("many-log-engine")
 	defer removeDB(p)
-	if _, err := copyEngineDB(ctx, f.engine, p, r.eo); err != nil {
+	if _, err := copyEngineDB(ctx, f.engine, p); err != nil {
 		return syncRun{}, err
 	}
 	run, err := syncWith(ctx, f.em.URL(), f.em.APIKey(), f.sub, p, eo)

@@ -242,7 +242,7 @@ func (r *run) merges(ctx context.Context, b *bigDataset) error {
 				}
 			}
 			for _, cp := range [][2]string{{b.engine, ep}, {b.engine, lp}} {
-				d, err := copyEngineDB(ctx, cp[0], cp[1], r.eo)
+				d, err := copyEngineDB(ctx, cp[0], cp[1])
 				if err != nil {
 					return err
 				}
