@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
@@ -358,6 +359,7 @@ func (x *Executor) reloadWatched(ctx context.Context, d *storage.Dataset, why st
 	}
 	res.Version = *rs.Version
 	cols := rs.Columns
+	var at *time.Time // the version's promotedAt, for a history (a rows answer has none)
 	if d.Title == "" || len(cols) == 0 {
 		info, err := x.Watch.Info(ctx, d.ID)
 		if err != nil {
@@ -366,6 +368,13 @@ func (x *Executor) reloadWatched(ctx context.Context, d *storage.Dataset, why st
 		describeWatched(d, info)
 		if len(cols) == 0 {
 			cols = info.Columns
+		}
+		at = promotedAt(info, *rs.Version)
+	} else if x.keeps(d.ID) {
+		// Best effort: unknown, the history counts the version's rows as
+		// always there (decision 47).
+		if info, err := x.Watch.Info(ctx, d.ID); err == nil {
+			at = promotedAt(info, *rs.Version)
 		}
 	}
 	var files []string
@@ -377,8 +386,7 @@ func (x *Executor) reloadWatched(ctx context.Context, d *storage.Dataset, why st
 		if err := x.tableFor(ctx, tx, d); err != nil {
 			return err
 		}
-		// The history and a mark's log see the read whole as a reload
-		// (its time: the dataset's promotedAt is not in a rows answer).
+		// The history and a mark's log see the read whole as a reload.
 		rl, err := x.beforeReload(ctx, tx, d, cols, false)
 		if err != nil {
 			return err
@@ -387,7 +395,7 @@ func (x *Executor) reloadWatched(ctx context.Context, d *storage.Dataset, why st
 		if err != nil {
 			return err
 		}
-		if err := x.afterReload(ctx, tx, rl, d, storage.SourceWatch, *rs.Version, nil, cols, nil); err != nil {
+		if err := x.afterReload(ctx, tx, rl, d, storage.SourceWatch, *rs.Version, at, cols, nil); err != nil {
 			return err
 		}
 		res.Rows = n
@@ -400,6 +408,14 @@ func (x *Executor) reloadWatched(ctx context.Context, d *storage.Dataset, why st
 		}
 	}
 	return res, err
+}
+
+// promotedAt is the dataset's promotedAt when info describes version v.
+func promotedAt(info *ploti.DatasetInfo, v int) *time.Time {
+	if info == nil || info.Version == nil || *info.Version != v {
+		return nil
+	}
+	return info.PromotedAt
 }
 
 // tableFor gives a new registry row its table name.

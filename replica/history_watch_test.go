@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/ploti-replica/ploti-replica/emulator"
 	"github.com/ploti-replica/ploti-replica/storage"
@@ -16,6 +17,7 @@ func assertWatchedHistory(tb testing.TB, r *Replica, em *emulator.Emulator, data
 	tb.Helper()
 	ctx := context.Background()
 	d := datasetRow(tb, r, datasetID)
+	at := publishedTimes(tb, r, datasetID)
 	for i, v := range synced {
 		truth, err := em.WatchTruth(ctx, datasetID, synced[:i+1])
 		if err != nil {
@@ -25,6 +27,18 @@ func assertWatchedHistory(tb testing.TB, r *Replica, em *emulator.Emulator, data
 		if extra, missing := diffRows(tb, r, asOf, "read_parquet("+storage.Literal(truth)+")"); extra != 0 || missing != 0 {
 			tb.Fatalf("%s as of v%d (syncs %v): %d rows not in the truth, %d of it missing", datasetID, v, synced[:i+1], extra, missing)
 		}
+		// As of its promotedAt, when no later version synced shares it.
+		t, ok := at[v]
+		if !ok || i < len(synced)-1 && at[synced[i+1]].Equal(t) {
+			continue
+		}
+		q := fmt.Sprintf("SELECT * FROM history.%s(%s)", storage.Ident(d.Table+"_at"), storage.Literal(t.UTC().Format(time.RFC3339Nano)))
+		if extra, missing := diffRows(tb, r, "("+withGeometry(r, d, q)+")", "read_parquet("+storage.Literal(truth)+")"); extra != 0 || missing != 0 {
+			tb.Fatalf("%s at %s (v%d): %d rows not in the truth, %d of it missing", datasetID, t.UTC().Format(time.RFC3339), v, extra, missing)
+		}
+	}
+	if _, ok := at[synced[len(synced)-1]]; !ok {
+		tb.Fatalf("%s: the history knows no promotedAt of v%d", datasetID, synced[len(synced)-1])
 	}
 }
 
@@ -37,11 +51,13 @@ func TestHistory_WatchedDataset(t *testing.T) {
 	first := seedWatched(t, em, 30)
 	r := mustOpenWatches(t, em, "", func(o *Options) { o.History = []string{HistoryAll} })
 	mustSync(t, r)
+	em.Advance(time.Hour)
 	synced := []int{first}
 	must(t, r.Advance(ctx, "agent", mustChanges(t, r, "agent")))
 	sync := func(what string) {
 		t.Helper()
 		mustSync(t, r)
+		em.Advance(time.Hour) // the next version its own promotedAt
 		synced = append(synced, datasetRow(t, r, dsWatched).Version)
 		t.Run(what, func(t *testing.T) {
 			assertWatchedHistory(t, r, em, dsWatched, synced)
@@ -87,10 +103,12 @@ func TestHistory_WatchedColumns(t *testing.T) {
 	first := seedWatched(t, em, 30)
 	r := mustOpenWatches(t, em, "", func(o *Options) { o.History = []string{HistoryAll} })
 	mustSync(t, r)
+	em.Advance(time.Hour)
 	synced := []int{first}
 	sync := func(what string, merged bool) {
 		t.Helper()
 		res := mustSync(t, r)
+		em.Advance(time.Hour) // the next version its own promotedAt
 		if merged && res.WatchMerges != 1 || !merged && res.WatchReloads != 1 {
 			t.Fatalf("%s: %+v", what, res)
 		}
