@@ -1,0 +1,76 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ploti-replica/ploti-replica/storage"
+)
+
+// The writer's advisory lock (PostgreSQL's pg_try_advisory_lock, two
+// int4 keys): one writer a database, as a DuckDB file has one writer. A
+// database holds one replica's _ploti (one subscription and its
+// watches), so the lock is the database's; advisory locks are scoped to
+// the database by PostgreSQL itself. The session that holds it is the one
+// every write runs on: should it die, its transaction dies with the lock.
+const (
+	lockClass = 0x706c6f74 // "plot"
+	lockObj   = 0x69726570 // "irep"
+)
+
+// lock takes the writer's lock, waiting with backoff up to LockTimeout,
+// with the --lock-timeout messages of a DuckDB file.
+func (db *DB) lock(ctx context.Context, opts Options) error {
+	deadline := time.Now().Add(opts.LockTimeout)
+	wait := 100 * time.Millisecond
+	told := false
+	for {
+		var got bool
+		if err := db.conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1, $2)", lockClass, lockObj).Scan(&got); err != nil {
+			return fmt.Errorf("open %s: take the writer's lock: %w", db.name, err)
+		}
+		if got {
+			return nil
+		}
+		err := fmt.Errorf("%w: %s", storage.ErrLocked, db.holder(ctx))
+		if !told && opts.OnLocked != nil {
+			opts.OnLocked(err.Error())
+			told = true
+		}
+		left := time.Until(deadline)
+		if opts.LockTimeout < 0 {
+			return fmt.Errorf("open %s: told not to wait: %w", db.name, err)
+		}
+		if left <= 0 {
+			return fmt.Errorf("open %s: gave up after %s: %w", db.name, opts.LockTimeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(min(wait, left)):
+		}
+		if wait *= 2; wait > 2*time.Second {
+			wait = 2 * time.Second
+		}
+	}
+}
+
+// holder names the session that holds the writer's lock, as DuckDB's
+// message names the process that holds a file.
+func (db *DB) holder(ctx context.Context) string {
+	var pid int
+	var app, user, client string
+	var since time.Time
+	err := db.conn.QueryRow(ctx, `SELECT a.pid, coalesce(a.application_name, ''), coalesce(a.usename, ''),
+			coalesce(host(a.client_addr), 'a local socket'), a.backend_start
+		FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+		WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1 AND l.objid = $2 AND l.objsubid = 2
+			AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+		LIMIT 1`, int64(lockClass), int64(lockObj)).Scan(&pid, &app, &user, &client, &since)
+	if err != nil {
+		return "another writer holds " + db.name
+	}
+	return fmt.Sprintf("Conflicting lock is held by %q (server pid %d, user %s, from %s, connected %s) on %s",
+		app, pid, user, client, since.UTC().Format(time.RFC3339), db.name)
+}

@@ -1,0 +1,272 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/ploti-replica/ploti-replica/ploti"
+	"github.com/ploti-replica/ploti-replica/storage"
+)
+
+// mergeTemp is the temporary table a merge COPYs a changes file into.
+const mergeTemp = "_ploti_merge"
+
+// MergeChanges applies a changes file to table by _ploti_record_id in the
+// transaction, as the DuckDB engine does (storage.Tx.MergeChanges): the
+// in-memory DuckDB reads and checks the file (columns, null or repeated
+// ids, kinds of change) and COPYs its rows into a temporary table; one
+// DELETE removes the changed and removed rows and tells whether the file
+// fits the held version (an added id must not be held, every changed or
+// removed one must be); one INSERT adds the added and changed rows; each
+// change goes to _ploti.changes. A file that does not fit is refused
+// with a storage.DataError and the caller's rollback changes nothing.
+// Readers never wait: they see the held version until the commit.
+func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, table string, cols []ploti.Column, file string, rowsBefore int64) (storage.MergeStats, error) {
+	var st storage.MergeStats
+	name := filepath.Base(file)
+	src := storage.ParquetSource([]string{file})
+	sel, err := tx.probeChanges(ctx, cols, file, src)
+	if err != nil {
+		return st, err
+	}
+	id, change := storage.Ident(storage.ColRecordID), storage.Ident(storage.ColChange)
+	var nulls, dups, bad int64
+	err = tx.db.duck.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) FILTER (WHERE %[1]s IS NULL),
+			count(%[1]s) - count(DISTINCT %[1]s),
+			count(*) FILTER (WHERE %[2]s IS NULL OR %[2]s NOT IN ('added', 'changed', 'removed')),
+			count(*) FILTER (WHERE %[2]s = 'added'),
+			count(*) FILTER (WHERE %[2]s = 'changed'),
+			count(*) FILTER (WHERE %[2]s = 'removed')
+		FROM %[3]s`, id, change, storage.FileIDsSQL(src))).Scan(&nulls, &dups, &bad, &st.Added, &st.Changed, &st.Removed)
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return st, fmt.Errorf("check changes %s: %w", name, cerr)
+		}
+		return st, &storage.DataError{File: name, Detail: "read: " + err.Error()}
+	}
+	if err := storage.FileFaults(name, nulls, dups, bad); err != nil {
+		return st, err
+	}
+	if err := tx.copyChanges(ctx, cols, sel, src, name); err != nil {
+		return st, err
+	}
+	t := tx.rel(table)
+	if err := tx.deleteChanged(ctx, t, name, st.Changed+st.Removed); err != nil {
+		return st, err
+	}
+	names := columnNames(cols)
+	if _, err := tx.tx.Exec(ctx, fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s FROM %s WHERE %s IN ('added', 'changed')`,
+		t, names, names, mergeTemp, change)); err != nil {
+		if dataFault(err) {
+			return st, &storage.DataError{File: name, Detail: "merge: " + pgMessage(err)}
+		}
+		return st, fmt.Errorf("merge %s into %s: insert: %w", name, table, err)
+	}
+	if _, err := tx.tx.Exec(ctx, fmt.Sprintf(`INSERT INTO _ploti.changes (dataset_id, version, record_id, change)
+		SELECT $1, $2, %s, %s FROM %s`, id, change, mergeTemp), datasetID, version); err != nil {
+		return st, fmt.Errorf("log changes of %s v%d: %w", datasetID, version, err)
+	}
+	if _, err := tx.tx.Exec(ctx, "DROP TABLE "+mergeTemp); err != nil {
+		return st, err
+	}
+	if rowsBefore >= 0 {
+		st.Rows = rowsBefore + st.Added - st.Removed
+		return st, nil
+	}
+	err = tx.tx.QueryRow(ctx, "SELECT count(*) FROM "+t).Scan(&st.Rows)
+	return st, err
+}
+
+// probeChanges refuses a changes file that lacks a column of the schema
+// or has one the schema does not, and returns the select list that reads
+// it into the table.
+func (tx *Tx) probeChanges(ctx context.Context, cols []ploti.Column, file, src string) (string, error) {
+	name := filepath.Base(file)
+	have, types, err := tx.db.fileColumns(ctx, src)
+	if err != nil {
+		return "", &storage.DataError{File: name, Detail: fmt.Sprintf("not a readable Parquet changes file: read %s: %v", name, err)}
+	}
+	if err := storage.CheckColumns(have, cols, storage.ColChange); err != nil {
+		return "", &storage.DataError{File: name, Detail: err.Error()}
+	}
+	known := map[string]bool{storage.ColRecordID: true, storage.ColPlaceID: true, storage.ColChange: true}
+	for _, c := range cols {
+		known[c.Name] = true
+	}
+	for _, c := range have {
+		if !known[c] {
+			return "", &storage.DataError{File: name, Detail: fmt.Sprintf("has column %s that the table's schema does not", c)}
+		}
+	}
+	return storage.SelectList(cols, types)
+}
+
+// copyChanges creates the merge's temporary table and COPYs the changes
+// file's rows, cast to the schema's types, into it.
+func (tx *Tx) copyChanges(ctx context.Context, cols []ploti.Column, sel, src, name string) error {
+	defs, err := columnDefs(cols)
+	if err != nil {
+		return err
+	}
+	change := storage.Ident(storage.ColChange)
+	if _, err := tx.tx.Exec(ctx, fmt.Sprintf("CREATE TEMPORARY TABLE %s (%s, %s text) ON COMMIT DROP", mergeTemp, defs, change)); err != nil {
+		return fmt.Errorf("merge %s: %w", name, err)
+	}
+	encs, err := encodings(cols, tx.db.geomOID)
+	if err != nil {
+		return err
+	}
+	encs = append(encs, encoding{kind: kindText, oid: oidText})
+	rel := fmt.Sprintf("SELECT %s, CAST(%s AS VARCHAR) AS %s FROM %s WHERE CAST(%s AS VARCHAR) IN ('added', 'changed', 'removed')", sel, change, change, src, change)
+	if _, err := tx.copyFrom(ctx, copySQL(mergeTemp, columnNames(cols)+", "+change), exportSelect(rel, cols, change), nil, encs); err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return fmt.Errorf("merge %s: %w", name, cerr)
+		}
+		var de *duckError
+		if errors.As(err, &de) && isConversion(de.err) {
+			return &storage.DataError{File: name, Detail: "read: " + firstLine(de.err.Error())}
+		}
+		if dataFault(err) {
+			return &storage.DataError{File: name, Detail: "read: " + pgMessage(err)}
+		}
+		return fmt.Errorf("merge %s: copy: %w", name, err)
+	}
+	return nil
+}
+
+// deleteChanged deletes the table's rows that the changes file changes or
+// removes, in one pass that also checks the file fits the held version:
+// no added id is held, and want (changed + removed) rows were deleted. A
+// misfit names one id, as the DuckDB engine's refusal does.
+func (tx *Tx) deleteChanged(ctx context.Context, t, name string, want int64) error {
+	id, change := storage.Ident(storage.ColRecordID), storage.Ident(storage.ColChange)
+	var addedHeld, deleted int64
+	var firstAdded, notHeld *string
+	err := tx.tx.QueryRow(ctx, fmt.Sprintf(`WITH d AS (
+			DELETE FROM %[3]s t USING %[4]s m WHERE t.%[1]s = m.%[1]s RETURNING m.%[1]s AS id, m.%[2]s AS change)
+		SELECT count(*) FILTER (WHERE change = 'added'), min(id) FILTER (WHERE change = 'added'),
+			count(*) FILTER (WHERE change <> 'added'),
+			CASE WHEN count(*) FILTER (WHERE change <> 'added') <> $1 THEN
+				(SELECT min(m.%[2]s || ' id ' || m.%[1]s) FROM %[4]s m WHERE m.%[2]s <> 'added' AND NOT EXISTS (SELECT 1 FROM d WHERE d.id = m.%[1]s))
+			END
+		FROM d`, id, change, t, mergeTemp), want).Scan(&addedHeld, &firstAdded, &deleted, &notHeld)
+	if err != nil {
+		return fmt.Errorf("merge %s: delete: %w", name, err)
+	}
+	switch {
+	case addedHeld > 0:
+		return &storage.DataError{File: name, Detail: fmt.Sprintf("changes file does not fit the held version: added id %s is already held", deref(firstAdded))}
+	case deleted != want:
+		detail := fmt.Sprintf("its %d changed or removed ids match %d held rows", want, deleted)
+		if notHeld != nil {
+			detail = *notHeld + " is not held"
+		}
+		return &storage.DataError{File: name, Detail: "changes file does not fit the held version: " + detail}
+	}
+	return nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// ApplyIDMap records a version's id map in _ploti.id_map (the in-memory
+// DuckDB reads and checks the file; COPY writes it) and rewrites the ids
+// in the given user columns. A map with a null or repeated from_id or
+// to_id (two ids mapped to one) is refused.
+func (tx *Tx) ApplyIDMap(ctx context.Context, datasetID string, version int, file string, refs []storage.IDRef) (int64, error) {
+	name := filepath.Base(file)
+	src := storage.ParquetSource([]string{file})
+	have, _, err := tx.db.fileColumns(ctx, src)
+	if err != nil {
+		return 0, &storage.DataError{File: name, Detail: fmt.Sprintf("not a readable Parquet id map: read %s: %v", name, err)}
+	}
+	set := map[string]bool{}
+	for _, c := range have {
+		set[c] = true
+	}
+	if !set["from_id"] || !set["to_id"] {
+		return 0, &storage.DataError{File: name, Detail: "id map lacks from_id or to_id"}
+	}
+	var n, nulls, dupFrom, dupTo int64
+	err = tx.db.duck.QueryRowContext(ctx, `SELECT count(*), count(*) FILTER (WHERE from_id IS NULL OR to_id IS NULL),
+		count(from_id) - count(DISTINCT from_id), count(to_id) - count(DISTINCT to_id) FROM `+src).Scan(&n, &nulls, &dupFrom, &dupTo)
+	if err != nil {
+		return 0, &storage.DataError{File: name, Detail: "read: " + err.Error()}
+	}
+	if nulls > 0 || dupFrom > 0 || dupTo > 0 {
+		return 0, &storage.DataError{File: name, Detail: fmt.Sprintf("id map has %d null ids, %d repeated from_id and %d repeated to_id (two ids mapped to one)", nulls, dupFrom, dupTo)}
+	}
+	encs := []encoding{{kind: kindText, oid: oidText}, {kind: kindInt4}, {kind: kindText, oid: oidText}, {kind: kindText, oid: oidText}}
+	q := "SELECT CAST(? AS VARCHAR), CAST(? AS INTEGER), CAST(from_id AS VARCHAR), CAST(to_id AS VARCHAR) FROM " + src
+	if _, err := tx.copyFrom(ctx, copySQL("_ploti.id_map", "dataset_id, version, from_id, to_id"), q, []any{datasetID, int32(version)}, encs); err != nil {
+		return 0, fmt.Errorf("record id map of %s v%d: %w", datasetID, version, err)
+	}
+	if err := tx.rewriteIDRefs(ctx, datasetID, version, refs); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// rewriteIDRefs rewrites the ids a version's id map replaced in the user
+// columns that reference the dataset.
+func (tx *Tx) rewriteIDRefs(ctx context.Context, datasetID string, version int, refs []storage.IDRef) error {
+	for _, r := range refs {
+		if r.DatasetID != datasetID {
+			continue
+		}
+		t := qualified(r.Table)
+		q := fmt.Sprintf(`UPDATE %[1]s SET %[2]s = m.to_id FROM _ploti.id_map m
+			WHERE m.dataset_id = $1 AND m.version = $2 AND %[1]s.%[2]s = m.from_id`, t, ident(r.Column))
+		if _, err := tx.tx.Exec(ctx, q, datasetID, version); err != nil {
+			return fmt.Errorf("rewrite ids in %s.%s for %s v%d: %w", r.Table, r.Column, datasetID, version, err)
+		}
+	}
+	return nil
+}
+
+// qualified quotes a possibly schema-qualified table name.
+func qualified(name string) string {
+	if s, t, ok := cutDot(name); ok {
+		return ident(s) + "." + ident(t)
+	}
+	return ident(name)
+}
+
+func cutDot(s string) (string, string, bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '.' {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return "", s, false
+}
+
+// AddColumns adds schema columns to a table (a MINOR schema change); rows
+// keep NULL in them until a changed row or a reload fills them. On a table
+// readers may hold, ALTER TABLE waits for their locks as a swap does (a
+// few milliseconds a try, then it lets them go on and tries again); the
+// readers of that table then wait for the transaction's commit.
+func (tx *Tx) AddColumns(ctx context.Context, table string, cols []ploti.Column) error {
+	t := tx.rel(table)
+	if t == tx.db.table(table) {
+		if err := tx.lockTables(ctx, []string{t}); err != nil {
+			return fmt.Errorf("add columns to %s: %w", table, err)
+		}
+	}
+	for _, c := range cols {
+		typ, err := PGType(c.Type)
+		if err != nil {
+			return fmt.Errorf("add column %s to %s: %w", c.Name, table, err)
+		}
+		if _, err := tx.tx.Exec(ctx, fmt.Sprintf("ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s %s", t, ident(c.Name), typ)); err != nil {
+			return fmt.Errorf("add column %s to %s: %w", c.Name, table, err)
+		}
+	}
+	return tx.commentGeometry(ctx, t, cols)
+}

@@ -1,0 +1,233 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/ploti-replica/ploti-replica/storage"
+)
+
+// Defaults for Options.
+const (
+	// DefaultSchema is the schema of the dataset tables.
+	DefaultSchema = "public"
+	// DefaultSwapWait is how long one try to take a table from its
+	// readers waits (lock_timeout) before it lets them go on and tries
+	// again: the longest a reader's query waits for a swap.
+	DefaultSwapWait = 5 * time.Millisecond
+)
+
+// Options configure Open.
+type Options struct {
+	// Schema is the schema of the dataset tables; empty means
+	// DefaultSchema. The database remembers it (_ploti.settings 'schema').
+	Schema string
+	// LockTimeout is how long Open waits while another writer holds the
+	// database; zero means storage.DefaultLockTimeout, negative means do
+	// not wait.
+	LockTimeout time.Duration
+	// OnLocked is called once, the first time Open finds the database
+	// held, with a message naming the session that holds it.
+	OnLocked func(msg string)
+	// Now is the clock used for timestamps written to _ploti; default time.Now.
+	Now func() time.Time
+	// SwapWait is each try's lock_timeout when a load swaps its table in
+	// (and when columns are added); zero means DefaultSwapWait.
+	SwapWait time.Duration
+	// MemoryLimit and Threads configure the in-memory DuckDB that reads
+	// the downloaded files, as storage.Options does.
+	MemoryLimit string
+	Threads     int
+}
+
+// DB is a PostgreSQL database with the _ploti schema migrated, held by
+// this process as its one writer.
+type DB struct {
+	conn     *pgx.Conn // the writer's session: it holds the advisory lock, and every Tx runs on it
+	duck     *sql.DB   // in-memory DuckDB: reads and checks the downloaded files
+	name     string    // the database as errors name it: host and database, never a password
+	schema   string
+	now      func() time.Time
+	swapWait time.Duration
+	geomOID  uint32
+	loads    int // numbers the tables loads build
+}
+
+// IsURL tells whether a --db value names a PostgreSQL database rather
+// than a DuckDB file.
+func IsURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// Redact is a database URL as errors and logs may show it: without its
+// password (and any other query parameter but host and sslmode).
+func Redact(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "postgres database"
+	}
+	u.User = url.User(u.User.Username())
+	if u.User.Username() == "" {
+		u.User = nil
+	}
+	q := url.Values{}
+	for _, k := range []string{"host", "port", "sslmode"} {
+		if v := u.Query().Get(k); v != "" {
+			q.Set(k, v)
+		}
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// Open connects to the database at dsn (a postgres:// URL), takes the
+// writer's advisory lock (waiting with backoff up to LockTimeout while
+// another writer holds it), makes sure PostGIS and the tables' schema
+// exist, and migrates _ploti.
+func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
+	name := Redact(dsn)
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Schema == "" {
+		opts.Schema = DefaultSchema
+	}
+	if opts.LockTimeout == 0 {
+		opts.LockTimeout = storage.DefaultLockTimeout
+	}
+	if opts.SwapWait <= 0 {
+		opts.SwapWait = DefaultSwapWait
+	}
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: parse the URL: %w", name, scrub(err, dsn))
+	}
+	if cfg.RuntimeParams["application_name"] == "" {
+		cfg.RuntimeParams["application_name"] = fmt.Sprintf("ploti-replica pid %d", os.Getpid())
+	}
+	cfg.RuntimeParams["timezone"] = "UTC"
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", name, scrub(err, dsn))
+	}
+	db := &DB{conn: conn, name: name, schema: opts.Schema, now: opts.Now, swapWait: opts.SwapWait}
+	if err := db.lock(ctx, opts); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := db.setup(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	db.duck, err = storage.OpenPlain(ctx, "", storage.Options{MemoryLimit: opts.MemoryLimit, Threads: opts.Threads})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s: the DuckDB that reads files: %w", name, err)
+	}
+	return db, nil
+}
+
+// scrub takes the URL's password out of an error's text, should a driver
+// ever quote it.
+func scrub(err error, dsn string) error {
+	u, perr := url.Parse(dsn)
+	if perr != nil || u.User == nil {
+		return err
+	}
+	pw, ok := u.User.Password()
+	if !ok || pw == "" || !strings.Contains(err.Error(), pw) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), pw, "xxxxx"))
+}
+
+// setup makes sure PostGIS and the schemas exist, migrates _ploti, and
+// reads what the tables need (geometry's oid, the tables' schema).
+func (db *DB) setup(ctx context.Context) error {
+	var have bool
+	if err := db.conn.QueryRow(ctx, "SELECT to_regtype('geometry') IS NOT NULL").Scan(&have); err != nil {
+		return fmt.Errorf("open %s: %w", db.name, err)
+	}
+	if !have {
+		if _, err := db.conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS postgis"); err != nil {
+			return fmt.Errorf("open %s: PostGIS is not installed in the database and creating it failed (a superuser can run CREATE EXTENSION postgis): %w", db.name, err)
+		}
+	}
+	if err := db.conn.QueryRow(ctx, "SELECT 'geometry'::regtype::oid").Scan(&db.geomOID); err != nil {
+		return fmt.Errorf("open %s: find PostGIS's geometry type: %w", db.name, err)
+	}
+	if _, err := db.conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+ident(db.schema)); err != nil {
+		return fmt.Errorf("open %s: create schema %s: %w", db.name, db.schema, err)
+	}
+	if err := db.migrate(ctx); err != nil {
+		return err
+	}
+	return db.checkSchema(ctx)
+}
+
+// checkSchema records the tables' schema in a new database, and refuses
+// another one than the database's: its registry names tables there.
+func (db *DB) checkSchema(ctx context.Context) error {
+	var was string
+	err := db.conn.QueryRow(ctx, "SELECT value FROM _ploti.settings WHERE name = 'schema'").Scan(&was)
+	if errors.Is(err, pgx.ErrNoRows) {
+		_, err = db.conn.Exec(ctx, "INSERT INTO _ploti.settings VALUES ('schema', $1)", db.schema)
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("open %s: %w", db.name, err)
+	}
+	if was != db.schema {
+		return fmt.Errorf("open %s: its tables are in schema %s, not %s (one database holds one replica)", db.name, was, db.schema)
+	}
+	return nil
+}
+
+// Name is the database as errors name it (no password).
+func (db *DB) Name() string { return db.name }
+
+// Schema is the schema of the dataset tables.
+func (db *DB) Schema() string { return db.schema }
+
+// Conn is the writer's session, for tests and the benchmark: statements
+// on it run between the engine's transactions, never inside one.
+func (db *DB) Conn() *pgx.Conn { return db.conn }
+
+// Now is the storage clock.
+func (db *DB) Now() time.Time { return db.now().UTC() }
+
+// Close closes the session (which releases the advisory lock) and the
+// DuckDB that read the files, gathering every error.
+func (db *DB) Close() error {
+	var errs []error
+	if db.duck != nil {
+		errs = append(errs, db.duck.Close())
+	}
+	if db.conn != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		errs = append(errs, db.conn.Close(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// table is a dataset table's name qualified by the tables' schema.
+func (db *DB) table(name string) string { return ident(db.schema) + "." + ident(name) }
+
+// pgError is err's PostgreSQL error, if it is one.
+func pgError(err error) *pgconn.PgError {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return nil
+}
