@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
@@ -103,6 +104,21 @@ func loadFault(names string, err error) error {
 	return err
 }
 
+// renamed is err with the name of the table a load builds replaced by
+// the dataset table's, in PostgreSQL's words ("at COPY permits, line 7,
+// column geometry").
+func renamed(err error, built, table string) error {
+	pe := pgError(err)
+	if pe == nil {
+		return err
+	}
+	c := *pe
+	c.Message = strings.ReplaceAll(c.Message, built, table)
+	c.Detail = strings.ReplaceAll(c.Detail, built, table)
+	c.Where = strings.ReplaceAll(c.Where, built, table)
+	return &c
+}
+
 // pgMessage is a PostgreSQL error's message and detail on one line.
 func pgMessage(err error) string {
 	pe := pgError(err)
@@ -188,7 +204,7 @@ func (tx *Tx) build(ctx context.Context, table string, cols []ploti.Column, rel 
 			return 0, err
 		}
 		if n, err = tx.copyFrom(ctx, copySQL(t, columnNames(cols)), exportSelect(rel, cols), args, encs); err != nil {
-			return 0, err
+			return 0, renamed(err, s.built, table)
 		}
 	}
 	if err := tx.primaryKey(ctx, t, &s); err != nil {

@@ -52,7 +52,10 @@ func PGType(t ploti.Type) (string, error) {
 	case ploti.TypeTimestamp:
 		return "timestamptz", nil
 	case ploti.TypeGeometry:
-		return fmt.Sprintf("geometry(%s,%d)", geometryModifier(t.Geometry), SRID), nil
+		if m := geometryModifier(t.Geometry); m != "" {
+			return fmt.Sprintf("geometry(%s,%d)", m, SRID), nil
+		}
+		return "geometry", nil
 	case ploti.TypeJSON:
 		return "jsonb", nil
 	case ploti.TypeList:
@@ -75,15 +78,24 @@ func PGType(t ploti.Type) (string, error) {
 }
 
 // geometryModifier is the PostGIS type of a geometry column: the schema's
-// one geometry type, or Geometry when it names none or several.
+// one geometry type, or "" when it names none or several. A column typed
+// geometry(Point,4326) refuses a PointZ (PostGIS's type modifier fixes the
+// dimensions too); a column of any type is geometry, its SRID held by a
+// CHECK (sridCheck), and takes any dimensions, as DuckDB's GEOMETRY does.
 func geometryModifier(g *ploti.GeometryInfo) string {
 	if g == nil || len(g.Types) != 1 {
-		return "Geometry"
+		return ""
 	}
-	if m, ok := geometryTypes[strings.ToLower(g.Types[0])]; ok {
-		return m
+	return geometryTypes[strings.ToLower(g.Types[0])]
+}
+
+// sridCheck is the CHECK constraint of a geometry column without a type
+// modifier (PostGIS's geometry_columns reads the SRID from it), or "".
+func sridCheck(c ploti.Column) string {
+	if c.Type.Type != ploti.TypeGeometry || geometryModifier(c.Type.Geometry) != "" {
+		return ""
 	}
-	return "Geometry"
+	return fmt.Sprintf("CHECK (ST_SRID(%s) = %d)", ident(c.Name), SRID)
 }
 
 // kind is how a value travels from DuckDB to PostgreSQL's binary COPY.
@@ -224,11 +236,16 @@ func encodings(cols []ploti.Column, geomOID uint32) ([]encoding, error) {
 
 // columnDefs is the column list of a CREATE TABLE for a dataset table.
 func columnDefs(cols []ploti.Column) (string, error) {
-	defs := []string{ident(storage.ColRecordID) + " text NOT NULL", ident(storage.ColPlaceID) + " text"}
+	// The primary key makes _ploti_record_id NOT NULL, once the rows are in:
+	// a null one is then counted and refused in words (primaryKey).
+	defs := []string{ident(storage.ColRecordID) + " text", ident(storage.ColPlaceID) + " text"}
 	for _, c := range cols {
 		t, err := PGType(c.Type)
 		if err != nil {
 			return "", fmt.Errorf("column %s: %w", c.Name, err)
+		}
+		if ck := sridCheck(c); ck != "" {
+			t += " " + ck
 		}
 		defs = append(defs, ident(c.Name)+" "+t)
 	}

@@ -1,0 +1,153 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ploti-replica/ploti-replica/ploti"
+	"github.com/ploti-replica/ploti-replica/storage"
+)
+
+func state(t *testing.T, c *pgx.Conn, q string) string {
+	t.Helper()
+	var s *string
+	if err := c.QueryRow(context.Background(), q).Scan(&s); err != nil {
+		t.Fatal(err)
+	}
+	if s == nil {
+		return "<null>"
+	}
+	return *s
+}
+
+// The same fit checks as the DuckDB engine's (storage's
+// TestTx_MergeChanges_refusesWhatDoesNotFit), in its words.
+func TestTx_MergeChanges_refusesWhatDoesNotFit(t *testing.T) {
+	ctx := context.Background()
+	db, u := mustOpen(t)
+	duck := mustDuck(t)
+	snap := mustParquet(t, duck, snapQuery)
+	if err := db.Update(ctx, func(tx *Tx) error { _, err := tx.LoadSnapshot(ctx, "permits", testCols, []string{snap}); return err }); err != nil {
+		t.Fatal(err)
+	}
+	r := mustReader(t, u)
+	before := state(t, r, "SELECT string_agg(_ploti_record_id || permit, ' ' ORDER BY _ploti_record_id) FROM permits")
+	for _, tc := range []struct{ name, query, want string }{
+		{"added id already held", "SELECT 'added' AS _ploti_change, * FROM (" + snapQuery + ") WHERE _ploti_record_id = 'r3'", "added id r3 is already held"},
+		{"removed id not held", "SELECT 'removed' AS _ploti_change, * REPLACE ('zz' AS _ploti_record_id) FROM (" + snapQuery + ") LIMIT 1", "removed id zz is not held"},
+		{"changed id not held, among ids that are", "SELECT CASE WHEN _ploti_record_id = 'r2' THEN 'changed' ELSE 'removed' END AS _ploti_change, * REPLACE (CASE WHEN _ploti_record_id = 'r2' THEN 'r2x' ELSE _ploti_record_id END AS _ploti_record_id) FROM (" + snapQuery + ")", "changed id r2x is not held"},
+		{"missing column", "SELECT 'changed' AS _ploti_change, * EXCLUDE (tags) FROM (" + snapQuery + ") LIMIT 1", "lacks column(s) tags"},
+		{"extra column", "SELECT 'changed' AS _ploti_change, 1 AS surprise, * FROM (" + snapQuery + ") LIMIT 1", "has column surprise"},
+		{"bad change kind", "SELECT 'moved' AS _ploti_change, * FROM (" + snapQuery + ") LIMIT 1", "not added, changed or removed"},
+		{"repeated id", "SELECT 'changed' AS _ploti_change, * REPLACE ('r1' AS _ploti_record_id) FROM (" + snapQuery + ")", "0 null and 4 duplicate"},
+		{"a value that does not cast", "SELECT 'changed' AS _ploti_change, * REPLACE ('lots' AS valuation) FROM (" + snapQuery + ") LIMIT 1", "Conversion Error"},
+		{"a polygon in a point column", "SELECT 'changed' AS _ploti_change, * REPLACE (ST_AsWKB('POLYGON ((0 0, 1 0, 1 1, 0 0))'::GEOMETRY) AS geometry) FROM (" + snapQuery + ") LIMIT 1", "does not match column type (Point)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := mustParquet(t, duck, tc.query)
+			err := db.Update(ctx, func(tx *Tx) error { _, err := tx.MergeChanges(ctx, "ds", 2, "permits", testCols, f, -1); return err })
+			if !errors.Is(err, storage.ErrBadData) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want ErrBadData saying %q", err, tc.want)
+			}
+			if after := state(t, r, "SELECT string_agg(_ploti_record_id || permit, ' ' ORDER BY _ploti_record_id) FROM permits"); after != before {
+				t.Fatalf("table after the refusal: %s, was %s", after, before)
+			}
+			if n := count(t, r, "SELECT count(*) FROM _ploti.changes"); n != 0 {
+				t.Fatalf("%d changes logged by a refused merge", n)
+			}
+		})
+	}
+}
+
+// A load and a merge of the same table in one transaction: the merge acts
+// on the table the load built, and both commit together.
+func TestTx_MergeChanges_afterALoadInTheSameTransaction(t *testing.T) {
+	ctx := context.Background()
+	db, u := mustOpen(t)
+	duck := mustDuck(t)
+	snap := mustParquet(t, duck, snapQuery)
+	changes := mustParquet(t, duck, "SELECT 'removed' AS _ploti_change, * FROM ("+snapQuery+") WHERE _ploti_record_id IN ('r0', 'r1')")
+	err := db.Update(ctx, func(tx *Tx) error {
+		if _, err := tx.LoadSnapshot(ctx, "permits", testCols, []string{snap}); err != nil {
+			return err
+		}
+		if _, err := tx.LoadSnapshot(ctx, "permits", testCols, []string{snap}); err != nil { // a second load replaces the first
+			return err
+		}
+		_, err := tx.MergeChanges(ctx, "ds", 2, "permits", testCols, changes, 5)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := mustReader(t, u)
+	if got, want := state(t, r, "SELECT string_agg(_ploti_record_id, ' ' ORDER BY _ploti_record_id) FROM permits"), "r2 r3 r4"; got != want {
+		t.Fatalf("table = %s, want %s", got, want)
+	}
+	if got, want := state(t, r, "SELECT string_agg(indexname, ' ' ORDER BY indexname) FROM pg_indexes WHERE tablename = 'permits'"), "permits_geometry_gist permits_pkey"; got != want {
+		t.Fatalf("indexes = %s, want %s", got, want)
+	}
+}
+
+// A MINOR schema change: the column is added, a merge fills it for the
+// rows it changes.
+func TestTx_AddColumnsThenMerge(t *testing.T) {
+	ctx := context.Background()
+	db, u := mustOpen(t)
+	duck := mustDuck(t)
+	snap := mustParquet(t, duck, snapQuery)
+	cols2 := append(append([]ploti.Column{}, testCols...), col("units", ploti.TypeInteger),
+		ploti.Column{Name: "site", Type: ploti.Type{Type: ploti.TypeGeometry}})
+	changes := mustParquet(t, duck, "SELECT 'changed' AS _ploti_change, *, 3 AS units, ST_AsWKB('POINT Z (1 2 3)'::GEOMETRY) AS site FROM ("+snapQuery+") WHERE _ploti_record_id = 'r0'")
+	if err := db.Update(ctx, func(tx *Tx) error { _, err := tx.LoadSnapshot(ctx, "permits", testCols, []string{snap}); return err }); err != nil {
+		t.Fatal(err)
+	}
+	err := db.Update(ctx, func(tx *Tx) error {
+		if err := tx.AddColumns(ctx, "permits", cols2[len(testCols):]); err != nil {
+			return err
+		}
+		_, err := tx.MergeChanges(ctx, "ds", 2, "permits", cols2, changes, -1)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := mustReader(t, u)
+	if got, want := state(t, r, "SELECT count(units) || ' ' || (count(*) - count(units)) || ' ' || string_agg(ST_AsText(site), '') FROM permits"), "1 4 POINT Z (1 2 3)"; got != want {
+		t.Fatalf("units filled, null, site = %s, want %s", got, want)
+	}
+}
+
+// An id map goes to _ploti.id_map (by COPY) and rewrites --id-ref columns;
+// one that maps two ids to one is refused.
+func TestTx_ApplyIDMap(t *testing.T) {
+	ctx := context.Background()
+	db, u := mustOpen(t)
+	duck := mustDuck(t)
+	r := mustReader(t, u)
+	if _, err := r.Exec(ctx, "CREATE TABLE public.notes (record text, note text); INSERT INTO public.notes VALUES ('r1', 'a'), ('r2', 'b')"); err != nil {
+		t.Fatal(err)
+	}
+	good := mustParquet(t, duck, "SELECT * FROM (VALUES ('r1', 'r1b'), ('r3', 'r3b')) v(from_id, to_id)")
+	refs := []storage.IDRef{{Table: "notes", Column: "record", DatasetID: "ds"}}
+	var n int64
+	err := db.Update(ctx, func(tx *Tx) (err error) { n, err = tx.ApplyIDMap(ctx, "ds", 4, good, refs); return err })
+	if err != nil || n != 2 {
+		t.Fatalf("n = %d, err = %v", n, err)
+	}
+	if got, want := state(t, r, "SELECT string_agg(version || ':' || from_id || '>' || to_id, ' ' ORDER BY from_id) FROM _ploti.id_map"), "4:r1>r1b 4:r3>r3b"; got != want {
+		t.Fatalf("id map = %s, want %s", got, want)
+	}
+	if got, want := state(t, r, "SELECT string_agg(record, ' ' ORDER BY note) FROM notes"), "r1b r2"; got != want {
+		t.Fatalf("notes = %s, want %s", got, want)
+	}
+	bad := mustParquet(t, duck, "SELECT * FROM (VALUES ('r5', 'x'), ('r6', 'x')) v(from_id, to_id)")
+	err = db.Update(ctx, func(tx *Tx) error { _, err := tx.ApplyIDMap(ctx, "ds", 5, bad, refs); return err })
+	if !errors.Is(err, storage.ErrBadData) || !strings.Contains(err.Error(), "1 repeated to_id") {
+		t.Fatalf("err = %v, want a DataError for two ids mapped to one", err)
+	}
+}
