@@ -194,7 +194,7 @@ func (tx *Tx) build(ctx context.Context, table string, cols []ploti.Column, rel 
 		return 0, err
 	}
 	t := tx.db.table(s.built)
-	if _, err := tx.tx.Exec(ctx, fmt.Sprintf("CREATE TABLE %s (%s)", t, defs)); err != nil {
+	if _, err := tx.conn.Exec(ctx, fmt.Sprintf("CREATE TABLE %s (%s)", t, defs)); err != nil {
 		return 0, fmt.Errorf("create %s: %w", table, err)
 	}
 	var n int64
@@ -215,7 +215,7 @@ func (tx *Tx) build(ctx context.Context, table string, cols []ploti.Column, rel 
 			continue
 		}
 		ix := fmt.Sprintf("%s_%d_gist", s.built, i)
-		if _, err := tx.tx.Exec(ctx, fmt.Sprintf("CREATE INDEX %s ON %s USING gist (%s)", ident(ix), t, ident(c.Name))); err != nil {
+		if _, err := tx.conn.Exec(ctx, fmt.Sprintf("CREATE INDEX %s ON %s USING gist (%s)", ident(ix), t, ident(c.Name))); err != nil {
 			return 0, fmt.Errorf("index %s.%s: %w", table, c.Name, err)
 		}
 		s.indexes = append(s.indexes, ix)
@@ -232,10 +232,10 @@ func (tx *Tx) build(ctx context.Context, table string, cols []ploti.Column, rel 
 // refuses its rows with an idsError when their ids are null or repeat.
 func (tx *Tx) primaryKey(ctx context.Context, t string, s *swap) error {
 	pk := s.built + "_pkey"
-	if _, err := tx.tx.Exec(ctx, "SAVEPOINT ploti_pkey"); err != nil {
+	if _, err := tx.conn.Exec(ctx, "SAVEPOINT ploti_pkey"); err != nil {
 		return err
 	}
-	_, err := tx.tx.Exec(ctx, fmt.Sprintf("ALTER TABLE %s ADD CONSTRAINT %s PRIMARY KEY (%s)", t, ident(pk), ident(storage.ColRecordID)))
+	_, err := tx.conn.Exec(ctx, fmt.Sprintf("ALTER TABLE %s ADD CONSTRAINT %s PRIMARY KEY (%s)", t, ident(pk), ident(storage.ColRecordID)))
 	if err == nil {
 		s.indexes = append(s.indexes, pk)
 		s.final = append(s.final, shortName(s.table+"_pkey"))
@@ -244,12 +244,12 @@ func (tx *Tx) primaryKey(ctx context.Context, t string, s *swap) error {
 	if pe := pgError(err); pe == nil || (pe.Code != "23505" && pe.Code != "23502") {
 		return fmt.Errorf("primary key of %s: %w", s.table, err)
 	}
-	if _, err := tx.tx.Exec(ctx, "ROLLBACK TO SAVEPOINT ploti_pkey"); err != nil {
+	if _, err := tx.conn.Exec(ctx, "ROLLBACK TO SAVEPOINT ploti_pkey"); err != nil {
 		return err
 	}
 	var ie idsError
 	id := ident(storage.ColRecordID)
-	if err := tx.tx.QueryRow(ctx, fmt.Sprintf("SELECT count(*) - count(%[1]s), count(%[1]s) - count(DISTINCT %[1]s) FROM %[2]s", id, t)).Scan(&ie.nulls, &ie.dups); err != nil {
+	if err := tx.conn.QueryRow(ctx, fmt.Sprintf("SELECT count(*) - count(%[1]s), count(%[1]s) - count(DISTINCT %[1]s) FROM %[2]s", id, t)).Scan(&ie.nulls, &ie.dups); err != nil {
 		return err
 	}
 	return &ie
@@ -262,7 +262,7 @@ func (tx *Tx) dropBuilt(ctx context.Context, table string) error {
 		if s.table != table {
 			continue
 		}
-		if _, err := tx.tx.Exec(ctx, "DROP TABLE "+tx.db.table(s.built)); err != nil {
+		if _, err := tx.conn.Exec(ctx, "DROP TABLE "+tx.db.table(s.built)); err != nil {
 			return err
 		}
 		tx.swaps = append(tx.swaps[:i], tx.swaps[i+1:]...)
@@ -290,7 +290,7 @@ func (tx *Tx) commentGeometry(ctx context.Context, t string, cols []ploti.Column
 			continue
 		}
 		q := fmt.Sprintf("COMMENT ON COLUMN %s.%s IS %s", t, ident(c.Name), storage.Literal(storage.GeometryComment(c.Type, GeometryPostGIS)))
-		if _, err := tx.tx.Exec(ctx, q); err != nil {
+		if _, err := tx.conn.Exec(ctx, q); err != nil {
 			return fmt.Errorf("comment on %s.%s: %w", t, c.Name, err)
 		}
 	}
@@ -310,6 +310,6 @@ func (tx *Tx) TableExists(ctx context.Context, table string) (bool, error) {
 		}
 	}
 	var ok bool
-	err := tx.tx.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", tx.db.table(table)).Scan(&ok)
+	err := tx.conn.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", tx.db.table(table)).Scan(&ok)
 	return ok, err
 }

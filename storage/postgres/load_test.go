@@ -109,7 +109,10 @@ func TestTx_LoadSnapshot_refusesBadFilesAndKeepsOldTable(t *testing.T) {
 		})
 	}
 	f := mustParquet(t, duck, "SELECT 1 AS x")
-	err := db.Update(ctx, func(tx *Tx) error { _, err := tx.LoadSnapshot(ctx, "permits", testCols, []string{f + ".missing"}); return err })
+	err := db.Update(ctx, func(tx *Tx) error {
+		_, err := tx.LoadSnapshot(ctx, "permits", testCols, []string{f + ".missing"})
+		return err
+	})
 	if !errors.Is(err, storage.ErrBadData) || !strings.Contains(err.Error(), "not a readable Parquet snapshot") {
 		t.Fatalf("err = %v, want a DataError for an unreadable file", err)
 	}

@@ -57,25 +57,25 @@ func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, t
 		return st, err
 	}
 	names := columnNames(cols)
-	if _, err := tx.tx.Exec(ctx, fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s FROM %s WHERE %s IN ('added', 'changed')`,
+	if _, err := tx.conn.Exec(ctx, fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s FROM %s WHERE %s IN ('added', 'changed')`,
 		t, names, names, mergeTemp, change)); err != nil {
 		if dataFault(err) {
 			return st, &storage.DataError{File: name, Detail: "merge: " + pgMessage(err)}
 		}
 		return st, fmt.Errorf("merge %s into %s: insert: %w", name, table, err)
 	}
-	if _, err := tx.tx.Exec(ctx, fmt.Sprintf(`INSERT INTO _ploti.changes (dataset_id, version, record_id, change)
+	if _, err := tx.conn.Exec(ctx, fmt.Sprintf(`INSERT INTO _ploti.changes (dataset_id, version, record_id, change)
 		SELECT $1, $2, %s, %s FROM %s`, id, change, mergeTemp), datasetID, version); err != nil {
 		return st, fmt.Errorf("log changes of %s v%d: %w", datasetID, version, err)
 	}
-	if _, err := tx.tx.Exec(ctx, "DROP TABLE "+mergeTemp); err != nil {
+	if _, err := tx.conn.Exec(ctx, "DROP TABLE "+mergeTemp); err != nil {
 		return st, err
 	}
 	if rowsBefore >= 0 {
 		st.Rows = rowsBefore + st.Added - st.Removed
 		return st, nil
 	}
-	err = tx.tx.QueryRow(ctx, "SELECT count(*) FROM "+t).Scan(&st.Rows)
+	err = tx.conn.QueryRow(ctx, "SELECT count(*) FROM "+t).Scan(&st.Rows)
 	return st, err
 }
 
@@ -111,7 +111,7 @@ func (tx *Tx) copyChanges(ctx context.Context, cols []ploti.Column, sel, src, na
 		return err
 	}
 	change := storage.Ident(storage.ColChange)
-	if _, err := tx.tx.Exec(ctx, fmt.Sprintf("CREATE TEMPORARY TABLE %s (%s, %s text) ON COMMIT DROP", mergeTemp, defs, change)); err != nil {
+	if _, err := tx.conn.Exec(ctx, fmt.Sprintf("CREATE TEMPORARY TABLE %s (%s, %s text) ON COMMIT DROP", mergeTemp, defs, change)); err != nil {
 		return fmt.Errorf("merge %s: %w", name, err)
 	}
 	encs, err := encodings(cols, tx.db.geomOID)
@@ -144,7 +144,7 @@ func (tx *Tx) deleteChanged(ctx context.Context, t, name string, want int64) err
 	id, change := storage.Ident(storage.ColRecordID), storage.Ident(storage.ColChange)
 	var addedHeld, deleted int64
 	var firstAdded, notHeld *string
-	err := tx.tx.QueryRow(ctx, fmt.Sprintf(`WITH d AS (
+	err := tx.conn.QueryRow(ctx, fmt.Sprintf(`WITH d AS (
 			DELETE FROM %[3]s t USING %[4]s m WHERE t.%[1]s = m.%[1]s RETURNING m.%[1]s AS id, m.%[2]s AS change)
 		SELECT count(*) FILTER (WHERE change = 'added'), min(id) FILTER (WHERE change = 'added'),
 			count(*) FILTER (WHERE change <> 'added'),
@@ -223,7 +223,7 @@ func (tx *Tx) rewriteIDRefs(ctx context.Context, datasetID string, version int, 
 		t := qualified(r.Table)
 		q := fmt.Sprintf(`UPDATE %[1]s SET %[2]s = m.to_id FROM _ploti.id_map m
 			WHERE m.dataset_id = $1 AND m.version = $2 AND %[1]s.%[2]s = m.from_id`, t, ident(r.Column))
-		if _, err := tx.tx.Exec(ctx, q, datasetID, version); err != nil {
+		if _, err := tx.conn.Exec(ctx, q, datasetID, version); err != nil {
 			return fmt.Errorf("rewrite ids in %s.%s for %s v%d: %w", r.Table, r.Column, datasetID, version, err)
 		}
 	}
@@ -255,7 +255,7 @@ func cutDot(s string) (string, string, bool) {
 func (tx *Tx) AddColumns(ctx context.Context, table string, cols []ploti.Column) error {
 	t := tx.rel(table)
 	if t == tx.db.table(table) {
-		if err := tx.lockTables(ctx, []string{t}); err != nil {
+		if err := tx.lockTables(ctx, []string{t}, ""); err != nil {
 			return fmt.Errorf("add columns to %s: %w", table, err)
 		}
 	}
@@ -267,7 +267,7 @@ func (tx *Tx) AddColumns(ctx context.Context, table string, cols []ploti.Column)
 		if ck := sridCheck(c); ck != "" {
 			typ += " " + ck
 		}
-		if _, err := tx.tx.Exec(ctx, fmt.Sprintf("ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s %s", t, ident(c.Name), typ)); err != nil {
+		if _, err := tx.conn.Exec(ctx, fmt.Sprintf("ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s %s", t, ident(c.Name), typ)); err != nil {
 			return fmt.Errorf("add column %s to %s: %w", c.Name, table, err)
 		}
 	}

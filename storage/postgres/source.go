@@ -52,7 +52,7 @@ func (tx *Tx) copyFrom(ctx context.Context, copySQL, query string, args []any, e
 		pw.CloseWithError(err) // nil: EOF
 		done <- result{n, err}
 	}()
-	_, cerr := tx.tx.Conn().PgConn().CopyFrom(ctx, pr, copySQL)
+	_, cerr := tx.conn.PgConn().CopyFrom(ctx, pr, copySQL)
 	pr.CloseWithError(errCopyEnded)
 	res := <-done
 	if res.err != nil && !errors.Is(res.err, errCopyEnded) && !errors.Is(res.err, io.ErrClosedPipe) {

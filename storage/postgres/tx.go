@@ -17,8 +17,9 @@ import (
 // Tx is a transaction on the writer's session with a fixed now. Tables
 // that loads build in it are swapped in by Commit (see swapIn).
 type Tx struct {
-	tx    pgx.Tx
+	conn  *pgx.Conn // the writer's session, in BEGIN … COMMIT of our own (the swap's last round trip commits)
 	db    *DB
+	done  bool
 	Now   time.Time
 	swaps []swap
 }
@@ -33,11 +34,10 @@ type swap struct {
 
 // Begin starts a transaction.
 func (db *DB) Begin(ctx context.Context) (*Tx, error) {
-	tx, err := db.conn.Begin(ctx)
-	if err != nil {
+	if _, err := db.conn.Exec(ctx, "BEGIN"); err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
 	}
-	return &Tx{tx: tx, db: db, Now: db.Now()}, nil
+	return &Tx{conn: db.conn, db: db, Now: db.Now()}, nil
 }
 
 // Update runs fn in a transaction and commits it, or rolls it back on error.
@@ -58,35 +58,47 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 
 // Commit swaps in the tables the transaction's loads built and commits.
 func (tx *Tx) Commit(ctx context.Context) error {
+	if tx.done {
+		return errors.New("commit: the transaction has ended")
+	}
 	if err := tx.swapIn(ctx); err != nil {
-		tx.tx.Rollback(ctx)
+		tx.Rollback(ctx)
 		return err
 	}
-	return tx.tx.Commit(ctx)
+	if tx.done { // the swap committed
+		return nil
+	}
+	tx.done = true
+	tag, err := tx.conn.Exec(ctx, "COMMIT")
+	if err == nil && tag.String() == "ROLLBACK" {
+		err = errors.New("commit: the transaction was rolled back (an earlier statement failed)")
+	}
+	return err
 }
 
 // Rollback aborts the transaction; after Commit it does nothing.
 func (tx *Tx) Rollback(ctx context.Context) error {
-	err := tx.tx.Rollback(ctx)
-	if errors.Is(err, pgx.ErrTxClosed) {
+	if tx.done {
 		return nil
 	}
+	tx.done = true
+	_, err := tx.conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
 	return err
 }
 
 // Exec runs a statement in the transaction.
 func (tx *Tx) Exec(ctx context.Context, q string, args ...any) (pgconn.CommandTag, error) {
-	return tx.tx.Exec(ctx, q, args...)
+	return tx.conn.Exec(ctx, q, args...)
 }
 
 // QueryRow runs a query returning one row in the transaction.
 func (tx *Tx) QueryRow(ctx context.Context, q string, args ...any) pgx.Row {
-	return tx.tx.QueryRow(ctx, q, args...)
+	return tx.conn.QueryRow(ctx, q, args...)
 }
 
 // Query runs a query in the transaction.
 func (tx *Tx) Query(ctx context.Context, q string, args ...any) (pgx.Rows, error) {
-	return tx.tx.Query(ctx, q, args...)
+	return tx.conn.Query(ctx, q, args...)
 }
 
 // swapIn puts each built table in its dataset table's place, just before
@@ -106,58 +118,86 @@ func (tx *Tx) swapIn(ctx context.Context) error {
 	if len(tx.swaps) == 0 {
 		return nil
 	}
-	old := map[string]bool{}
-	var names []string
+	// Everything but the lock is worked out first, so that the locks are
+	// held for one round trip of statements that ends with the commit.
+	var names, stmts []string
 	for _, s := range tx.swaps {
 		var exists bool
-		if err := tx.tx.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", tx.db.table(s.table)).Scan(&exists); err != nil {
+		t, built := tx.db.table(s.table), tx.db.table(s.built)
+		if err := tx.conn.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", t).Scan(&exists); err != nil {
 			return fmt.Errorf("swap in %s: %w", s.table, err)
 		}
 		if exists {
-			old[s.table] = true
-			names = append(names, tx.db.table(s.table))
+			grants, err := tx.grants(ctx, t, built)
+			if err != nil {
+				return fmt.Errorf("swap in %s: %w", s.table, err)
+			}
+			names = append(names, t)
+			stmts = append(append(stmts, grants...), "DROP TABLE "+t)
+		}
+		stmts = append(stmts, fmt.Sprintf("ALTER TABLE %s RENAME TO %s", built, ident(s.table)))
+		for i, ix := range s.indexes {
+			stmts = append(stmts, fmt.Sprintf("ALTER INDEX %s.%s RENAME TO %s", ident(tx.db.schema), ident(ix), ident(s.final[i])))
 		}
 	}
-	if err := tx.lockTables(ctx, names); err != nil {
+	// The commit goes in the same round trip: the server holds the locks
+	// only while it renames and commits, whatever the client's machine
+	// does meanwhile.
+	err := tx.lockTables(ctx, names, strings.Join(append(stmts, "COMMIT"), ";\n"))
+	if pe := pgError(err); pe != nil && pe.Code == "2BP01" { // dependent_objects_still_exist
+		return fmt.Errorf("swap in: a table has objects that depend on it (%s): a reload replaces the table, so drop them, or build them on a copy: %w",
+			firstLine(pe.Detail), err)
+	}
+	if err != nil {
 		return fmt.Errorf("swap in: %w", err)
 	}
-	for _, s := range tx.swaps {
-		if err := tx.swapOne(ctx, s, old[s.table]); err != nil {
-			return fmt.Errorf("swap in %s: %w", s.table, err)
-		}
-	}
-	tx.swaps = nil
+	tx.swaps, tx.done = nil, true
 	return nil
 }
 
 // lockTables takes the ACCESS EXCLUSIVE locks of tables (qualified names)
-// for the rest of the transaction, each try waiting at most SwapWait, and
-// trying again while readers hold them.
-func (tx *Tx) lockTables(ctx context.Context, tables []string) error {
-	if len(tables) == 0 {
-		return nil
+// for the rest of the transaction and runs then (statements) in the same
+// round trip; each try waits at most SwapWait for the locks, and while
+// readers hold them it lets the readers queued behind it go on and tries
+// again.
+func (tx *Tx) lockTables(ctx context.Context, tables []string, then string) error {
+	if then != "" {
+		then = ";\n" + then
 	}
-	if _, err := tx.tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", max(1, tx.db.swapWait.Milliseconds()))); err != nil {
+	if len(tables) == 0 {
+		if then == "" {
+			return nil
+		}
+		_, err := tx.conn.Exec(ctx, then[2:])
 		return err
 	}
+	// First tries: NOWAIT, which never queues readers behind the
+	// writer; it succeeds in a moment when no query reads the table. A
+	// table that is never free of readers that long gets tries that wait
+	// up to SwapWait each (the readers that come meanwhile queue behind).
+	batch := func(wait string) string {
+		return fmt.Sprintf(`SET LOCAL lock_timeout = %d; SAVEPOINT ploti_lock;
+		LOCK TABLE %s IN ACCESS EXCLUSIVE MODE%s;
+		RELEASE SAVEPOINT ploti_lock; SET LOCAL lock_timeout TO DEFAULT%s`,
+			max(1, tx.db.swapWait.Milliseconds()), strings.Join(tables, ", "), wait, then)
+	}
+	nowait, waiting := batch(" NOWAIT"), batch("")
+	patient := time.Now().Add(swapNoWaitFor)
 	for attempt := 0; ; attempt++ {
-		if _, err := tx.tx.Exec(ctx, "SAVEPOINT ploti_lock"); err != nil {
-			return err
+		q, pause := nowait, time.Duration(1+rand.Int64N(3))*time.Millisecond
+		if time.Now().After(patient) {
+			q, pause = waiting, time.Duration(5+rand.Int64N(20))*time.Millisecond
 		}
-		_, err := tx.tx.Exec(ctx, "LOCK TABLE "+strings.Join(tables, ", ")+" IN ACCESS EXCLUSIVE MODE")
+		_, err := tx.conn.Exec(ctx, q)
 		if err == nil {
-			_, err := tx.tx.Exec(ctx, "RELEASE SAVEPOINT ploti_lock; SET LOCAL lock_timeout TO DEFAULT")
-			return err
+			return nil
 		}
 		if pe := pgError(err); pe == nil || pe.Code != "55P03" { // lock_not_available
-			return fmt.Errorf("lock %s: %w", strings.Join(tables, ", "), err)
-		}
-		if _, err := tx.tx.Exec(ctx, "ROLLBACK TO SAVEPOINT ploti_lock"); err != nil {
 			return err
 		}
-		// Let the readers queued behind the try go on; try again soon.
-		pause := time.Duration(1+min(attempt, 8)) * 5 * time.Millisecond
-		pause += time.Duration(rand.Int64N(int64(pause)))
+		if _, err := tx.conn.Exec(ctx, "ROLLBACK TO SAVEPOINT ploti_lock; SET LOCAL lock_timeout TO DEFAULT"); err != nil {
+			return err
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -166,50 +206,27 @@ func (tx *Tx) lockTables(ctx context.Context, tables []string) error {
 	}
 }
 
-// swapOne replaces one dataset table by its built table.
-func (tx *Tx) swapOne(ctx context.Context, s swap, exists bool) error {
-	t, built := tx.db.table(s.table), tx.db.table(s.built)
-	if exists {
-		if err := tx.copyGrants(ctx, t, built); err != nil {
-			return err
-		}
-		if _, err := tx.tx.Exec(ctx, "DROP TABLE "+t); err != nil {
-			if pe := pgError(err); pe != nil && pe.Code == "2BP01" { // dependent_objects_still_exist
-				return fmt.Errorf("%s has objects that depend on it (%s): a reload replaces the table, so drop them, or build them on a copy: %w",
-					s.table, firstLine(pe.Detail), err)
-			}
-			return err
-		}
-	}
-	if _, err := tx.tx.Exec(ctx, fmt.Sprintf("ALTER TABLE %s RENAME TO %s", built, ident(s.table))); err != nil {
-		return err
-	}
-	for i, ix := range s.indexes {
-		q := fmt.Sprintf("ALTER INDEX %s.%s RENAME TO %s", ident(tx.db.schema), ident(ix), ident(s.final[i]))
-		if _, err := tx.tx.Exec(ctx, q); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+// swapNoWaitFor is how long a swap tries to take its tables with NOWAIT
+// before it waits (SwapWait) in the readers' queue.
+const swapNoWaitFor = 2 * time.Second
 
-// copyGrants gives the built table the privileges the old one had (a BI
-// server's role keeps reading across a reload).
-func (tx *Tx) copyGrants(ctx context.Context, old, built string) error {
-	rows, err := tx.tx.Query(ctx, `SELECT CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(r.rolname) END,
+// grants are the GRANT statements that give built the privileges old
+// has (a BI server's role keeps reading across a reload).
+func (tx *Tx) grants(ctx context.Context, old, built string) ([]string, error) {
+	rows, err := tx.conn.Query(ctx, `SELECT CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(r.rolname) END,
 			a.privilege_type, a.is_grantable
 		FROM pg_class c, aclexplode(c.relacl) a LEFT JOIN pg_roles r ON r.oid = a.grantee
 		WHERE c.oid = $1::regclass AND a.grantee <> c.relowner`, old)
 	if err != nil {
-		return fmt.Errorf("read grants: %w", err)
+		return nil, fmt.Errorf("read grants: %w", err)
 	}
+	defer rows.Close()
 	var grants []string
 	for rows.Next() {
 		var who, priv string
 		var opt bool
 		if err := rows.Scan(&who, &priv, &opt); err != nil {
-			rows.Close()
-			return err
+			return nil, err
 		}
 		g := fmt.Sprintf("GRANT %s ON %s TO %s", priv, built, who)
 		if opt {
@@ -217,15 +234,7 @@ func (tx *Tx) copyGrants(ctx context.Context, old, built string) error {
 		}
 		grants = append(grants, g)
 	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	for _, g := range grants {
-		if _, err := tx.tx.Exec(ctx, g); err != nil {
-			return fmt.Errorf("copy grants: %w", err)
-		}
-	}
-	return nil
+	return grants, rows.Err()
 }
 
 // maxIdent is PostgreSQL's longest identifier in bytes (NAMEDATALEN-1).

@@ -42,7 +42,7 @@ func (tx *Tx) MergeWatch(ctx context.Context, m storage.WatchMerge) (storage.Mer
 	st.Rows = -1
 	if m.RowsBefore >= 0 {
 		st.Rows = m.RowsBefore - st.Removed + st.Added
-	} else if err := tx.tx.QueryRow(ctx, "SELECT count(*) FROM "+t).Scan(&st.Rows); err != nil {
+	} else if err := tx.conn.QueryRow(ctx, "SELECT count(*) FROM "+t).Scan(&st.Rows); err != nil {
 		return st, err
 	}
 	return st, nil
@@ -60,7 +60,7 @@ func (tx *Tx) deleteTouched(ctx context.Context, t string, m storage.WatchMerge)
 	}
 	var newHeld, deleted int64
 	var firstNew, notHeld *string
-	err := tx.tx.QueryRow(ctx, fmt.Sprintf(`WITH m AS (SELECT * FROM unnest($1::text[], $2::text[]) AS m(id, k)),
+	err := tx.conn.QueryRow(ctx, fmt.Sprintf(`WITH m AS (SELECT * FROM unnest($1::text[], $2::text[]) AS m(id, k)),
 			d AS (DELETE FROM %[1]s t USING m WHERE t.%[2]s = m.id RETURNING m.id, m.k)
 		SELECT count(*) FILTER (WHERE k = 'new'), min(id) FILTER (WHERE k = 'new'), count(*) FILTER (WHERE k = 'held'),
 			CASE WHEN count(*) FILTER (WHERE k = 'held') <> $3 THEN
@@ -109,7 +109,7 @@ func (tx *Tx) insertRows(ctx context.Context, t string, cols []ploti.Column, src
 	if err != nil {
 		return 0, err
 	}
-	if _, err := tx.tx.Exec(ctx, "SAVEPOINT ploti_rows"); err != nil {
+	if _, err := tx.conn.Exec(ctx, "SAVEPOINT ploti_rows"); err != nil {
 		return 0, err
 	}
 	n, err := tx.copyFrom(ctx, copySQL(t, columnNames(cols)), exportSelect(q, cols), []any{src.IDs}, encs)
@@ -132,7 +132,7 @@ func (tx *Tx) insertRows(ctx context.Context, t string, cols []ploti.Column, src
 	if n != int64(len(src.IDs)) {
 		return 0, &storage.DataError{File: name, Detail: fmt.Sprintf("has %s rows for the %d ids it should give once each (a row missing or repeated)", countWord(n), len(src.IDs))}
 	}
-	_, err = tx.tx.Exec(ctx, "RELEASE SAVEPOINT ploti_rows")
+	_, err = tx.conn.Exec(ctx, "RELEASE SAVEPOINT ploti_rows")
 	return n, err
 }
 
@@ -151,7 +151,7 @@ func (tx *Tx) logWatch(ctx context.Context, m storage.WatchMerge) error {
 		for i, l := range m.Log {
 			versions[i], ids[i], kinds[i] = int32(l.Version), l.ID, l.Change
 		}
-		_, err := tx.tx.Exec(ctx, `INSERT INTO _ploti.changes (dataset_id, version, record_id, change)
+		_, err := tx.conn.Exec(ctx, `INSERT INTO _ploti.changes (dataset_id, version, record_id, change)
 			SELECT $1, * FROM unnest($2::integer[], $3::text[], $4::text[])`, m.DatasetID, versions, ids, kinds)
 		if err != nil {
 			return fmt.Errorf("log changes of %s: %w", m.DatasetID, err)
@@ -168,7 +168,7 @@ func (tx *Tx) logWatch(ctx context.Context, m storage.WatchMerge) error {
 			order = append(order, r.Version)
 		}
 	}
-	_, err := tx.tx.Exec(ctx, `INSERT INTO _ploti.id_map (dataset_id, version, from_id, to_id)
+	_, err := tx.conn.Exec(ctx, `INSERT INTO _ploti.id_map (dataset_id, version, from_id, to_id)
 		SELECT $1, * FROM unnest($2::integer[], $3::text[], $4::text[])`, m.DatasetID, versions, from, to)
 	if err != nil {
 		return fmt.Errorf("record renamed ids of %s: %w", m.DatasetID, err)
