@@ -1,0 +1,53 @@
+// Package postgres keeps the replica in a PostgreSQL database with
+// PostGIS (issue 17): the same dataset tables and the same _ploti state as
+// a DuckDB file (package storage), for teams whose readers are on other
+// machines (QGIS, BI servers, psql) and must never wait for the writer.
+//
+// DuckDB still reads the downloaded files: an in-memory DuckDB (one per
+// DB) reads and checks the Parquet snapshots and changes files and the
+// NDJSON rows of watched datasets with the very SQL the DuckDB engine
+// uses (storage.SelectList, storage.JSONRowsQuery, the same checks and
+// refusals, in the same words), and the rows reach PostgreSQL by COPY …
+// FROM STDIN (FORMAT binary) on pgx, never by INSERTs row by row:
+//
+//	read_parquet / read_json ─ DuckDB casts to the schema's types
+//	   └─ exportSelect: dates and timestamps as PostgreSQL's day and µs
+//	      counts, decimals and JSON as text, geometry as WKB
+//	         └─ copyWriter (Go): the binary COPY format, geometry as
+//	            EWKB in SRID 4326 ─ io.Pipe ─ pgconn.CopyFrom
+//
+// The three run at once. The writer's transactions:
+//
+//	LoadSnapshot, LoadRows   CREATE TABLE _ploti_load_N; COPY; primary key
+//	                         on _ploti_record_id; a GiST index a geometry
+//	                         column; at Commit the table is swapped in
+//	                         (DROP the old, RENAME the new) in the round
+//	                         trip that commits, with the old one's grants
+//	MergeChanges             CREATE TEMP TABLE; COPY; one DELETE … USING …
+//	                         RETURNING that also checks the fit (an added
+//	                         id held, a changed or removed id not held);
+//	                         INSERT … SELECT; _ploti.changes
+//	MergeWatch               the same from ids and NDJSON rows
+//	ApplyIDMap, AddColumns   COPY into _ploti.id_map; ALTER TABLE
+//
+// Readers in READ COMMITTED (PostgreSQL's default) see a table at the old
+// version or the new one, whole, and never wait for a load: the rows go
+// into a table no reader sees, and the swap takes the old table's lock
+// only when no query holds it (NOWAIT tries, then tries of SwapWait), for
+// the few milliseconds of its rename and commit.
+//
+// Types (PGType): string text, integer bigint, number double precision,
+// decimal numeric(p,s), boolean, date, timestamp timestamptz, json jsonb,
+// geometry geometry(Type,4326) when the schema names one geometry type
+// (else geometry with CHECK (ST_SRID(g) = 4326)), a list an array of its
+// items' type (a list of lists jsonb).
+//
+// One writer a database: Open takes a session-level advisory lock and
+// waits for it with backoff up to LockTimeout, and a database it cannot
+// have is refused with storage.ErrLocked naming the session that holds
+// it, as a DuckDB file is. Every write runs on that session.
+//
+// _ploti is a schema with the DuckDB file's tables and columns
+// (migrations/, numbered as the DuckDB file's: TestSchema_sameAsDuckDB);
+// the dataset tables are in Options.Schema (default public).
+package postgres
