@@ -21,7 +21,11 @@
 // Executor carries an action out against storage: it asks its Source (the
 // replica's API client) for the version and the local paths of its verified
 // files, and commits the table change, the registry row, the holds and the
-// event id in one transaction. apply knows nothing of HTTP.
+// event id in one transaction. apply knows nothing of HTTP, nor of the
+// engine that holds the tables: it moves rows only through the
+// transaction's storage.Tables (load a snapshot or rows, merge changes,
+// add columns, apply an id map), the seam that the DuckDB file and a
+// PostgreSQL database each implement.
 //
 // Outside the walk, Prepare gets a snapshot load ready with API calls and
 // downloads only (a bootstrap prepares many at once, ahead of DuckDB), and

@@ -163,7 +163,7 @@ func (b *Batch) Flush() error {
 	if b.tx == nil {
 		return nil
 	}
-	if err := b.tx.FinishMerged(b.ctx, b.deferred); err != nil {
+	if err := b.tx.Tables().FinishMerged(b.ctx, b.deferred); err != nil {
 		// A merge of the page does not fit: its transaction goes, and the
 		// walk applies the page again with each merge checked on its own.
 		b.Abort()
@@ -352,7 +352,7 @@ func (x *Executor) light(ctx context.Context, b *Batch, tx *storage.Tx, d *stora
 				add = append(add, c)
 			}
 		}
-		if err := tx.AddColumns(ctx, d.Table, add); err != nil {
+		if err := tx.Tables().AddColumns(ctx, d.Table, add); err != nil {
 			return &Error{Op: "alter", DatasetID: d.ID, Version: a.Version, EventID: ev.ID, Err: err}
 		}
 		if err := x.widenHistory(ctx, tx, d, append(slices.Clone(d.Columns), add...)); err != nil {
@@ -578,7 +578,7 @@ func (x *Executor) sharedMerge(ctx context.Context, b *Batch, d *storage.Dataset
 		rows = -1
 	}
 	for _, p := range paths {
-		m, err := tx.MergeDeferred(ctx, d.ID, v.Version, d.Table, schema.Columns, p, rows)
+		m, err := tx.Tables().MergeDeferred(ctx, d.ID, v.Version, d.Table, schema.Columns, p, rows)
 		if err != nil {
 			return total, retry(err)
 		}
@@ -628,7 +628,7 @@ func (x *Executor) merge(ctx context.Context, d *storage.Dataset, v *ploti.Versi
 	var total storage.MergeStats
 	err = x.DB.Update(ctx, func(tx *storage.Tx) error {
 		if len(schema.Columns) > len(d.Columns) {
-			if err := tx.AddColumns(ctx, d.Table, schema.Columns[len(d.Columns):]); err != nil {
+			if err := tx.Tables().AddColumns(ctx, d.Table, schema.Columns[len(d.Columns):]); err != nil {
 				return err
 			}
 		}
@@ -654,7 +654,7 @@ func mergeFiles(ctx context.Context, tx *storage.Tx, d *storage.Dataset, v *plot
 		rows = -1
 	}
 	for _, p := range paths {
-		st, err := tx.MergeChanges(ctx, d.ID, v.Version, d.Table, schema.Columns, p, rows)
+		st, err := tx.Tables().MergeChanges(ctx, d.ID, v.Version, d.Table, schema.Columns, p, rows)
 		if err != nil {
 			return total, err
 		}

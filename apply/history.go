@@ -44,7 +44,7 @@ func (x *Executor) beforeReload(ctx context.Context, tx *storage.Tx, d *storage.
 	if logged || !x.LogReloads || d.Version == 0 || d.Table == "" {
 		return nil, nil
 	}
-	ok, err := tx.TableExists(ctx, d.Table)
+	ok, err := tx.Tables().TableExists(ctx, d.Table)
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -172,7 +172,7 @@ func (x *Executor) StartHistory(ctx context.Context, d *storage.Dataset) error {
 	}
 	at := x.resumedAt(ctx, d, source)
 	err := x.DB.Update(ctx, func(tx *storage.Tx) error {
-		ok, err := tx.TableExists(ctx, d.Table)
+		ok, err := tx.Tables().TableExists(ctx, d.Table)
 		if err != nil || !ok {
 			return err
 		}

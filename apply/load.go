@@ -149,7 +149,7 @@ func (x *Executor) loadOne(ctx context.Context, p *Prepared, eventID string) (in
 		if err != nil {
 			return err
 		}
-		if rows, err = tx.LoadSnapshot(ctx, d.Table, schema.Columns, p.paths); err != nil {
+		if rows, err = tx.Tables().LoadSnapshot(ctx, d.Table, schema.Columns, p.paths); err != nil {
 			return err
 		}
 		if paths := p.paths; paths != nil {
@@ -173,7 +173,7 @@ func (x *Executor) loadOne(ctx context.Context, p *Prepared, eventID string) (in
 func (x *Executor) applyIDMaps(ctx context.Context, tx *storage.Tx, id string, maps []idMapFile) error {
 	for _, m := range maps {
 		for _, path := range m.paths {
-			if _, err := tx.ApplyIDMap(ctx, id, m.version, path, x.IDRefs); err != nil {
+			if _, err := tx.Tables().ApplyIDMap(ctx, id, m.version, path, x.IDRefs); err != nil {
 				return err
 			}
 		}
@@ -265,9 +265,9 @@ func (x *Executor) loadShared(ctx context.Context, ps []*Prepared, idx []int) er
 			if err := x.logDiff(ctx, tx, p, d); err != nil {
 				return &Error{Op: "load", DatasetID: d.ID, Version: p.Version.Version, Err: err}
 			}
-			load := tx.LoadSnapshot
+			load := tx.Tables().LoadSnapshot
 			if p.NewTable {
-				load = tx.CreateSnapshot
+				load = tx.Tables().CreateSnapshot
 			}
 			fail := func(err error) error {
 				return &Error{Op: "load", DatasetID: d.ID, Version: p.Version.Version, Err: err}

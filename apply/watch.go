@@ -326,10 +326,10 @@ func (x *Executor) mergeWatched(ctx context.Context, d *storage.Dataset, version
 	}
 	x.Log.Debug().Str("dataset", d.ID).Int("version", last.Version).Int("versions", len(versions)).Msg(logMergeWatched)
 	err := x.DB.Update(ctx, func(tx *storage.Tx) error {
-		if err := tx.AddColumns(ctx, d.Table, add); err != nil {
+		if err := tx.Tables().AddColumns(ctx, d.Table, add); err != nil {
 			return err
 		}
-		st, err := tx.MergeWatch(ctx, p.merge)
+		st, err := tx.Tables().MergeWatch(ctx, p.merge)
 		if err != nil {
 			return err
 		}
@@ -391,7 +391,7 @@ func (x *Executor) reloadWatched(ctx context.Context, d *storage.Dataset, why st
 		if err != nil {
 			return err
 		}
-		n, err := tx.LoadRows(ctx, d.Table, cols, files)
+		n, err := tx.Tables().LoadRows(ctx, d.Table, cols, files)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,24 @@
+package postgres
+
+import (
+	"context"
+
+	"github.com/ploti-replica/ploti-replica/ploti"
+	"github.com/ploti-replica/ploti-replica/storage"
+)
+
+// The second implementation of the seam (storage.Tables, documented
+// there once).
+var _ storage.Tables = (*Tx)(nil)
+
+// MergeDeferred is MergeChanges: PostgreSQL checks a changes file as it
+// merges it (one DELETE … RETURNING that also tells whether it fits), so
+// there is nothing for FinishMerged to do.
+func (tx *Tx) MergeDeferred(ctx context.Context, datasetID string, version int, table string, cols []ploti.Column, file string, rowsBefore int64) (storage.Merged, error) {
+	st, err := tx.MergeChanges(ctx, datasetID, version, table, cols, file, rowsBefore)
+	return storage.Merged{DatasetID: datasetID, Version: version, File: file,
+		Deleted: st.Changed + st.Removed, Inserted: st.Added + st.Changed, Rows: st.Rows}, err
+}
+
+// FinishMerged does nothing: MergeDeferred checked and logged each file.
+func (tx *Tx) FinishMerged(context.Context, []storage.Merged) error { return nil }
