@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -221,9 +222,13 @@ func (r *Replica) fetchAttachment(ctx context.Context, d *storage.Dataset, i int
 	return out, nil
 }
 
-// inlineMax is the largest attachment kept inline; -1: none is.
+// inlineMax is the largest attachment kept inline; -1: none is. A
+// database (not a file) keeps every one inline: its readers are on other
+// machines, where no folder beside it is.
 func (r *Replica) inlineMax() int64 {
 	switch m := r.opts.AttachmentsInlineMax; {
+	case !r.db.IsFile():
+		return math.MaxInt64
 	case m == 0:
 		return DefaultAttachmentsInlineMax
 	case m < 0:

@@ -309,7 +309,7 @@ func TestSync_BadInputAtBootstrap(t *testing.T) {
 		t.Fatalf("ds_permits after a bad bootstrap: %s v%d %q", d.Status, d.Version, d.StatusReason)
 	}
 	var tables int
-	must(t, r.DB().QueryRow("SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = ?", d.Table).Scan(&tables))
+	must(t, r.DB().QueryRow("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", d.Table).Scan(&tables))
 	if tables != 0 {
 		t.Fatalf("a table %s was left for a dataset that never loaded", d.Table)
 	}

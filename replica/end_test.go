@@ -98,7 +98,7 @@ func TestSync_KeepChangesPrunesTheLog(t *testing.T) {
 			if res := mustSync(t, r); res.ChangesMerged != 4 {
 				t.Fatalf("sync = %+v, want 4 merges", res)
 			}
-			rows, err := r.DB().QueryContext(ctx, `SELECT dataset_id || ' v' || version FROM _ploti.changes GROUP BY ALL ORDER BY 1`)
+			rows, err := r.DB().QueryContext(ctx, `SELECT dataset_id || ' v' || version FROM _ploti.changes GROUP BY 1 ORDER BY 1`)
 			must(t, err)
 			defer rows.Close()
 			var got []string

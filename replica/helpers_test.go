@@ -3,7 +3,6 @@ package replica
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/ploti-replica/ploti-replica/emulator"
@@ -33,7 +32,7 @@ func mustEmulator(tb testing.TB) *emulator.Emulator {
 func mustOpen(tb testing.TB, em *emulator.Emulator, sub string, path string, mod ...func(*Options)) *Replica {
 	tb.Helper()
 	if path == "" {
-		path = filepath.Join(tb.TempDir(), "replica.duckdb")
+		path = freshReplica(tb)
 	}
 	opts := Options{APIURL: em.URL(), APIKey: em.APIKey(), SubscriptionID: sub, Geometry: testGeometry}
 	for _, m := range mod {
@@ -51,9 +50,10 @@ func mustSync(tb testing.TB, r *Replica) SyncResult {
 	tb.Helper()
 	res, err := r.Sync(context.Background())
 	if err != nil {
-		st, _ := r.Status(context.Background())
-		for _, d := range st.Datasets {
-			tb.Logf("%s %s: %s", d.DatasetID, d.Status, d.Reason)
+		if st, serr := r.Status(context.Background()); serr == nil {
+			for _, d := range st.Datasets {
+				tb.Logf("%s %s: %s", d.DatasetID, d.Status, d.Reason)
+			}
 		}
 		tb.Fatalf("sync: %v", err)
 	}
@@ -73,12 +73,13 @@ func assertMatchesTruth(tb testing.TB, r *Replica, em *emulator.Emulator, datase
 	if wantVersion > 0 && d.Version != wantVersion {
 		tb.Fatalf("%s holds version %d, want %d (status %s: %s)", datasetID, d.Version, wantVersion, d.Status, d.StatusReason)
 	}
-	extra, missing, err := em.Diff(ctx, r.DB(), storage.AsGeometry(r.db.Geometry(), d.Table, d.Columns), datasetID, d.Version)
+	tdb, table := tableForDiff(tb, r, d)
+	extra, missing, err := em.Diff(ctx, tdb, table, datasetID, d.Version)
 	if err != nil {
 		tb.Fatalf("compare %s with truth: %v", datasetID, err)
 	}
 	var have int64
-	if err := r.DB().QueryRowContext(ctx, "SELECT count(*) FROM main."+storage.Ident(d.Table)).Scan(&have); err != nil {
+	if err := r.DB().QueryRowContext(ctx, "SELECT count(*) FROM "+storage.Ident(d.Table)).Scan(&have); err != nil {
 		tb.Fatal(err)
 	}
 	if extra != 0 || missing != 0 {

@@ -140,6 +140,9 @@ func (r *Replica) Story(ctx context.Context, datasetID, recordID string) ([]stor
 // historyOf finds a dataset's registry row and makes sure it keeps a
 // history.
 func historyOf(ctx context.Context, db *storage.DB, datasetID string) (*storage.Dataset, storage.HistoryState, error) {
+	if !db.IsFile() {
+		return nil, storage.HistoryState{}, fmt.Errorf("read the history of %s in %s: history is %w", datasetID, db.Path(), storage.ErrFileOnly)
+	}
 	d, err := db.Dataset(ctx, datasetID)
 	if err != nil {
 		return nil, storage.HistoryState{}, err

@@ -17,6 +17,7 @@ import (
 // "record_ids_changed and watch renames keep a record's history under its
 // new id (the id map links them)": either id tells the whole story.
 func TestHistory_StoryFollowsRenames(t *testing.T) {
+	onlyInAFile(t, "history")
 	ctx := context.Background()
 	em := mustEmulator(t)
 	sub, _, parcels := seedTwo(t, em)
@@ -117,6 +118,7 @@ func TestHistory_TurnedOnLaterStartsAtTheHeldVersion(t *testing.T) {
 // --history-keep prunes, after a sync, what no kept version can show; a
 // mark keeps what it has not seen.
 func TestHistory_KeepPrunesOldVersions(t *testing.T) {
+	onlyInAFile(t, "history")
 	ctx := context.Background()
 	em := mustEmulator(t)
 	sub, permits, _ := seedTwo(t, em)
@@ -167,6 +169,7 @@ func TestHistory_KeepPrunesOldVersions(t *testing.T) {
 // A reload at the version last recorded (a rebootstrap) changes no
 // answer of the history.
 func TestHistory_RebootstrapRecordsNothingNew(t *testing.T) {
+	onlyInAFile(t, "history")
 	ctx := context.Background()
 	em := mustEmulator(t)
 	sub, permits, _ := seedTwo(t, em)

@@ -119,6 +119,7 @@ func assertHistoryMatchesTruth(tb testing.TB, r *Replica, em *emulator.Emulator,
 // by row for every version), and diff between any two versions equals the
 // truth's difference".
 func TestHistory_EveryVersionMatchesTheTruth(t *testing.T) {
+	onlyInAFile(t, "history")
 	ctx := context.Background()
 	em := mustEmulator(t)
 	sub, permits, parcels := seedTwo(t, em)

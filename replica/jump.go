@@ -101,7 +101,9 @@ func (r *Replica) catchUpFromManifest(ctx context.Context, sub *storage.Subscrip
 
 // jumpable reports whether a dataset can be caught up from a snapshot.
 func (r *Replica) jumpable(d *storage.Dataset) bool {
-	if d == nil || d.Status != storage.StatusCurrent || d.Version == 0 || d.SkipUntilRemoved || d.Table == "" ||
+	// A database walks: the snapshot's difference from the table, which a
+	// catch-up logs, is worked out inside the DuckDB file (decision 46).
+	if d == nil || !r.db.IsFile() || d.Status != storage.StatusCurrent || d.Version == 0 || d.SkipUntilRemoved || d.Table == "" ||
 		d.Source != "" && d.Source != storage.SourceFeed {
 		return false
 	}

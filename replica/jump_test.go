@@ -63,6 +63,7 @@ func fileState(t *testing.T, r *Replica) string {
 // difference from the table is that version's changes). The stale events
 // before the updates are over, as the walk leaves them.
 func TestSync_catchUpFromTheManifest(t *testing.T) {
+	onlyInAFile(t, "a catch-up from the manifest (it logs the snapshot's difference inside DuckDB)")
 	ctx := context.Background()
 	em := mustEmulator(t)
 	sub, ids := seedMany(t, em, 30)
@@ -119,6 +120,7 @@ func TestSync_noCatchUpFromTheManifestWithinTheBurst(t *testing.T) {
 // whose table keeps null in the new column for unchanged rows) is walked;
 // the others are caught up from the manifest.
 func TestSync_catchUpFromTheManifestLeavesSchemaChangesToTheWalk(t *testing.T) {
+	onlyInAFile(t, "a catch-up from the manifest")
 	ctx := context.Background()
 	em := mustEmulator(t)
 	sub, ids := seedMany(t, em, 30)

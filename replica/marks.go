@@ -86,6 +86,9 @@ func ReadChanges(ctx context.Context, db *storage.DB, mark string, opts ChangesO
 	if mark == "" {
 		return nil, errors.New("read changes: no mark name")
 	}
+	if !db.IsFile() {
+		return nil, fmt.Errorf("read changes since mark %s in %s: marks are %w", mark, db.Path(), storage.ErrFileOnly)
+	}
 	marks, err := db.Marks(ctx, mark)
 	if err != nil {
 		return nil, err

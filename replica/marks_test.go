@@ -66,6 +66,7 @@ func assertChangesMatchTruth(tb testing.TB, r *Replica, em *emulator.Emulator, d
 // Issue 16: "moves it only with --advance, after the output is written, so
 // a consumer that dies in between sees the same changes again".
 func TestMarks_ReadDieReadAgainThenAdvance(t *testing.T) {
+	onlyInAFile(t, "marks")
 	t.Run("log", func(t *testing.T) { testMarksReadDieRead(t, nil) })
 	t.Run("history", func(t *testing.T) { testMarksReadDieRead(t, []string{HistoryAll}) })
 }
@@ -147,6 +148,7 @@ func testMarksReadDieRead(t *testing.T, history []string) {
 // (the mark would otherwise miss it): a replacement of ids (renamed, the
 // id map linking the old id) and a MAJOR reload compared with the held rows.
 func TestMarks_SeeReloads(t *testing.T) {
+	onlyInAFile(t, "marks")
 	ctx := context.Background()
 	em := mustEmulator(t)
 	sub, permits, _ := seedTwo(t, em)
@@ -217,6 +219,7 @@ func renameIDs(tb testing.TB, r *Replica, datasetID string, n int) []string {
 // warns naming the mark; once it moves, they go, and a mark never seen
 // "starts before the oldest change kept".
 func TestMarks_KeepChangesKeepsWhatAMarkHasNotSeen(t *testing.T) {
+	onlyInAFile(t, "marks")
 	ctx := context.Background()
 	em := mustEmulator(t)
 	sub, permits, _ := seedTwo(t, em)

@@ -106,6 +106,7 @@ func look(ctx context.Context, db *sql.DB) ([]sighting, error) {
 // merge, reload and alter tables; every state a reader saw, registry and
 // table in one transaction, is exactly some released version's truth.
 func TestReplica_DBReadersSeeWholeVersions(t *testing.T) {
+	onlyInAFile(t, "this reader test (DuckDB SQL; storage/postgres's TestReaders_neverWaitNorSeeHalfATable is the database's)")
 	ctx := context.Background()
 	em := mustEmulator(t)
 	sub, permits, parcels := seedTwo(t, em)

@@ -2,7 +2,9 @@ package replica
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -15,6 +17,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/apply"
 	"github.com/ploti-replica/ploti-replica/fetch"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 // Defaults for Options.
@@ -190,8 +193,14 @@ func Open(ctx context.Context, path string, opts Options) (*Replica, error) {
 		opts.Now = time.Now
 	}
 	r := &Replica{opts: opts, spool: path + ".spool", log: opts.Logger, kept: map[string]keptPage{}}
+	if backends.IsDatabase(path) {
+		// A database has no folder of its own for the downloads: the
+		// system's temporary one, a name for each database.
+		sum := sha256.Sum256([]byte(backends.Name(path)))
+		r.spool = filepath.Join(os.TempDir(), "ploti-replica-"+hex.EncodeToString(sum[:6])+".spool")
+	}
 	if opts.SpoolDir != "" {
-		r.spool = filepath.Join(opts.SpoolDir, filepath.Base(path)+".spool")
+		r.spool = filepath.Join(opts.SpoolDir, filepath.Base(r.spool))
 	}
 	api := opts.API
 	if api == nil {
@@ -208,7 +217,10 @@ func Open(ctx context.Context, path string, opts Options) (*Replica, error) {
 		}
 		api = c
 	}
-	db, err := storage.Open(ctx, path, storage.Options{MemoryLimit: opts.MemoryLimit, Threads: opts.Threads,
+	if backends.IsDatabase(path) && len(opts.History) > 0 {
+		return nil, fmt.Errorf("open replica: --history: history is %w (docs/decisions.md 46)", storage.ErrFileOnly)
+	}
+	db, err := backends.Open(ctx, path, storage.Options{MemoryLimit: opts.MemoryLimit, Threads: opts.Threads,
 		LockTimeout: opts.LockTimeout, OnLocked: opts.OnLocked, Now: opts.Now, NoCreate: opts.NoCreate, Geometry: opts.Geometry})
 	if err != nil {
 		return nil, err

@@ -38,7 +38,7 @@ type AttachmentSync struct {
 // Attachments lists the attachments kept, of one dataset or ("") all,
 // by dataset and name; content reads the inline files too.
 func (db *DB) Attachments(ctx context.Context, datasetID string, content bool) ([]Attachment, error) {
-	col := "NULL::BLOB"
+	col := "NULL::BYTEA" // BYTEA: DuckDB's BLOB, and PostgreSQL's name for it
 	if content {
 		col = "content"
 	}
@@ -90,7 +90,7 @@ func (db *DB) AttachmentsOf(ctx context.Context, ids []string, content bool) (ma
 	if len(ids) == 0 {
 		return out, nil
 	}
-	col := "NULL::BLOB"
+	col := "NULL::BYTEA"
 	if content {
 		col = "content"
 	}
@@ -155,7 +155,7 @@ func (tx *Tx) PutAttachmentSets(ctx context.Context, sets []AttachmentSet) error
 			if v == 0 {
 				v = s.Version
 			}
-			rows = append(rows, "(?::VARCHAR, ?::INTEGER, ?::VARCHAR, ?::VARCHAR, ?::BIGINT, ?::VARCHAR, ?::BLOB, ?::VARCHAR, ?::TIMESTAMPTZ)")
+			rows = append(rows, "(?::VARCHAR, ?::INTEGER, ?::VARCHAR, ?::VARCHAR, ?::BIGINT, ?::VARCHAR, ?::BYTEA, ?::VARCHAR, ?::TIMESTAMPTZ)")
 			args = append(args, s.DatasetID, v, a.Name, nullStr(a.ContentType), a.Bytes, a.SHA256, content, path, at)
 		}
 	}

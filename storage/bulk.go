@@ -20,9 +20,7 @@ func (db *DB) FreeTableNames(ctx context.Context, ids []string) (map[string]stri
 	if len(ids) == 0 {
 		return out, nil
 	}
-	rows, err := db.sql.QueryContext(ctx, `SELECT table_name FROM _ploti.datasets
-		UNION ALL SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main'
-		UNION ALL SELECT view_name FROM duckdb_views() WHERE schema_name = 'main'`)
+	rows, err := db.sql.QueryContext(ctx, `SELECT table_name FROM _ploti.datasets UNION ALL `+db.takenNamesSQL())
 	if err != nil {
 		return nil, fmt.Errorf("choose table names: %w", err)
 	}

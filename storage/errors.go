@@ -28,6 +28,10 @@ var (
 	// ErrNotReplica means a DuckDB file that ploti-replica never wrote (no
 	// _ploti schema, or its migrations never ran), opened read-only.
 	ErrNotReplica = errors.New("not a ploti-replica file")
+	// ErrFileOnly means a feature that only a DuckDB file has so far
+	// (history, marks) was asked of another engine's database
+	// (docs/decisions.md 46).
+	ErrFileOnly = errors.New("kept in a DuckDB file only, not yet in a database")
 	// ErrOlderFile means a file opened read-only was written by an older
 	// ploti-replica: its _ploti migrations run at its next writing open.
 	ErrOlderFile = errors.New("database file has an older _ploti migration than this build reads")

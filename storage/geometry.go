@@ -19,6 +19,9 @@ const (
 	// which every DuckDB client reads as it is, and ST_GeomFromWKB,
 	// shapely and GeoPandas turn into geometry.
 	GeometryWKB = "wkb"
+	// GeometryPostGIS is a database's (storage.Backend): PostGIS
+	// geometry, chosen by the engine, not by Options.Geometry.
+	GeometryPostGIS = "postgis"
 )
 
 // CheckGeometry refuses a value that is not "", GeometryNative or

@@ -286,13 +286,15 @@ func (tx *Tx) PruneChanges(ctx context.Context, keep int) (int64, []MarkHold, er
 	if keep <= 0 {
 		return 0, nil, nil
 	}
+	// SQL that both engines take (a PostgreSQL database keeps
+	// _ploti.changes too): DISTINCT ON for the oldest mark's name.
 	const ranked = `WITH ranked AS (
 			SELECT dataset_id, version, row_number() OVER (PARTITION BY dataset_id ORDER BY version DESC) AS rank
-			FROM (SELECT DISTINCT dataset_id, version FROM _ploti.changes)),
-		oldest AS (SELECT dataset_id, arg_min(name, version) AS name, min(version) AS version FROM _ploti.marks GROUP BY dataset_id)`
+			FROM (SELECT DISTINCT dataset_id, version FROM _ploti.changes) dv),
+		oldest AS (SELECT DISTINCT ON (dataset_id) dataset_id, name, version FROM _ploti.marks ORDER BY dataset_id, version, name)`
 	rows, err := tx.tx.QueryContext(ctx, ranked+`
 		SELECT o.name, r.dataset_id, o.version, count(*) FROM ranked r JOIN oldest o USING (dataset_id)
-		WHERE r.rank > ? AND r.version > o.version GROUP BY ALL ORDER BY r.dataset_id`, keep)
+		WHERE r.rank > ? AND r.version > o.version GROUP BY o.name, r.dataset_id, o.version ORDER BY r.dataset_id`, keep)
 	if err != nil {
 		return 0, nil, fmt.Errorf("prune _ploti.changes: read marks: %w", err)
 	}

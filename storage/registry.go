@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -73,23 +74,21 @@ type querier interface {
 }
 
 const datasetCols = `dataset_id, table_name, coalesce(title, ''), coalesce(place_id, ''), coalesce(topic, ''),
-	coalesce(version, 0), coalesce(previous_version, 0), coalesce(schema_version, ''), coalesce(key_columns, []::VARCHAR[]),
+	coalesce(version, 0), coalesce(previous_version, 0), coalesce(schema_version, ''), coalesce(CAST(to_json(key_columns) AS VARCHAR), '[]'),
 	coalesce(row_count, 0), status, coalesce(status_reason, ''), updated_at, coalesce(columns::VARCHAR, '[]'),
 	skip_until_removed, stale_last_checked_at, stale_next_check_by, coalesce(last_error, ''), failed_at, source`
 
 func scanDataset(sc interface{ Scan(...any) error }) (*Dataset, error) {
 	var d Dataset
-	var keys []any
-	var cols string
+	var keys, cols string
 	if err := sc.Scan(&d.ID, &d.Table, &d.Title, &d.PlaceID, &d.Topic, &d.Version, &d.PreviousVersion,
 		&d.SchemaVersion, &keys, &d.RowCount, &d.Status, &d.StatusReason, &d.UpdatedAt, &cols,
 		&d.SkipUntilRemoved, &d.StaleLastCheckedAt, &d.StaleNextCheckBy, &d.LastError, &d.FailedAt, &d.Source); err != nil {
 		return nil, err
 	}
-	for _, k := range keys {
-		if s, ok := k.(string); ok {
-			d.KeyColumns = append(d.KeyColumns, s)
-		}
+	// key_columns as JSON: a list is read the same way from both engines.
+	if err := json.Unmarshal([]byte(keys), &d.KeyColumns); err != nil {
+		return nil, fmt.Errorf("decode key columns of %s: %w", d.ID, err)
 	}
 	if err := json.Unmarshal([]byte(cols), &d.Columns); err != nil {
 		return nil, fmt.Errorf("decode columns of %s: %w", d.ID, err)
@@ -254,8 +253,7 @@ func (tx *Tx) freeTableName(ctx context.Context, base string) (string, error) {
 		}
 		var n int
 		err := tx.tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM _ploti.datasets WHERE table_name = ?) +
-			(SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = ?) +
-			(SELECT count(*) FROM duckdb_views() WHERE schema_name = 'main' AND view_name = ?)`, name, name, name).Scan(&n)
+			(SELECT count(*) FROM (`+tx.db.takenNamesSQL()+`) t(name) WHERE name = ?)`, name, name).Scan(&n)
 		if err != nil {
 			return "", fmt.Errorf("choose table name for %s: %w", base, err)
 		}
@@ -350,7 +348,7 @@ func (tx *Tx) datasetValues(d *Dataset) (keys string, vals []any, err error) {
 			return "", nil, err
 		}
 	}
-	keys = "[" + strings.Join(quoteAll(d.KeyColumns), ", ") + "]::VARCHAR[]"
+	keys = "ARRAY[" + strings.Join(quoteAll(d.KeyColumns), ", ") + "]::VARCHAR[]" // ARRAY[…]: DuckDB's and PostgreSQL's
 	return keys, []any{nullStr(d.Title), nullStr(d.PlaceID), nullStr(d.Topic), nullInt(d.Version), nullInt(d.PreviousVersion),
 		nullStr(d.SchemaVersion), d.RowCount, d.Status, nullStr(d.StatusReason), d.UpdatedAt, string(cols),
 		d.SkipUntilRemoved, d.StaleLastCheckedAt, d.StaleNextCheckBy, nullStr(d.LastError), d.FailedAt, d.Source, d.ID}, nil
@@ -439,6 +437,11 @@ func queryHolds(ctx context.Context, q querier, where string, args ...any) ([]Ho
 			return nil, err
 		}
 		if detail != "" {
+			// Compact: PostgreSQL's jsonb gives its own spacing.
+			var b bytes.Buffer
+			if json.Compact(&b, []byte(detail)) == nil {
+				detail = b.String()
+			}
 			h.Detail = json.RawMessage(detail)
 		}
 		out = append(out, h)

@@ -69,4 +69,9 @@ type Tables interface {
 var _ Tables = (*Tx)(nil)
 
 // Tables is the engine's table operations in this transaction.
-func (tx *Tx) Tables() Tables { return tx }
+func (tx *Tx) Tables() Tables {
+	if tx.be != nil {
+		return tx.be
+	}
+	return tx
+}

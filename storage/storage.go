@@ -66,6 +66,7 @@ type DB struct {
 	chained   bool     // Commit appends to _ploti.commit_log (walcheck.go)
 	readable  bool     // read back whole at open, or created by it (damaged.go)
 	geometry  string   // how the tables store geometry: GeometryNative or GeometryWKB
+	be        Backend  // another engine's database (backend.go), or nil for the DuckDB file
 }
 
 var lockRE = regexp.MustCompile(`(?i)conflicting lock|could not set lock`)
@@ -288,6 +289,9 @@ func (db *DB) Now() time.Time { return db.now().UTC() }
 
 // Close closes the file, gathering every error.
 func (db *DB) Close() error {
+	if db.be != nil {
+		return db.be.Close()
+	}
 	var errs []error
 	if db.sql != nil {
 		errs = append(errs, db.sql.Close())
@@ -311,6 +315,9 @@ func (db *DB) Close() error {
 
 // Checkpoint writes the WAL into the file and lets DuckDB reuse freed blocks.
 func (db *DB) Checkpoint(ctx context.Context) error {
+	if db.be != nil {
+		return nil // a file's concern
+	}
 	if _, err := db.sql.ExecContext(ctx, "CHECKPOINT"); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
@@ -381,11 +388,19 @@ func (db *DB) migrate(ctx context.Context) error {
 type Tx struct {
 	tx  *sql.Tx
 	db  *DB
+	be  BackendTx // the Backend's transaction, or nil for the DuckDB file
 	Now time.Time
 }
 
 // Begin starts a transaction.
 func (db *DB) Begin(ctx context.Context) (*Tx, error) {
+	if db.be != nil {
+		btx, err := db.be.Begin(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("begin: %w", err)
+		}
+		return &Tx{tx: btx.SQL(), db: db, be: btx, Now: db.Now()}, nil
+	}
 	tx, err := db.sql.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
@@ -395,6 +410,9 @@ func (db *DB) Begin(ctx context.Context) (*Tx, error) {
 
 // Commit commits the transaction.
 func (tx *Tx) Commit() error {
+	if tx.be != nil {
+		return tx.be.Commit()
+	}
 	if !tx.db.chained {
 		return tx.tx.Commit()
 	}
@@ -412,6 +430,9 @@ func (tx *Tx) Commit() error {
 
 // Rollback aborts the transaction; after Commit it does nothing.
 func (tx *Tx) Rollback() error {
+	if tx.be != nil {
+		return tx.be.Rollback()
+	}
 	err := tx.tx.Rollback()
 	if errors.Is(err, sql.ErrTxDone) {
 		return nil

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/ploti-replica/ploti-replica/storage"
 )
@@ -43,6 +45,10 @@ type Options struct {
 	// SwapWait is each try's lock_timeout when a load swaps its table in
 	// (and when columns are added); zero means DefaultSwapWait.
 	SwapWait time.Duration
+	// ReadOnly opens the database as one of its readers (status, holds):
+	// no writer's lock, no migration, no DuckDB; it must be a replica at
+	// this build's migration, and its schema is the one it names.
+	ReadOnly bool
 	// MemoryLimit and Threads configure the in-memory DuckDB that reads
 	// the downloaded files, as storage.Options does.
 	MemoryLimit string
@@ -53,6 +59,8 @@ type Options struct {
 // this process as its one writer.
 type DB struct {
 	conn     *pgx.Conn // the writer's session: it holds the advisory lock, and every Tx runs on it
+	pool     *sql.DB   // database/sql over pgx, ? placeholders allowed (sqldriver.go): the registry's statements
+	pinned   *sql.Conn // conn, as pool's connection kept out of the pool
 	duck     *sql.DB   // in-memory DuckDB: reads and checks the downloaded files
 	name     string    // the database as errors name it: host and database, never a password
 	schema   string
@@ -60,6 +68,7 @@ type DB struct {
 	swapWait time.Duration
 	geomOID  uint32
 	loads    int // numbers the tables loads build
+	readOnly bool
 }
 
 // IsURL tells whether a --db value names a PostgreSQL database rather
@@ -115,11 +124,33 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		cfg.RuntimeParams["application_name"] = fmt.Sprintf("ploti-replica pid %d", os.Getpid())
 	}
 	cfg.RuntimeParams["timezone"] = "UTC"
-	conn, err := pgx.ConnectConfig(ctx, cfg)
+	// Unqualified names are the dataset tables' (PostGIS's functions are
+	// in public).
+	cfg.RuntimeParams["search_path"] = opts.Schema + ", public"
+	// Statements are described each time, never cached: a load replaces
+	// a table, and a plan cached for the old one would fail once.
+	cfg.DefaultQueryExecMode = pgx.QueryExecModeDescribeExec
+	// One pool: the writer's session is pinned out of it (it holds the
+	// advisory lock, and every Tx runs on it); readers of the committed
+	// state (the registry outside a transaction) take the others.
+	pool := sql.OpenDB(connector{stdlib.GetConnector(*cfg)})
+	pool.SetMaxIdleConns(2)
+	pinned, err := pool.Conn(ctx)
 	if err != nil {
+		pool.Close()
 		return nil, fmt.Errorf("open %s: %w", name, scrub(err, dsn))
 	}
-	db := &DB{conn: conn, name: name, schema: opts.Schema, now: opts.Now, swapWait: opts.SwapWait}
+	var conn *pgx.Conn
+	pinned.Raw(func(dc any) error { conn = dc.(*sqlConn).Conn.Conn(); return nil })
+	db := &DB{conn: conn, pool: pool, pinned: pinned, name: name, schema: opts.Schema, now: opts.Now, swapWait: opts.SwapWait}
+	if opts.ReadOnly {
+		if err := db.checkReplica(ctx); err != nil {
+			db.Close()
+			return nil, err
+		}
+		db.readOnly = true
+		return db, nil
+	}
 	if err := db.lock(ctx, opts); err != nil {
 		db.Close()
 		return nil, err
@@ -212,10 +243,15 @@ func (db *DB) Close() error {
 	if db.duck != nil {
 		errs = append(errs, db.duck.Close())
 	}
-	if db.conn != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		errs = append(errs, db.conn.Close(ctx))
+	if db.pinned != nil {
+		// Closed for good, not given back to the pool with the lock.
+		db.pinned.Raw(func(any) error { return driver.ErrBadConn })
+		if err := db.pinned.Close(); !errors.Is(err, sql.ErrConnDone) {
+			errs = append(errs, err)
+		}
+	}
+	if db.pool != nil {
+		errs = append(errs, db.pool.Close())
 	}
 	return errors.Join(errs...)
 }
@@ -230,4 +266,33 @@ func pgError(err error) *pgconn.PgError {
 		return pe
 	}
 	return nil
+}
+
+// checkReplica refuses, in words, a database opened read-only that is not
+// a replica at this build's migration, and takes the schema it names.
+func (db *DB) checkReplica(ctx context.Context) error {
+	var there bool
+	if err := db.conn.QueryRow(ctx, "SELECT to_regclass('_ploti.schema_migrations') IS NOT NULL").Scan(&there); err != nil {
+		return fmt.Errorf("open %s: %w", db.name, err)
+	}
+	var have *int
+	if there {
+		if err := db.conn.QueryRow(ctx, "SELECT max(version) FROM _ploti.schema_migrations").Scan(&have); err != nil {
+			return fmt.Errorf("open %s: %w", db.name, err)
+		}
+	}
+	if have == nil {
+		return fmt.Errorf("open %s: %w: the database has no _ploti schema (a sync makes it)", db.name, storage.ErrNotReplica)
+	}
+	switch want := MigrationVersion(); {
+	case *have > want:
+		return fmt.Errorf("open %s: database at migration %d, this build knows %d: %w", db.name, *have, want, storage.ErrNewerFile)
+	case *have < want:
+		return fmt.Errorf("open %s: database at migration %d, this build reads %d (a sync migrates it): %w", db.name, *have, want, storage.ErrOlderFile)
+	}
+	if err := db.conn.QueryRow(ctx, "SELECT value FROM _ploti.settings WHERE name = 'schema'").Scan(&db.schema); err != nil {
+		return fmt.Errorf("open %s: %w", db.name, err)
+	}
+	_, err := db.conn.Exec(ctx, "SELECT set_config('search_path', $1, false)", ident(db.schema)+", public")
+	return err
 }

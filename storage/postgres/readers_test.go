@@ -76,12 +76,41 @@ func TestOpen_errorsHideThePassword(t *testing.T) {
 // and merges commit: never an error, never a table that is not one
 // version whole, and never waiting more than a few milliseconds (issue
 // 17, "Done when").
+//
+// Both ways a writer commits: this package's Tx, and a replica's
+// storage.DB over the Backend (database/sql's transaction, the rows on
+// the same session), which is how sync writes.
 func TestReaders_neverWaitNorSeeHalfATable(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads for a few seconds")
 	}
+	t.Run("Tx", func(t *testing.T) {
+		db, u := mustOpen(t)
+		readersNeverWait(t, u, func(ctx context.Context, fn func(storage.Tables) error) error {
+			return db.Update(ctx, func(tx *Tx) error { return fn(tx) })
+		})
+	})
+	t.Run("storage.DB", func(t *testing.T) {
+		u := pgtest.DB(t)
+		db, err := OpenDB(context.Background(), u, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		readersNeverWait(t, u, func(ctx context.Context, fn func(storage.Tables) error) error {
+			return db.Update(ctx, func(tx *storage.Tx) error {
+				// The registry's row commits with the rows, as a sync's does.
+				if err := tx.SetLastSync(ctx, tx.Now); err != nil {
+					return err
+				}
+				return fn(tx.Tables())
+			})
+		})
+	})
+}
+
+func readersNeverWait(t *testing.T, u string, update func(ctx context.Context, fn func(storage.Tables) error) error) {
 	ctx := context.Background()
-	db, u := mustOpen(t)
 	duck := mustDuck(t)
 	cols := []ploti.Column{col("v", ploti.TypeInteger), {Name: "geometry", Type: ploti.Type{Type: ploti.TypeGeometry, Geometry: &ploti.GeometryInfo{Types: []string{"Point"}}}}}
 	// Version k: 20 000 rows, each v = k. Its changes file (k → k+1)
@@ -96,7 +125,10 @@ func TestReaders_neverWaitNorSeeHalfATable(t *testing.T) {
 		return mustParquet(t, duck, fmt.Sprintf(`SELECT 'changed' AS _ploti_change, 'r' || i AS _ploti_record_id, 'p' AS _ploti_place_id, %d AS v,
 			ST_AsWKB('POINT (1 1)'::GEOMETRY) AS geometry FROM range(%d) t(i)`, k, rows))
 	}
-	if err := db.Update(ctx, func(tx *Tx) error { _, err := tx.LoadSnapshot(ctx, "t", cols, []string{version(0)}); return err }); err != nil {
+	if err := update(ctx, func(tx storage.Tables) error {
+		_, err := tx.LoadSnapshot(ctx, "t", cols, []string{version(0)})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	var snaps, merges []string
@@ -147,10 +179,13 @@ func TestReaders_neverWaitNorSeeHalfATable(t *testing.T) {
 		}(&results[i])
 	}
 	for k := range snaps {
-		if err := db.Update(ctx, func(tx *Tx) error { _, err := tx.LoadSnapshot(ctx, "t", cols, []string{snaps[k]}); return err }); err != nil {
+		if err := update(ctx, func(tx storage.Tables) error {
+			_, err := tx.LoadSnapshot(ctx, "t", cols, []string{snaps[k]})
+			return err
+		}); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.Update(ctx, func(tx *Tx) error {
+		if err := update(ctx, func(tx storage.Tables) error {
 			_, err := tx.MergeChanges(ctx, "ds", k+2, "t", cols, merges[k], rows)
 			return err
 		}); err != nil {
