@@ -12,6 +12,7 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/replica"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 type changesCmd struct {
@@ -69,7 +70,7 @@ func (c *changesCmd) run(ctx context.Context) error {
 	// that no sync comes in between; without a move, the file is opened
 	// read-only and readers may share it.
 	write := c.Advance || c.Forget
-	db, err := storage.Open(ctx, c.conn.DB, storage.Options{ReadOnly: !write, NoCreate: true, LockTimeout: wait})
+	db, err := backends.Open(ctx, c.conn.DB, storage.Options{ReadOnly: !write, NoCreate: true, LockTimeout: wait})
 	if err != nil {
 		return err
 	}

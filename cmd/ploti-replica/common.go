@@ -19,6 +19,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/apply"
 	"github.com/ploti-replica/ploti-replica/replica"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 // connFlags are the flags every command that talks to Ploti shares; each
@@ -126,14 +127,24 @@ func (c *connFlags) resolve(env *Env) {
 	pick(&c.APIURL, "", replica.DefaultAPIURL)
 }
 
+// haveDB tells whether --db names something to read: a database (its
+// open says whether it is there), or a file that exists.
+func haveDB(path string) bool {
+	if backends.IsDatabase(path) {
+		return true
+	}
+	_, err := os.Stat(path)
+	return err == nil
+}
+
 // storedSubscription reads the subscription a file replicates, if the file
 // exists and can be read now; "" otherwise.
 func storedSubscription(path string) (id, apiURL string) {
-	if _, err := os.Stat(path); err != nil {
+	if _, err := os.Stat(path); err != nil && !backends.IsDatabase(path) {
 		return "", ""
 	}
 	ctx := context.Background()
-	db, err := storage.Open(ctx, path, storage.Options{ReadOnly: true, LockTimeout: -1})
+	db, err := backends.Open(ctx, path, storage.Options{ReadOnly: true, LockTimeout: -1})
 	if err != nil {
 		return "", ""
 	}
@@ -212,7 +223,7 @@ func (c *connFlags) options(env *Env) (replica.Options, error) {
 		Geometry: c.Geometry,
 		OnLocked: func(msg string) {
 			if !told {
-				log.Warn().Str("db", c.DB).Msg("waiting for the file: " + msg)
+				log.Warn().Str("db", backends.Name(c.DB)).Msg("waiting for the file: " + msg)
 				told = true
 			}
 		},

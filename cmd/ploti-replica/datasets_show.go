@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/replica"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 type datasetsShowCmd struct {
@@ -151,12 +151,12 @@ func (d *datasetsShowCmd) versions(ctx context.Context, c *fetch.Client, ds *plo
 // attachments it keeps: nothing when the file does not exist, cannot be
 // read now (another process writes it), or does not hold the dataset.
 func (d *datasetsShowCmd) local(ctx context.Context, id string) (*replica.DatasetStatus, []storage.Attachment) {
-	if _, err := os.Stat(d.conn.DB); err != nil {
+	if !haveDB(d.conn.DB) {
 		return nil, nil
 	}
-	db, err := storage.Open(ctx, d.conn.DB, storage.Options{ReadOnly: true, LockTimeout: -1})
+	db, err := backends.Open(ctx, d.conn.DB, storage.Options{ReadOnly: true, LockTimeout: -1})
 	if err != nil {
-		fmt.Fprintf(d.env.Stderr, "note: %s not read: %s\n", d.conn.DB, oneLine(err))
+		fmt.Fprintf(d.env.Stderr, "note: %s not read: %s\n", backends.Name(d.conn.DB), oneLine(err))
 		return nil, nil
 	}
 	defer db.Close()
@@ -172,7 +172,7 @@ func (d *datasetsShowCmd) local(ctx context.Context, id string) (*replica.Datase
 			return nil, kept
 		}
 	}
-	fmt.Fprintf(d.env.Stderr, "note: %s not read: %s\n", d.conn.DB, oneLine(err))
+	fmt.Fprintf(d.env.Stderr, "note: %s not read: %s\n", backends.Name(d.conn.DB), oneLine(err))
 	return nil, nil
 }
 
@@ -262,7 +262,7 @@ func (d *datasetsShowCmd) printLocal(l *replica.DatasetStatus) {
 	if l == nil {
 		return
 	}
-	fmt.Fprintf(w, "\nin %s: table %s, version %d, %d rows, %s", d.conn.DB, l.Table, l.Version, l.Rows, l.Status)
+	fmt.Fprintf(w, "\nin %s: table %s, version %d, %d rows, %s", backends.Name(d.conn.DB), l.Table, l.Version, l.Rows, l.Status)
 	if l.Reason != "" {
 		fmt.Fprintf(w, " (%s)", l.Reason)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/fetch"
 	"github.com/ploti-replica/ploti-replica/replica"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 type demoCmd struct {
@@ -39,7 +40,7 @@ removed rows, sync again, and show how to query the file.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return d.run(cmd.Context()) },
 	}
-	cmd.Flags().StringVar(&d.DB, "db", "ploti-demo.duckdb", "the DuckDB file to write (an earlier demo file is replaced; any other file only with --force)")
+	cmd.Flags().StringVar(&d.DB, "db", "ploti-demo.duckdb", "the DuckDB file to write (an earlier demo file is replaced; any other file only with --force), or a postgres:// URL of a PostgreSQL database with PostGIS (empty, or an earlier demo's)")
 	cmd.Flags().BoolVar(&d.Force, "force", false, "replace --db even when it is not an earlier demo file")
 	cmd.Flags().StringVar(&d.Geometry, "geometry", storage.GeometryWKB, "how the file stores geometry: wkb (standard WKB, which every DuckDB client reads) or geometry (DuckDB 1.5's GEOMETRY)")
 	return cmd
@@ -54,7 +55,12 @@ func (d *demoCmd) run(ctx context.Context) error {
 	if err := storage.CheckGeometry(d.Geometry); err != nil {
 		return &usageError{fmt.Errorf("--%w", err)}
 	}
-	if !d.Force {
+	db := backends.IsDatabase(d.DB)
+	if db {
+		if err := checkDemoDatabase(ctx, d.DB); err != nil {
+			return err
+		}
+	} else if !d.Force {
 		if err := checkDemoFile(ctx, d.DB); err != nil {
 			return err
 		}
@@ -75,6 +81,9 @@ func (d *demoCmd) run(ctx context.Context) error {
 		return err
 	}
 	for _, p := range []string{d.DB, d.DB + ".wal", d.DB + ".attachments"} {
+		if db {
+			break
+		}
 		if err := os.RemoveAll(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("demo: replace %s: %w", p, err)
 		}
@@ -94,6 +103,12 @@ func (d *demoCmd) run(ctx context.Context) error {
 	// record's story and what changed between the first and last version.
 	opts := replica.Options{APIURL: em.URL(), APIKey: em.APIKey(), SubscriptionID: world.SubscriptionID, Watch: true, Geometry: d.Geometry,
 		History: []string{replica.HistoryAll}}
+	name, syncFlags := backends.Name(d.DB), "--history all --db "+d.DB+" --geometry "+d.Geometry
+	if db {
+		// History is a DuckDB file's for now (docs/decisions.md 46); a
+		// database stores PostGIS geometry.
+		opts.History, syncFlags = nil, "--db "+name
+	}
 	for round := 0; round < 3; round++ {
 		if err := world.Next(ctx); err != nil {
 			return err
@@ -102,7 +117,8 @@ func (d *demoCmd) run(ctx context.Context) error {
 			return err
 		}
 		if round == 0 {
-			fmt.Fprintf(w, "\nPloti builds the first version of each dataset; sync it into %s, keeping every version of every record:\n$ ploti-replica sync --history all --db %[1]s --geometry %s\n", d.DB, d.Geometry)
+			fmt.Fprintf(w, "\nPloti builds the first version of each dataset; sync it into %s%s:\n$ ploti-replica sync %s\n", name,
+				map[bool]string{false: ", keeping every version of every record"}[db], syncFlags)
 		} else {
 			fmt.Fprintf(w, "published version %d of each dataset (rows added, changed and removed)\n", round+1)
 		}
@@ -110,7 +126,7 @@ func (d *demoCmd) run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		printSync(w, d.DB, res)
+		printSync(w, name, res)
 		if round == 0 {
 			fmt.Fprintf(w, "  first query answered %s after start\n", time.Since(start).Round(time.Millisecond))
 		}
@@ -124,6 +140,10 @@ func (d *demoCmd) run(ctx context.Context) error {
 	}
 	if err := d.step(ctx, em, "what the file holds of the permits, and their data dictionary:", "datasets", "show", emulator.DemoPermits, "--versions", "3", "--db", d.DB); err != nil {
 		return err
+	}
+	if db {
+		d.hintDatabase(w, name)
+		return nil
 	}
 	if err := d.history(ctx, em); err != nil {
 		return err
@@ -204,7 +224,7 @@ func (d *demoCmd) step(ctx context.Context, em *emulator.Emulator, say string, a
 	w := d.env.Stdout
 	shown := make([]string, len(args))
 	for i, a := range args {
-		shown[i] = a
+		shown[i] = backends.Name(a) // a database URL without its password
 		if strings.ContainsAny(a, " '\"$") {
 			shown[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 		}
@@ -221,7 +241,7 @@ func (d *demoCmd) step(ctx context.Context, em *emulator.Emulator, say string, a
 // history shows the permits' history: the story of the record that
 // changed most, and what changed between the first and the last version.
 func (d *demoCmd) history(ctx context.Context, em *emulator.Emulator) error {
-	db, err := storage.Open(ctx, d.DB, storage.Options{ReadOnly: true})
+	db, err := backends.Open(ctx, d.DB, storage.Options{ReadOnly: true})
 	if err != nil {
 		return err
 	}
@@ -243,7 +263,7 @@ func (d *demoCmd) history(ctx context.Context, em *emulator.Emulator) error {
 
 // show prints the synced datasets from the file itself.
 func (d *demoCmd) show(ctx context.Context, w io.Writer) error {
-	db, err := storage.Open(ctx, d.DB, storage.Options{ReadOnly: true})
+	db, err := backends.Open(ctx, d.DB, storage.Options{ReadOnly: true})
 	if err != nil {
 		return err
 	}
@@ -252,7 +272,7 @@ func (d *demoCmd) show(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	printStatus(w, d.DB, st)
+	printStatus(w, backends.Name(d.DB), st)
 	var n int
 	var total float64
 	var wkt string
@@ -260,7 +280,8 @@ func (d *demoCmd) show(ctx context.Context, w io.Writer) error {
 	if db.Geometry() == storage.GeometryWKB {
 		geom = "ST_GeomFromWKB(geometry)"
 	}
-	q := `SELECT count(*), sum(valuation)::DOUBLE, any_value(ST_AsText(` + geom + `)) FROM ds_fl_orange_permits WHERE status = 'issued'`
+	// min, not any_value: PostgreSQL 15 has no any_value.
+	q := `SELECT count(*), CAST(sum(valuation) AS DOUBLE PRECISION), min(ST_AsText(` + geom + `)) FROM ds_fl_orange_permits WHERE status = 'issued'`
 	if err := db.SQL().QueryRowContext(ctx, q).Scan(&n, &total, &wkt); err != nil {
 		return fmt.Errorf("demo query: %w", err)
 	}
@@ -275,7 +296,7 @@ const demoMark = "ploti-replica demo file"
 // markDemoFile creates the demo's file and marks it as the demo's before
 // anything else is written to it.
 func markDemoFile(ctx context.Context, path string) error {
-	db, err := storage.Open(ctx, path, storage.Options{LockTimeout: -1})
+	db, err := backends.Open(ctx, path, storage.Options{LockTimeout: -1})
 	if err != nil {
 		return err
 	}
@@ -296,7 +317,7 @@ func checkDemoFile(ctx context.Context, path string) error {
 	if err != nil {
 		return refuse("is not an earlier demo file (" + oneLine(err) + ")")
 	}
-	db, err := storage.Open(ctx, path, storage.Options{ReadOnly: true, LockTimeout: -1})
+	db, err := backends.Open(ctx, path, storage.Options{ReadOnly: true, LockTimeout: -1})
 	if err != nil {
 		if errors.Is(err, storage.ErrLocked) {
 			return err
@@ -311,4 +332,55 @@ func checkDemoFile(ctx context.Context, path string) error {
 		return refuse("is a replica that the demo did not write")
 	}
 	return nil
+}
+
+// hintDatabase ends a demo kept in a PostgreSQL database: how psql, QGIS
+// and a second machine read it while a sync writes.
+func (d *demoCmd) hintDatabase(w io.Writer, name string) {
+	fmt.Fprintf(w, `
+Query it from any machine that reaches the database (readers never wait for the writer):
+  psql '%[1]s' -c "SELECT status, count(*), sum(valuation) FROM ds_fl_orange_permits GROUP BY 1"
+  psql '%[1]s' -c "SELECT permit_number, ST_AsText(geometry) FROM ds_fl_orange_permits LIMIT 3"   # PostGIS geometry, SRID 4326
+  psql '%[1]s' -c "SELECT dataset_id, version, status, row_count FROM _ploti.datasets"
+  psql '%[1]s' -c "SELECT status, count(*) FROM ds_fl_contractor_licenses GROUP BY 1"   # the watched one
+  QGIS: Layer > Add Layer > Add PostGIS Layers, a connection to the database, then ds_fl_orange_permits
+  go run ./cmd/ploti-replica status --db '%[1]s'
+`, name)
+}
+
+// checkDemoDatabase refuses a database that holds a replica the demo did
+// not write, and clears an earlier demo's: its dataset tables and the
+// _ploti schema. An empty database is the demo's to fill.
+func checkDemoDatabase(ctx context.Context, url string) error {
+	db, err := backends.Open(ctx, url, storage.Options{ReadOnly: true, LockTimeout: -1})
+	if errors.Is(err, storage.ErrNotReplica) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var mark string
+	err = db.SQL().QueryRowContext(ctx, "SELECT coalesce(obj_description('_ploti.subscription'::regclass, 'pg_class'), '')").Scan(&mark)
+	db.Close()
+	if err != nil || mark != demoMark {
+		return &usageError{fmt.Errorf("demo: %s holds a replica that the demo did not write; give it an empty database (createdb)", backends.Name(url))}
+	}
+	w, err := backends.Open(ctx, url, storage.Options{LockTimeout: -1})
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	return w.Update(ctx, func(tx *storage.Tx) error {
+		ds, err := tx.Datasets(ctx)
+		if err != nil {
+			return err
+		}
+		for _, d := range ds {
+			if _, err := tx.Exec(ctx, "DROP TABLE IF EXISTS "+storage.Ident(d.Table)); err != nil {
+				return fmt.Errorf("demo: clear the earlier demo's %s: %w", d.Table, err)
+			}
+		}
+		_, err = tx.Exec(ctx, "DROP SCHEMA _ploti CASCADE")
+		return err
+	})
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/replica"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 // parseHistoryKeep reads --history-keep: a number of versions, a number of
@@ -81,7 +82,7 @@ func openRead(ctx context.Context, env *Env, conn *connFlags) (*storage.DB, erro
 	if err != nil {
 		return nil, err
 	}
-	return storage.Open(ctx, conn.DB, storage.Options{ReadOnly: true, LockTimeout: wait})
+	return backends.Open(ctx, conn.DB, storage.Options{ReadOnly: true, LockTimeout: wait})
 }
 
 func (h *historyCmd) run(ctx context.Context, datasetID, recordID string) error {

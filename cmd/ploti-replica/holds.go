@@ -9,6 +9,7 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/replica"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 type holdsCmd struct {
@@ -48,7 +49,7 @@ func (h *holdsCmd) list(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	db, err := storage.Open(ctx, h.conn.DB, storage.Options{ReadOnly: true, LockTimeout: wait})
+	db, err := backends.Open(ctx, h.conn.DB, storage.Options{ReadOnly: true, LockTimeout: wait})
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 type inboxCmd struct {
@@ -67,10 +68,10 @@ func (in *inboxCmd) run(ctx context.Context) error {
 	if in.Limit < 0 {
 		return &usageError{fmt.Errorf("--limit %d: want 0 (all) or more", in.Limit)}
 	}
-	if _, err := os.Stat(in.conn.DB); err != nil {
-		return fmt.Errorf("inbox: %s: %w (run `ploti-replica serve` with a member webhook first)", in.conn.DB, err)
+	if _, err := os.Stat(in.conn.DB); err != nil && !backends.IsDatabase(in.conn.DB) {
+		return fmt.Errorf("inbox: %s: %w (run `ploti-replica serve` with a member webhook first)", backends.Name(in.conn.DB), err)
 	}
-	db, err := storage.Open(ctx, in.conn.DB, storage.Options{ReadOnly: true, LockTimeout: in.conn.LockTimeout})
+	db, err := backends.Open(ctx, in.conn.DB, storage.Options{ReadOnly: true, LockTimeout: in.conn.LockTimeout})
 	if err != nil {
 		return err
 	}

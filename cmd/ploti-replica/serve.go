@@ -20,6 +20,7 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/replica"
+	"github.com/ploti-replica/ploti-replica/storage/backends"
 	"github.com/ploti-replica/ploti-replica/webhook"
 )
 
@@ -217,7 +218,7 @@ func (s *serveCmd) run(ctx context.Context) error {
 		served <- srv.Serve(ln)
 		stopLoop() // without a listener, webhooks cannot arrive: stop
 	}()
-	log.Info().Str(logKeyListen, ln.Addr().String()).Str(logKeyPath, s.WebhookPath).Str(logKeyDB, s.conn.DB).
+	log.Info().Str(logKeyListen, ln.Addr().String()).Str(logKeyPath, s.WebhookPath).Str(logKeyDB, backends.Name(s.conn.DB)).
 		Dur(logKeyPoll, s.Poll).Msg("serving webhooks, /healthz and /metrics")
 	loopErr := d.loop(loopCtx)
 	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

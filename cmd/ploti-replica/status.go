@@ -13,6 +13,7 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/replica"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 type statusCmd struct {
@@ -66,7 +67,7 @@ func (s *statusCmd) run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		db, err := storage.Open(ctx, s.conn.DB, storage.Options{ReadOnly: true, LockTimeout: wait})
+		db, err := backends.Open(ctx, s.conn.DB, storage.Options{ReadOnly: true, LockTimeout: wait})
 		if err != nil {
 			return err
 		}
@@ -80,12 +81,16 @@ func (s *statusCmd) run(ctx context.Context) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(st)
 	}
-	printStatus(s.env.Stdout, s.conn.DB, st)
+	printStatus(s.env.Stdout, backends.Name(s.conn.DB), st)
 	return nil
 }
 
 func printStatus(w io.Writer, path string, st *replica.Status) {
-	fmt.Fprintf(w, "file:          %s\n", path)
+	if st.Geometry == storage.GeometryPostGIS {
+		fmt.Fprintf(w, "database:      %s\n", backends.Name(path))
+	} else {
+		fmt.Fprintf(w, "file:          %s\n", path)
+	}
 	fmt.Fprintf(w, "subscription:  %s at %s\n", orDash(st.SubscriptionID), orDash(st.APIURL))
 	fmt.Fprintf(w, "cursor:        %s\n", orDash(st.Cursor))
 	last := "never"
@@ -99,7 +104,11 @@ func printStatus(w io.Writer, path string, st *replica.Status) {
 	if st.Behind != nil {
 		fmt.Fprintf(w, "behind:        %d event(s) after the cursor\n", *st.Behind)
 	}
-	fmt.Fprintf(w, "storage:       DuckDB storage version %d, readable by %s\n", st.StorageVersion, st.Readers)
+	if st.Geometry == storage.GeometryPostGIS {
+		fmt.Fprintf(w, "storage:       PostgreSQL; readers on any machine (psql, QGIS, BI servers) never wait for the writer\n")
+	} else {
+		fmt.Fprintf(w, "storage:       DuckDB storage version %d, readable by %s\n", st.StorageVersion, st.Readers)
+	}
 	fmt.Fprintf(w, "geometry:      %s\n", geometryWords(st.Geometry))
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -129,6 +138,9 @@ func printStatus(w io.Writer, path string, st *replica.Status) {
 
 // geometryWords says how the file stores geometry and who reads it.
 func geometryWords(g string) string {
+	if g == storage.GeometryPostGIS {
+		return "PostGIS geometry in SRID 4326 with a GiST index: QGIS, GDAL and every PostGIS client read it"
+	}
 	if g == storage.GeometryWKB {
 		return "wkb: standard WKB in BLOB columns, read by every DuckDB client (ST_GeomFromWKB in DuckDB 1.5, shapely, GeoPandas); CRS in each column's comment"
 	}

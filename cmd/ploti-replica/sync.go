@@ -12,6 +12,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/fetch"
 	"github.com/ploti-replica/ploti-replica/replica"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 type syncCmd struct {
@@ -77,7 +78,7 @@ func (s *syncCmd) run(ctx context.Context) error {
 			return jerr
 		}
 	} else {
-		printSync(s.env.Stdout, s.conn.DB, res)
+		printSync(s.env.Stdout, backends.Name(s.conn.DB), res)
 	}
 	return err
 }

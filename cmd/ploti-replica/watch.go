@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,6 +11,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/fetch"
 	"github.com/ploti-replica/ploti-replica/replica"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 type watchCmd struct {
@@ -181,18 +181,18 @@ func versionOrDash(v *int) string {
 // localState reads what the --db file holds, by dataset id; nil when the
 // file does not exist or cannot be read now (a note says why).
 func (w *watchCmd) localState(ctx context.Context) map[string]replica.DatasetStatus {
-	if _, err := os.Stat(w.conn.DB); err != nil {
+	if !haveDB(w.conn.DB) {
 		return nil
 	}
-	db, err := storage.Open(ctx, w.conn.DB, storage.Options{ReadOnly: true, LockTimeout: -1})
+	db, err := backends.Open(ctx, w.conn.DB, storage.Options{ReadOnly: true, LockTimeout: -1})
 	if err != nil {
-		fmt.Fprintf(w.env.Stderr, "note: %s not read: %s\n", w.conn.DB, oneLine(err))
+		fmt.Fprintf(w.env.Stderr, "note: %s not read: %s\n", backends.Name(w.conn.DB), oneLine(err))
 		return nil
 	}
 	defer db.Close()
 	st, err := replica.ReadStatus(ctx, db)
 	if err != nil {
-		fmt.Fprintf(w.env.Stderr, "note: %s not read: %s\n", w.conn.DB, oneLine(err))
+		fmt.Fprintf(w.env.Stderr, "note: %s not read: %s\n", backends.Name(w.conn.DB), oneLine(err))
 		return nil
 	}
 	out := map[string]replica.DatasetStatus{}

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ploti-replica/ploti-replica/internal/pgtest"
+	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/backends"
+	"github.com/ploti-replica/ploti-replica/storage/postgres"
+)
+
+// The demo, status and holds against a PostgreSQL database (issue 17):
+// --db takes a postgres:// URL, and the output says how psql and QGIS
+// read it. A second demo replaces the first's replica; a database with a
+// replica the demo did not write is refused.
+func TestDemo_postgres(t *testing.T) {
+	u := pgtest.DB(t)
+	code, out, errs := cli(t, nil, "demo", "--db", u)
+	if code != exitOK {
+		t.Fatalf("demo: exit %d\n%s\n%s", code, out, errs)
+	}
+	for _, want := range []string{"bootstrapped", "3 changes file(s) merged", "issued permits worth", "database:      " + postgres.Redact(u),
+		"PostGIS geometry in SRID 4326", "watches: 1 dataset(s) watched, 1 merged", demoWatched + "  watch", "psql '", "Add PostGIS Layers"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+	if code, out, errs := cli(t, nil, "status", "--db", u); code != exitOK || !strings.Contains(out, "ds_fl_orange_permits       feed    ds_fl_orange_permits       3") {
+		t.Fatalf("status: exit %d\n%s\n%s", code, out, errs)
+	}
+	if code, out, errs := cli(t, nil, "holds", "list", "--db", u); code != exitOK || !strings.Contains(out, "no holds") {
+		t.Fatalf("holds list: exit %d\n%s\n%s", code, out, errs)
+	}
+	if code, out, errs := cli(t, nil, "demo", "--db", u); code != exitOK || !strings.Contains(out, "issued permits worth") {
+		t.Fatalf("a second demo on the first's database: exit %d\n%s\n%s", code, out, errs)
+	}
+	db, err := postgres.Open(context.Background(), u, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.Conn().Exec(context.Background(), "COMMENT ON TABLE _ploti.subscription IS NULL")
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := cli(t, nil, "demo", "--db", u); code != exitUsage || !strings.Contains(errs, "holds a replica that the demo did not write") {
+		t.Fatalf("a demo on a replica it did not write: exit %d, want %d\n%s", code, exitUsage, errs)
+	}
+}
+
+// "One writer per database and subscription: a PostgreSQL advisory lock,
+// with the same --lock-timeout message and exit 4" (issue 17).
+func TestSync_postgresLocked(t *testing.T) {
+	_, _, vars := demoWorld(t)
+	// A password in the URL (the test cluster trusts its socket, so any
+	// does) never reaches the output, a log line or an error.
+	const pw = "s3cret-pw"
+	vars["PLOTI_DB"] = strings.Replace(pgtest.DB(t), "ploti@", "ploti:"+pw+"@", 1)
+	code, out, errs := cli(t, vars, "sync")
+	if code != exitOK || !strings.Contains(out, "3 snapshot(s) loaded") {
+		t.Fatalf("first sync: exit %d\n%s%s", code, out, errs)
+	}
+	seen := out + errs
+	holder, err := postgres.Open(context.Background(), vars["PLOTI_DB"], postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	code, out, errs = cli(t, vars, "sync", "--lock-timeout", "300ms", "--log-format", "json")
+	seen += out + errs
+	if code != exitLocked {
+		t.Fatalf("exit %d, want %d (locked)\n%s", code, exitLocked, errs)
+	}
+	for _, want := range []string{"waiting for the file", "Conflicting lock is held by", "gave up after 300ms", "locked by another process"} {
+		if !strings.Contains(errs, want) {
+			t.Fatalf("stderr lacks %q:\n%s", want, errs)
+		}
+	}
+	holder.Close()
+	if code, out, errs := cli(t, vars, "sync"); code != exitOK {
+		t.Fatalf("sync once the holder let go: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, errs = cli(t, vars, "status")
+	if seen += out + errs; code != exitOK || strings.Contains(seen, pw) || !strings.Contains(seen, "ploti@") {
+		t.Fatalf("status: exit %d; the output names the database without its password?\n%s", code, seen)
+	}
+}
+
+// serve keeps a PostgreSQL database current as it keeps a file: the poll
+// applies two versions, and the database holds the last one's rows.
+func TestServe_postgresPollCatchesUp(t *testing.T) {
+	w := newServeWorld(t)
+	w.db = pgtest.DB(t)
+	w.em.DropDeliveries(-1)
+	w.start(t, time.Second, "--poll", "300ms")
+	w.publish(t)
+	w.publish(t)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		h := w.waitIdle(t, 1)
+		if h.LastResult == resultOK && w.metric(t, "ploti_replica_events_applied_total", "") >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the poll did not apply the versions: %+v", h)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := w.shutdown(t); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	db, err := backends.Open(ctx, w.db, storage.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	d, err := db.Dataset(ctx, serveDataset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows, changed int64
+	var first string
+	if err := db.SQL().QueryRowContext(ctx, "SELECT count(*), count(*) FILTER (WHERE status = 'changed in round 3'), min(permit) FROM "+
+		storage.Ident(d.Table)).Scan(&rows, &changed, &first); err != nil {
+		t.Fatal(err)
+	}
+	if d.Version != 3 || rows != 20 || d.RowCount != 20 || changed != 1 || first != "P-003" {
+		t.Fatalf("the database holds version %d, %d rows (registry %d), %d changed in round 3, from %s; want version 3's 20 rows from P-003, one changed",
+			d.Version, rows, d.RowCount, changed, first)
+	}
+}
