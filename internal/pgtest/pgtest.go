@@ -83,6 +83,37 @@ func DB(tb testing.TB) string {
 	return u
 }
 
+// Clone creates a database for tb that is a copy of the test database at
+// from (its URL; nothing may be connected to it), drops it when tb ends,
+// and returns its URL: a replica copied as a file is copied.
+func Clone(tb testing.TB, from string) string {
+	tb.Helper()
+	admin := Require(tb)
+	f, err := url.Parse(from)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		tb.Fatalf("connect to %s: %v", EnvURL, err)
+	}
+	defer conn.Close(ctx)
+	var b [6]byte
+	rand.Read(b[:])
+	name := "ploti_test_" + hex.EncodeToString(b[:])
+	if _, err := conn.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s", name, pgx.Identifier{f.Path[1:]}.Sanitize())); err != nil {
+		tb.Fatalf("copy test database %s: %v", f.Path[1:], err)
+	}
+	tb.Cleanup(func() { Drop(tb, admin, name) })
+	u, err := WithDatabase(admin, name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return u
+}
+
 // Drop drops a test database, ending its connections.
 func Drop(tb testing.TB, admin, name string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
