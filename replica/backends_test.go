@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -150,4 +151,27 @@ func TestPostgres_syncLoadsAndMerges(t *testing.T) {
 	}
 	assertMatchesTruth(t, r, em, "ds_permits", 2)
 	assertMatchesTruth(t, r, em, "ds_parcels", 2)
+}
+
+// What only a DuckDB file has so far is refused in words on a database,
+// never half done: history, marks and verify (storage.ErrFileOnly).
+func TestPostgres_fileOnlyFeaturesAreRefused(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, _, _ := seedTwo(t, em)
+	u := pgtest.DB(t)
+	if _, err := Open(ctx, u, Options{APIURL: em.URL(), APIKey: em.APIKey(), SubscriptionID: sub, History: []string{HistoryAll}}); !errors.Is(err, storage.ErrFileOnly) {
+		t.Fatalf("open with history: %v, want ErrFileOnly", err)
+	}
+	r := mustOpen(t, em, sub, u)
+	mustSync(t, r)
+	if _, err := r.Verify(ctx, VerifyOptions{}); !errors.Is(err, storage.ErrFileOnly) {
+		t.Fatalf("verify: %v, want ErrFileOnly", err)
+	}
+	if _, err := r.Changes(ctx, "me", ChangesOptions{}); !errors.Is(err, storage.ErrFileOnly) {
+		t.Fatalf("changes since a mark: %v, want ErrFileOnly", err)
+	}
+	if _, err := r.Story(ctx, "ds_permits", "x"); !errors.Is(err, storage.ErrFileOnly) {
+		t.Fatalf("a story: %v, want ErrFileOnly", err)
+	}
 }
