@@ -42,11 +42,11 @@ func freshReplica(tb testing.TB) string {
 }
 
 // onlyInAFile skips, on another backend, a test of what only a DuckDB
-// file has so far (docs/decisions.md 46 lists it), saying what.
+// file has so far (docs/decisions.md 48 lists it), saying what.
 func onlyInAFile(tb testing.TB, what string) {
 	tb.Helper()
 	if testBackend != "duckdb" {
-		tb.Skip(what + ": a DuckDB file's only, not yet " + testBackend + "'s (docs/decisions.md 46)")
+		tb.Skip(what + ": a DuckDB file's only, not yet " + testBackend + "'s (docs/decisions.md 48)")
 	}
 }
 

@@ -102,7 +102,7 @@ func (r *Replica) catchUpFromManifest(ctx context.Context, sub *storage.Subscrip
 // jumpable reports whether a dataset can be caught up from a snapshot.
 func (r *Replica) jumpable(d *storage.Dataset) bool {
 	// A database walks: the snapshot's difference from the table, which a
-	// catch-up logs, is worked out inside the DuckDB file (decision 46).
+	// catch-up logs, is worked out inside the DuckDB file (decision 48).
 	if d == nil || !r.db.IsFile() || d.Status != storage.StatusCurrent || d.Version == 0 || d.SkipUntilRemoved || d.Table == "" ||
 		d.Source != "" && d.Source != storage.SourceFeed {
 		return false

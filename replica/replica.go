@@ -218,7 +218,7 @@ func Open(ctx context.Context, path string, opts Options) (*Replica, error) {
 		api = c
 	}
 	if backends.IsDatabase(path) && len(opts.History) > 0 {
-		return nil, fmt.Errorf("open replica: --history: history is %w (docs/decisions.md 46)", storage.ErrFileOnly)
+		return nil, fmt.Errorf("open replica: --history: history is %w (docs/decisions.md 48)", storage.ErrFileOnly)
 	}
 	db, err := backends.Open(ctx, path, storage.Options{MemoryLimit: opts.MemoryLimit, Threads: opts.Threads,
 		LockTimeout: opts.LockTimeout, OnLocked: opts.OnLocked, Now: opts.Now, NoCreate: opts.NoCreate, Geometry: opts.Geometry})

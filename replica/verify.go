@@ -84,7 +84,7 @@ func (r *Replica) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport,
 	start := time.Now()
 	rep := VerifyReport{At: r.opts.Now().UTC()}
 	if !r.db.IsFile() {
-		return rep, fmt.Errorf("verify %s: the comparison with the snapshots is %w (docs/decisions.md 46)", r.db.Path(), storage.ErrFileOnly)
+		return rep, fmt.Errorf("verify %s: the comparison with the snapshots is %w (docs/decisions.md 48)", r.db.Path(), storage.ErrFileOnly)
 	}
 	all, err := r.db.Datasets(ctx)
 	if err != nil {

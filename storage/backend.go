@@ -11,7 +11,7 @@ import (
 // (OpenBackend) keeps the same _ploti registry with the same statements
 // (database/sql with ? placeholders; the few that differ are in
 // dialect.go), and moves rows through the Backend's Tables: the seam is
-// these two interfaces and Tables (seam.go); docs/decisions.md 46.
+// these two interfaces and Tables (seam.go); docs/decisions.md 48.
 type Backend interface {
 	// Name is the database as errors and logs name it, with no secret.
 	Name() string

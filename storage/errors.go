@@ -30,7 +30,7 @@ var (
 	ErrNotReplica = errors.New("not a ploti-replica file")
 	// ErrFileOnly means a feature that only a DuckDB file has so far
 	// (history, marks) was asked of another engine's database
-	// (docs/decisions.md 46).
+	// (docs/decisions.md 48).
 	ErrFileOnly = errors.New("kept in a DuckDB file only, not yet in a database")
 	// ErrOlderFile means a file opened read-only was written by an older
 	// ploti-replica: its _ploti migrations run at its next writing open.

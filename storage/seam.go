@@ -13,7 +13,7 @@ import (
 // PostgreSQL/PostGIS database (storage/postgres's *Tx); apply reaches the
 // tables only through it (Tx.Tables), and tests run the same operations on
 // both from one table of backends (storage/postgres's
-// TestSeam_sameOnBothEngines). docs/decisions.md 46 says why the cut is
+// TestSeam_sameOnBothEngines). docs/decisions.md 48 says why the cut is
 // here.
 //
 // Every operation runs inside the transaction it came from, and nothing it

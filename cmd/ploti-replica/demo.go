@@ -105,7 +105,7 @@ func (d *demoCmd) run(ctx context.Context) error {
 		History: []string{replica.HistoryAll}}
 	name, syncFlags := backends.Name(d.DB), "--history all --db "+d.DB+" --geometry "+d.Geometry
 	if db {
-		// History is a DuckDB file's for now (docs/decisions.md 46); a
+		// History is a DuckDB file's for now (docs/decisions.md 48); a
 		// database stores PostGIS geometry.
 		opts.History, syncFlags = nil, "--db "+name
 	}
