@@ -9,6 +9,10 @@
 //	err = r.Release(ctx, "ds_x") // end a review hold: reload from current
 //	err = r.Close()
 //
+// Open takes a postgres:// URL instead of a path to keep the replica in a
+// PostgreSQL/PostGIS database (storage/postgres): the same tables, _ploti
+// state and rules; r.DB() is then a database/sql handle on it.
+//
 // The walk (Sync):
 //
 //	if no cursor:                           bootstrap

@@ -166,7 +166,9 @@ type Replica struct {
 	rate, burst int
 }
 
-// Open opens (or creates) the DuckDB file at path for the subscription.
+// Open opens (or creates) the DuckDB file at path for the subscription, or,
+// when path is a postgres:// URL, the PostgreSQL database it names (which
+// must exist; PostGIS and _ploti are made in it).
 func Open(ctx context.Context, path string, opts Options) (*Replica, error) {
 	if opts.APIURL == "" {
 		opts.APIURL = DefaultAPIURL

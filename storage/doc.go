@@ -43,6 +43,14 @@
 // writes a dataset table goes through storedType and stored, and each
 // geometry column carries its CRS in its comment (GeometryComment).
 //
+// Another engine can hold a replica (storage/postgres: PostgreSQL with
+// PostGIS). The seam is Tables (seam.go), the table operations, which the
+// DuckDB file's Tx and the other engine's transaction each implement;
+// the registry's statements are the same for both, run through
+// database/sql on the other engine's Backend (backend.go), with the few
+// that differ in dialect.go. storage/backends picks the engine from a
+// --db value. docs/decisions.md 48 says why the cut is there.
+//
 // status is one of pending, current, held, removed, failed; a hold's kind is
 // server (feed.dataset.delayed) or local (a MAJOR schema change under
 // review).

@@ -47,6 +47,14 @@
 // have is refused with storage.ErrLocked naming the session that holds
 // it, as a DuckDB file is. Every write runs on that session.
 //
+// A replica runs on it through storage: OpenDB is a storage.DB over the
+// database (Backend), whose registry statements run through database/sql
+// on the writer's session (pgx's driver; the registry's ? placeholders are
+// numbered as $n, sqldriver.go) and whose transactions are also this
+// package's Tx on that session (backend.go), so the registry's rows commit
+// with the table's. ReadOnly opens it as a reader (status, holds): no
+// lock, no migration.
+//
 // _ploti is a schema with the DuckDB file's tables and columns
 // (migrations/, numbered as the DuckDB file's: TestSchema_sameAsDuckDB);
 // the dataset tables are in Options.Schema (default public).
