@@ -196,6 +196,16 @@ func (c *connFlags) options(env *Env) (replica.Options, error) {
 	if c.MemoryLimit != "" && !memoryLimitRE.MatchString(c.MemoryLimit) {
 		return replica.Options{}, &usageError{fmt.Errorf("--memory-limit %q: want a size such as 1GB, 512MiB or 50%%", c.MemoryLimit)}
 	}
+	if backends.IsDatabase(c.DB) {
+		// A file's settings: a database's readers never wait for the
+		// writer (no copy to publish), and its geometry is PostGIS's.
+		switch {
+		case c.Publish != "":
+			return replica.Options{}, &usageError{fmt.Errorf("--publish copies a DuckDB file for its readers; a database's readers need no copy")}
+		case c.Geometry != "":
+			return replica.Options{}, &usageError{fmt.Errorf("--geometry is how a DuckDB file stores geometry; a database stores PostGIS geometry")}
+		}
+	}
 	if err := checkPublish(c.DB, c.Publish); err != nil {
 		return replica.Options{}, err
 	}

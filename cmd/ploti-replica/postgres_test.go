@@ -80,6 +80,11 @@ func TestSync_postgresLocked(t *testing.T) {
 		}
 	}
 	holder.Close()
+	for _, flag := range [][]string{{"--publish", t.TempDir() + "/copy.duckdb"}, {"--geometry", "wkb"}} {
+		if code, _, errs := cli(t, vars, append([]string{"sync"}, flag...)...); code != exitUsage || !strings.Contains(errs, flag[0]+" ") {
+			t.Fatalf("sync %s on a database: exit %d, want %d saying why\n%s", flag[0], code, exitUsage, errs)
+		}
+	}
 	if code, out, errs := cli(t, vars, "sync"); code != exitOK {
 		t.Fatalf("sync once the holder let go: exit %d\n%s%s", code, out, errs)
 	}
