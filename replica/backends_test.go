@@ -154,7 +154,7 @@ func TestPostgres_syncLoadsAndMerges(t *testing.T) {
 }
 
 // What only a DuckDB file has so far is refused in words on a database,
-// never half done: history, marks and verify (storage.ErrFileOnly).
+// never half done: history and marks (storage.ErrFileOnly).
 func TestPostgres_fileOnlyFeaturesAreRefused(t *testing.T) {
 	ctx := context.Background()
 	em := mustEmulator(t)
@@ -165,9 +165,6 @@ func TestPostgres_fileOnlyFeaturesAreRefused(t *testing.T) {
 	}
 	r := mustOpen(t, em, sub, u)
 	mustSync(t, r)
-	if _, err := r.Verify(ctx, VerifyOptions{}); !errors.Is(err, storage.ErrFileOnly) {
-		t.Fatalf("verify: %v, want ErrFileOnly", err)
-	}
 	if _, err := r.Changes(ctx, "me", ChangesOptions{}); !errors.Is(err, storage.ErrFileOnly) {
 		t.Fatalf("changes since a mark: %v, want ErrFileOnly", err)
 	}

@@ -83,9 +83,6 @@ var ErrUnknownDataset = errors.New("dataset not in the file")
 func (r *Replica) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, error) {
 	start := time.Now()
 	rep := VerifyReport{At: r.opts.Now().UTC()}
-	if !r.db.IsFile() {
-		return rep, fmt.Errorf("verify %s: the comparison with the snapshots is %w (docs/decisions.md 48)", r.db.Path(), storage.ErrFileOnly)
-	}
 	all, err := r.db.Datasets(ctx)
 	if err != nil {
 		return rep, err

@@ -1,5 +1,10 @@
 package storage
 
+import (
+	"context"
+	"fmt"
+)
+
 // The few registry statements whose SQL differs between the DuckDB file
 // and a Backend's database (PostgreSQL); every other statement is the
 // same text on both (backend.go).
@@ -12,4 +17,54 @@ func (db *DB) takenNamesSQL() string {
 	}
 	return `SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main'
 		UNION ALL SELECT view_name FROM duckdb_views() WHERE schema_name = 'main'`
+}
+
+// tableRel is a dataset table's name, qualified by its schema.
+func (db *DB) tableRel(table string) string {
+	if db.be != nil {
+		return Ident(db.be.Schema()) + "." + Ident(table)
+	}
+	return "main." + Ident(table)
+}
+
+// pairHash is an expression hashing a row's record id with one of its
+// values, whose sum over a table does not depend on the rows' order.
+func (db *DB) pairHash(id, col string) string {
+	if db.be != nil {
+		return fmt.Sprintf("hashtextextended(coalesce(%s::text, '') || '|' || coalesce(%s::text, chr(1)), 0)", id, col)
+	}
+	return fmt.Sprintf("hash(%s, %s)", id, col)
+}
+
+// firstIDs is an aggregate of the first five values of expr in order, as
+// a JSON list of strings.
+func (db *DB) firstIDs(expr string) string {
+	if db.be != nil {
+		return fmt.Sprintf("CAST(to_json((array_agg(%[1]s ORDER BY %[1]s))[1:5]) AS VARCHAR)", expr)
+	}
+	return fmt.Sprintf("CAST(to_json(list(%[1]s ORDER BY %[1]s)[1:5]) AS VARCHAR)", expr)
+}
+
+// columnsOf maps a table's columns to the engine's names of their types:
+// name is a table of the file's main schema, rel the same table
+// qualified (a Backend's engine reads it by rel).
+func (tx *Tx) columnsOf(ctx context.Context, name, rel string) (map[string]string, error) {
+	if tx.be == nil {
+		return tx.tableColumns(ctx, name)
+	}
+	rows, err := tx.tx.QueryContext(ctx, `SELECT attname::VARCHAR, format_type(atttypid, atttypmod) FROM pg_attribute
+		WHERE attrelid = CAST(? AS regclass) AND attnum > 0 AND NOT attisdropped`, rel)
+	if err != nil {
+		return nil, fmt.Errorf("columns of %s: %w", name, err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var n, t string
+		if err := rows.Scan(&n, &t); err != nil {
+			return nil, fmt.Errorf("columns of %s: %w", name, err)
+		}
+		out[n] = t
+	}
+	return out, rows.Err()
 }

@@ -63,6 +63,12 @@ type Tables interface {
 	// TableExists tells whether the engine has a dataset table of that
 	// name.
 	TableExists(ctx context.Context, table string) (bool, error)
+	// LoadScratch loads a version's snapshot parts as LoadSnapshot
+	// would, into a table no reader sees and that nothing commits (the
+	// caller rolls the transaction back), for a comparison with the
+	// dataset's table (verify). It returns the table's qualified name
+	// and its row count.
+	LoadScratch(ctx context.Context, cols []ploti.Column, files []string) (rel string, n int64, err error)
 }
 
 // The DuckDB file's transaction is the first implementation.

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -31,6 +32,8 @@ type ColumnDiff struct {
 type SnapshotComparison struct {
 	tx     *Tx
 	table  string
+	rel    string   // table, qualified
+	snap   string   // the scratch table, qualified
 	common []string // columns both sides have, record id first
 	// TableRows and SnapshotRows count each side's rows.
 	TableRows, SnapshotRows int64
@@ -60,19 +63,19 @@ func (db *DB) CompareSnapshot(ctx context.Context, table string, cols []ploti.Co
 }
 
 func (c *SnapshotComparison) load(ctx context.Context, cols []ploti.Column, files []string) error {
-	n, err := c.tx.loadSnapshot(ctx, verifyScratch, cols, files, true)
+	snap, n, err := c.tx.Tables().LoadScratch(ctx, cols, files)
 	if err != nil {
 		return err
 	}
-	c.SnapshotRows = n
-	mine, err := c.tx.tableColumns(ctx, c.table)
+	c.snap, c.rel, c.SnapshotRows = snap, c.tx.db.tableRel(c.table), n
+	mine, err := c.tx.columnsOf(ctx, c.table, c.rel)
 	if err != nil {
 		return err
 	}
 	if len(mine) == 0 {
 		return fmt.Errorf("compare %s: %w: no such table", c.table, ErrBadData)
 	}
-	theirs, err := c.tx.tableColumns(ctx, verifyScratch)
+	theirs, err := c.tx.columnsOf(ctx, verifyScratch, c.snap)
 	if err != nil {
 		return err
 	}
@@ -103,14 +106,14 @@ func (c *SnapshotComparison) load(ctx context.Context, cols []ploti.Column, file
 	hashes := func(t string) (int64, []string, error) {
 		parts := []string{"count(*)::VARCHAR"}
 		for _, col := range c.common {
-			parts = append(parts, fmt.Sprintf("coalesce(sum(hash(%s, %s))::VARCHAR, '')", Ident(ColRecordID), Ident(col)))
+			parts = append(parts, fmt.Sprintf("coalesce(sum(%s)::VARCHAR, '')", c.tx.db.pairHash(Ident(ColRecordID), Ident(col))))
 		}
 		out := make([]any, len(parts))
 		vals := make([]string, len(parts))
 		for i := range out {
 			out[i] = &vals[i]
 		}
-		if err := c.tx.tx.QueryRowContext(ctx, "SELECT "+strings.Join(parts, ", ")+" FROM main."+Ident(t)).Scan(out...); err != nil {
+		if err := c.tx.tx.QueryRowContext(ctx, "SELECT "+strings.Join(parts, ", ")+" FROM "+t).Scan(out...); err != nil {
 			return 0, nil, fmt.Errorf("hash %s: %w", t, err)
 		}
 		var n int64
@@ -118,10 +121,10 @@ func (c *SnapshotComparison) load(ctx context.Context, cols []ploti.Column, file
 		return n, vals[1:], nil
 	}
 	var th, sh []string
-	if c.TableRows, th, err = hashes(c.table); err != nil {
+	if c.TableRows, th, err = hashes(c.rel); err != nil {
 		return err
 	}
-	if _, sh, err = hashes(verifyScratch); err != nil {
+	if _, sh, err = hashes(c.snap); err != nil {
 		return err
 	}
 	c.Same = len(c.Columns) == 0 && c.TableRows == c.SnapshotRows
@@ -149,7 +152,7 @@ func (c *SnapshotComparison) load(ctx context.Context, cols []ploti.Column, file
 	for i := range out {
 		out[i] = &counts[i]
 	}
-	q := fmt.Sprintf("SELECT %s FROM main.%s t JOIN main.%s s USING (%s)", strings.Join(parts, ", "), Ident(c.table), Ident(verifyScratch), Ident(ColRecordID))
+	q := fmt.Sprintf("SELECT %s FROM %s t JOIN %s s USING (%s)", strings.Join(parts, ", "), c.rel, c.snap, Ident(ColRecordID))
 	if err := c.tx.tx.QueryRowContext(ctx, q).Scan(out...); err != nil {
 		return fmt.Errorf("compare %s: %w", c.table, err)
 	}
@@ -196,23 +199,22 @@ func (c *SnapshotComparison) Rows(ctx context.Context, unfilled []string) (RowDi
 	q := fmt.Sprintf(`WITH j AS (
 		SELECT coalesce(t.%[1]s, s.%[1]s)::VARCHAR AS id,
 			CASE WHEN s.%[1]s IS NULL THEN 'added' WHEN t.%[1]s IS NULL THEN 'missing' WHEN %[4]s THEN 'changed' END AS kind
-		FROM main.%[2]s t FULL JOIN main.%[3]s s ON t.%[1]s = s.%[1]s)
-	SELECT kind, count(*), list(id ORDER BY id)[1:5] FROM j WHERE kind IS NOT NULL GROUP BY kind`, rid, Ident(c.table), Ident(verifyScratch), changed)
+		FROM %[2]s t FULL JOIN %[3]s s ON t.%[1]s = s.%[1]s)
+	SELECT kind, count(*), %[5]s FROM j WHERE kind IS NOT NULL GROUP BY kind`, rid, c.rel, c.snap, changed, c.tx.db.firstIDs("id"))
 	rows, err := c.tx.tx.QueryContext(ctx, q)
 	if err != nil {
 		return d, fmt.Errorf("compare rows of %s: %w", c.table, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var kind string
+		var kind, ids string
 		var n int64
-		var ids []any
 		if err := rows.Scan(&kind, &n, &ids); err != nil {
 			return d, fmt.Errorf("compare rows of %s: %w", c.table, err)
 		}
 		var s []string
-		for _, id := range ids {
-			s = append(s, fmt.Sprint(id))
+		if err := json.Unmarshal([]byte(ids), &s); err != nil {
+			return d, fmt.Errorf("compare rows of %s: %w", c.table, err)
 		}
 		switch kind {
 		case "added":
@@ -246,4 +248,11 @@ func (tx *Tx) tableColumns(ctx context.Context, table string) (map[string]string
 		out[n] = t
 	}
 	return out, rows.Err()
+}
+
+// LoadScratch loads a snapshot into the scratch table of main, which the
+// comparison's rollback drops.
+func (tx *Tx) LoadScratch(ctx context.Context, cols []ploti.Column, files []string) (string, int64, error) {
+	n, err := tx.loadSnapshot(ctx, verifyScratch, cols, files, true)
+	return "main." + Ident(verifyScratch), n, err
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ploti-replica/ploti-replica/emulator"
 	"github.com/ploti-replica/ploti-replica/internal/pgtest"
 	"github.com/ploti-replica/ploti-replica/storage"
 	"github.com/ploti-replica/ploti-replica/storage/backends"
@@ -136,5 +137,50 @@ func TestServe_postgresPollCatchesUp(t *testing.T) {
 	if d.Version != 3 || rows != 20 || d.RowCount != 20 || changed != 1 || first != "P-003" {
 		t.Fatalf("the database holds version %d, %d rows (registry %d), %d changed in round 3, from %s; want version 3's 20 rows from P-003, one changed",
 			d.Version, rows, d.RowCount, changed, first)
+	}
+}
+
+// verify on a database: a row changed, deleted or added and a column
+// altered by hand (as a user's stray statement would) are found and said
+// in words, and --repair restores each, as in a file (TestVerify).
+func TestVerify_postgres(t *testing.T) {
+	_, _, vars := demoWorld(t)
+	vars["PLOTI_DB"] = pgtest.DB(t)
+	if code, out, errs := cli(t, vars, "sync"); code != exitOK {
+		t.Fatalf("sync: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs := cli(t, vars, "verify"); code != exitOK || !strings.Contains(out, "all 3 dataset(s) verified") {
+		t.Fatalf("verify on a clean database: exit %d\n%s%s", code, out, errs)
+	}
+	permits := storage.Ident(emulator.DemoPermits)
+	for _, tc := range []struct{ name, stmt, want string }{
+		{"a row changed", "UPDATE " + permits + " SET status = 'forged' WHERE permit_number = 'BP-0003'",
+			"1 row(s) differ from version 1 in status (e.g. "},
+		{"a row deleted", "DELETE FROM " + permits + " WHERE permit_number = 'BP-0004'",
+			"1 row(s) of version 1 are missing from the table (e.g. "},
+		{"a row added", "CREATE TEMP TABLE x AS SELECT * FROM " + permits + " LIMIT 1; UPDATE x SET _ploti_record_id = 'rec_by_hand', permit_number = 'BP-9999'; INSERT INTO " + permits + " SELECT * FROM x",
+			"1 row(s) in the table are not in version 1 (e.g. rec_by_hand)"},
+		{"a column altered", "ALTER TABLE " + permits + " ALTER COLUMN units TYPE text",
+			"column units is text in the table, bigint in version 1"},
+	} {
+		db, err := postgres.Open(context.Background(), vars["PLOTI_DB"], postgres.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = db.Conn().Exec(context.Background(), tc.stmt)
+		db.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		code, out, errs := cli(t, vars, "verify")
+		if code != exitPartial || !strings.Contains(out, emulator.DemoPermits+" v1: DIFFERS") || !strings.Contains(out, tc.want) || !strings.Contains(out, "2 verified, 1 differ") {
+			t.Fatalf("%s: verify: exit %d, want 3 and %q\n%s%s", tc.name, code, tc.want, out, errs)
+		}
+		if code, out, errs := cli(t, vars, "verify", "--repair"); code != exitOK {
+			t.Fatalf("%s: verify --repair: exit %d\n%s%s", tc.name, code, out, errs)
+		}
+		if code, out, errs := cli(t, vars, "verify"); code != exitOK || !strings.Contains(out, "all 3 dataset(s) verified") {
+			t.Fatalf("%s: verify after the repair: exit %d\n%s%s", tc.name, code, out, errs)
+		}
 	}
 }

@@ -22,3 +22,16 @@ func (tx *Tx) MergeDeferred(ctx context.Context, datasetID string, version int, 
 
 // FinishMerged does nothing: MergeDeferred checked and logged each file.
 func (tx *Tx) FinishMerged(context.Context, []storage.Merged) error { return nil }
+
+// LoadScratch builds a table from the snapshot as LoadSnapshot does, and
+// leaves it out of the swaps: it is never renamed into place, and the
+// caller's rollback drops it.
+func (tx *Tx) LoadScratch(ctx context.Context, cols []ploti.Column, files []string) (string, int64, error) {
+	n, err := tx.loadSnapshot(ctx, "_ploti_verify_snapshot", cols, files, true)
+	if err != nil {
+		return "", 0, err
+	}
+	s := tx.swaps[len(tx.swaps)-1]
+	tx.swaps = tx.swaps[:len(tx.swaps)-1]
+	return tx.db.table(s.built), n, nil
+}
