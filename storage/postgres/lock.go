@@ -31,6 +31,7 @@ func (db *DB) lock(ctx context.Context, opts Options) error {
 			return fmt.Errorf("open %s: take the writer's lock: %w", db.name, err)
 		}
 		if got {
+			db.locked = true
 			return nil
 		}
 		err := fmt.Errorf("%w: %s", storage.ErrLocked, db.holder(ctx))

@@ -69,6 +69,7 @@ type DB struct {
 	geomOID  uint32
 	loads    int // numbers the tables loads build
 	readOnly bool
+	locked   bool // holds the writer's advisory lock
 }
 
 // IsURL tells whether a --db value names a PostgreSQL database rather
@@ -242,6 +243,14 @@ func (db *DB) Close() error {
 	var errs []error
 	if db.duck != nil {
 		errs = append(errs, db.duck.Close())
+	}
+	if db.locked {
+		// The lock is let go before the session ends: a server ends a
+		// closed session's backend (and its locks) a moment after the
+		// client hangs up, and the next writer must not find it held.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		db.conn.Exec(ctx, "SELECT pg_advisory_unlock($1, $2)", lockClass, lockObj)
+		cancel()
 	}
 	if db.pinned != nil {
 		// Closed for good, not given back to the pool with the lock.
