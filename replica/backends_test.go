@@ -172,3 +172,24 @@ func TestPostgres_fileOnlyFeaturesAreRefused(t *testing.T) {
 		t.Fatalf("a story: %v, want ErrFileOnly", err)
 	}
 }
+
+// The tables go in the schema the URL names (?schema=feeds; public
+// without it), _ploti beside them, and readers find them there.
+func TestPostgres_schemaFromURL(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, _, _ := seedTwo(t, em)
+	u := pgtest.DB(t) + "&schema=feeds"
+	r := mustOpen(t, em, sub, u)
+	mustSync(t, r)
+	assertMatchesTruth(t, r, em, "ds_permits", 1)
+	var n int
+	must(t, r.DB().QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables
+		WHERE table_schema = 'feeds' AND table_name IN ('ds_permits', 'ds_parcels')`).Scan(&n))
+	if n != 2 {
+		t.Fatalf("%d dataset tables in schema feeds, want 2", n)
+	}
+	if !strings.Contains(r.Path(), "schema=feeds") {
+		t.Fatalf("the database's name %s does not say its schema", r.Path())
+	}
+}

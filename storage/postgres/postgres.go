@@ -90,7 +90,7 @@ func Redact(dsn string) string {
 		u.User = nil
 	}
 	q := url.Values{}
-	for _, k := range []string{"host", "port", "sslmode"} {
+	for _, k := range []string{"host", "port", "sslmode", "schema"} {
 		if v := u.Query().Get(k); v != "" {
 			q.Set(k, v)
 		}
@@ -102,9 +102,12 @@ func Redact(dsn string) string {
 // Open connects to the database at dsn (a postgres:// URL), takes the
 // writer's advisory lock (waiting with backoff up to LockTimeout while
 // another writer holds it), makes sure PostGIS and the tables' schema
-// exist, and migrates _ploti.
+// exist, and migrates _ploti. The URL's schema parameter (ours, not
+// PostgreSQL's: taken out before connecting) names the tables' schema
+// when opts.Schema does not.
 func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
-	name := Redact(dsn)
+	name := Redact(dsn) // with the schema, which it names
+	dsn, opts.Schema = cutSchema(dsn, opts.Schema)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -304,4 +307,20 @@ func (db *DB) checkReplica(ctx context.Context) error {
 	}
 	_, err := db.conn.Exec(ctx, "SELECT set_config('search_path', $1, false)", ident(db.schema)+", public")
 	return err
+}
+
+// cutSchema takes the schema parameter out of a postgres:// URL, and
+// returns the URL without it and the schema (schema, when given, wins).
+func cutSchema(dsn, schema string) (string, string) {
+	u, err := url.Parse(dsn)
+	if err != nil || !u.Query().Has("schema") {
+		return dsn, schema
+	}
+	q := u.Query()
+	if schema == "" {
+		schema = q.Get("schema")
+	}
+	q.Del("schema")
+	u.RawQuery = q.Encode()
+	return u.String(), schema
 }
