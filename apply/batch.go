@@ -3,6 +3,7 @@ package apply
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/ploti-replica/ploti-replica/ploti"
@@ -270,4 +271,101 @@ func (b *Batch) Scope(ids []string) {
 	if b.scope == nil {
 		b.scope = []string{}
 	}
+}
+
+// Batch holds the page's open transaction for state-only actions, so that
+// a page's bookkeeping commits together (and with the cursor).
+type Batch struct {
+	// Share lets small merges join the batch's transaction (see
+	// sharedMerge); the walk sets it, and applies a page again without it
+	// when Apply returns ErrRetryPage.
+	Share bool
+	db    *storage.DB
+	tx    *storage.Tx
+	ctx   context.Context // the context of the transaction, for Flush's writes
+	cache *pageCache      // registry rows read, and writes held back (batch.go)
+	scope []string        // the datasets the batch reads (Scope); nil: all
+	// deferred are the shared merges whose checks and log Flush makes at
+	// once (storage.Tx.FinishMerged); files are theirs, removed after.
+	deferred []storage.Merged
+	files    []keptFiles
+}
+
+// keptFiles are downloaded files a batch removes once it commits or aborts.
+type keptFiles struct {
+	src   Source
+	paths []string
+}
+
+// keep removes paths once the batch commits or aborts.
+func (b *Batch) keep(src Source, paths []string) { b.files = append(b.files, keptFiles{src, paths}) }
+
+// merged defers a shared merge's checks and log to Flush.
+func (b *Batch) merged(m storage.Merged) { b.deferred = append(b.deferred, m) }
+
+// release removes the batch's files and forgets its deferred merges.
+func (b *Batch) release() {
+	for _, k := range b.files {
+		k.src.Discard(k.paths)
+	}
+	b.files, b.deferred = nil, nil
+}
+
+// NewBatch starts an empty batch.
+func NewBatch(db *storage.DB) *Batch { return &Batch{db: db} }
+
+// Tx returns the open transaction, beginning one if needed.
+func (b *Batch) Tx(ctx context.Context) (*storage.Tx, error) {
+	if b.tx == nil {
+		tx, err := b.db.Begin(ctx)
+		if err != nil {
+			return nil, err
+		}
+		b.tx, b.ctx = tx, ctx
+	}
+	return b.tx, nil
+}
+
+// Pending reports whether the batch holds anything uncommitted: its
+// transaction is open. When it is not, every event the batch was given is
+// committed.
+func (b *Batch) Pending() bool { return b.tx != nil }
+
+// Flush writes the bookkeeping held back and commits the open
+// transaction, if any.
+func (b *Batch) Flush() error {
+	if b.tx == nil {
+		return nil
+	}
+	if err := b.tx.Tables().FinishMerged(b.ctx, b.deferred); err != nil {
+		// A merge of the page does not fit: its transaction goes, and the
+		// walk applies the page again with each merge checked on its own.
+		b.Abort()
+		if cerr := b.ctx.Err(); cerr != nil {
+			return fmt.Errorf("commit batch: %w: %w", cerr, err)
+		}
+		return fmt.Errorf("commit batch: %w: %w", ErrRetryPage, err)
+	}
+	if err := b.writeBack(b.ctx); err != nil {
+		b.Abort()
+		return fmt.Errorf("commit batch: %w", err)
+	}
+	tx := b.tx
+	b.tx = nil
+	defer b.release()
+	if err := tx.Commit(); err != nil {
+		b.cache = nil // it holds what did not commit
+		return fmt.Errorf("commit batch: %w", err)
+	}
+	return nil
+}
+
+// Abort rolls the open transaction back.
+func (b *Batch) Abort() {
+	b.cache = nil
+	if b.tx != nil {
+		b.tx.Rollback()
+		b.tx = nil
+	}
+	b.release()
 }
