@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -13,9 +14,22 @@ import (
 // fileColumns lists the columns of Parquet files (of the first, when
 // several parts must agree), with the DuckDB type each is read as.
 func (tx *Tx) fileColumns(ctx context.Context, files []string) ([]string, map[string]string, error) {
-	rows, err := tx.tx.QueryContext(ctx, "SELECT * FROM "+parquetSource(files)+" LIMIT 0")
+	have, types, err := SourceColumns(ctx, tx.tx, parquetSource(files))
 	if err != nil {
 		return nil, nil, fileError(files, err)
+	}
+	return have, types, nil
+}
+
+// SourceColumns lists the columns of src, a DuckDB relation (a read_parquet
+// or read_json call) read through q, in order, with the DuckDB type each is
+// read as: what a load checks a file against its schema with.
+func SourceColumns(ctx context.Context, q interface {
+	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+}, src string) ([]string, map[string]string, error) {
+	rows, err := q.QueryContext(ctx, "SELECT * FROM "+src+" LIMIT 0")
+	if err != nil {
+		return nil, nil, err
 	}
 	defer rows.Close()
 	types, err := rows.ColumnTypes()

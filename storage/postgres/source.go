@@ -8,27 +8,14 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/ploti-replica/ploti-replica/storage"
 )
 
 // fileColumns lists the columns of Parquet files (of the first, when
 // several parts must agree), with the DuckDB type each is read as.
 func (db *DB) fileColumns(ctx context.Context, src string) ([]string, map[string]string, error) {
-	rows, err := db.duck.QueryContext(ctx, "SELECT * FROM "+src+" LIMIT 0")
-	if err != nil {
-		return nil, nil, err
-	}
-	defer rows.Close()
-	types, err := rows.ColumnTypes()
-	if err != nil {
-		return nil, nil, err
-	}
-	names := make([]string, len(types))
-	byName := make(map[string]string, len(types))
-	for i, t := range types {
-		names[i] = t.Name()
-		byName[t.Name()] = t.DatabaseTypeName()
-	}
-	return names, byName, nil
+	return storage.SourceColumns(ctx, db.duck, src)
 }
 
 // errCopyEnded ends the DuckDB side of a COPY that PostgreSQL stopped.
