@@ -20,6 +20,9 @@ var (
 	// ErrNoFile means Open was asked not to create the file, and there is
 	// none. errors.Is(ErrNoFile, fs.ErrNotExist) holds.
 	ErrNoFile error = noFileError{}
+	// ErrNoFolder means the file would be created in a folder that does
+	// not exist (DuckDB does not make folders).
+	ErrNoFolder = errors.New("no such folder")
 	// ErrNotDuckDB means the file is not a DuckDB database at all.
 	ErrNotDuckDB = errors.New("not a DuckDB file")
 	// ErrStorageVersion means the file's DuckDB storage version is newer

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // DuckDB's storage version numbers, as its main header records them
@@ -59,8 +61,8 @@ var duckMagic = []byte("DUCK")
 // serialization error.
 func Inspect(path string) (FileInfo, error) {
 	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return FileInfo{}, nil
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return FileInfo{}, nil // no file; Open's CheckFolder names a missing folder
 	}
 	if err != nil {
 		return FileInfo{}, fmt.Errorf("open %s: %w", path, err)
@@ -83,6 +85,26 @@ func Inspect(path string) (FileInfo, error) {
 			path, ErrStorageVersion, info.StorageVersion, DuckDBVersion)
 	}
 	return info, nil
+}
+
+// CheckFolder refuses, in words, a file path to create whose folder does
+// not exist (or is not a folder), before DuckDB answers with its own "No
+// such file or directory" for the file itself.
+func CheckFolder(path string) error {
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	}
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("open %s: %w: %s does not exist; create it, or give a path in a folder that does", path, ErrNoFolder, dir)
+	case err != nil:
+		return fmt.Errorf("open %s: %w", path, err)
+	case !st.IsDir():
+		return fmt.Errorf("open %s: %w: %s is a file, not a folder", path, ErrNoFolder, dir)
+	}
+	return nil
 }
 
 // looksLike names a few well-known file kinds from their first bytes.

@@ -91,3 +91,26 @@ func TestOpen_noCreateAndReadOnlyNeedAFile(t *testing.T) {
 		}
 	}
 }
+
+func TestOpen_aMissingFolderIsNamedInWords(t *testing.T) {
+	dir := t.TempDir()
+	notAFolder := filepath.Join(dir, "notes.txt")
+	os.WriteFile(notAFolder, []byte("notes\n"), 0o644)
+	for path, want := range map[string]string{
+		filepath.Join(dir, "none", "deeper", "replica.duckdb"): filepath.Join(dir, "none", "deeper") + " does not exist",
+		filepath.Join(notAFolder, "replica.duckdb"):            notAFolder + " is a file, not a folder",
+	} {
+		_, err := Open(context.Background(), path, Options{})
+		if !errors.Is(err, ErrNoFolder) || !strings.Contains(err.Error(), want) {
+			t.Fatalf("open %s: %v, want ErrNoFolder saying %q", path, err, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "none")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal("open made a folder")
+	}
+	db, err := Open(context.Background(), filepath.Join(dir, "here.duckdb"), Options{})
+	if err != nil {
+		t.Fatalf("a file in a folder that exists: %v", err)
+	}
+	db.Close()
+}

@@ -95,6 +95,11 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if !info.Exists && (opts.NoCreate || opts.ReadOnly) {
 		return nil, fmt.Errorf("open %s: %w", path, ErrNoFile)
 	}
+	if !info.Exists {
+		if err := CheckFolder(path); err != nil {
+			return nil, err
+		}
+	}
 	if opts.LockTimeout == 0 {
 		opts.LockTimeout = DefaultLockTimeout
 	}

@@ -60,9 +60,14 @@ func (d *demoCmd) run(ctx context.Context) error {
 		if err := checkDemoDatabase(ctx, d.DB); err != nil {
 			return err
 		}
-	} else if !d.Force {
-		if err := checkDemoFile(ctx, d.DB); err != nil {
+	} else {
+		if err := storage.CheckFolder(d.DB); err != nil {
 			return err
+		}
+		if !d.Force {
+			if err := checkDemoFile(ctx, d.DB); err != nil {
+				return err
+			}
 		}
 	}
 	em, err := emulator.New(emulator.Options{NoRateLimit: true})

@@ -127,6 +127,20 @@ func mustDuckDB(t *testing.T, path, stmt string) {
 }
 
 // Item 5: demo --db replaced any file with no word.
+// A --db in a folder that does not exist is refused before the demo starts
+// (no emulator, no output), naming the folder, not with DuckDB's own "No
+// such file or directory" at the end of the walk-through.
+func TestDemo_intoAMissingFolderSaysSoFirst(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "not-made-yet")
+	r := sh(t, nil, "demo", "--db", filepath.Join(dir, "demo.duckdb"))
+	if r.code != exitFailure || !strings.Contains(r.stderr, dir+" does not exist") || r.stdout != "" {
+		t.Fatalf("demo into a missing folder must fail first, naming the folder: %s", r)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Fatal("demo made the folder")
+	}
+}
+
 func TestDemo_replacesOnlyItsOwnFile(t *testing.T) {
 	dir := t.TempDir()
 	text := filepath.Join(dir, "notes.txt")
