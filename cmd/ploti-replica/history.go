@@ -115,12 +115,17 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// span is "v3 → v5" (or "v3 →" while current), with the times when known.
+// span is "v3 → v5 (published … → …)", or "v3 → now (since …)" for the
+// row a record holds today, the times when known.
 func span(from int, to *int, fromAt, toAt *time.Time) string {
-	s := fmt.Sprintf("v%d →", from)
-	if to != nil {
-		s += fmt.Sprintf(" v%d", *to)
+	if to == nil {
+		s := fmt.Sprintf("v%d → now", from)
+		if fromAt != nil {
+			s += " (since " + fromAt.UTC().Format(time.RFC3339) + ")"
+		}
+		return s
 	}
+	s := fmt.Sprintf("v%d → v%d", from, *to)
 	if fromAt != nil {
 		s += " (" + fromAt.UTC().Format(time.RFC3339)
 		if toAt != nil {

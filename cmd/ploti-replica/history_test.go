@@ -86,3 +86,25 @@ func TestParseHistoryKeep(t *testing.T) {
 		}
 	}
 }
+
+// A record's current row reads "v3 → now", not an arrow to nothing.
+func TestSpan_theCurrentRowSaysNow(t *testing.T) {
+	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	later := at.Add(24 * time.Hour)
+	three := 3
+	for _, tc := range []struct {
+		to     *int
+		toAt   *time.Time
+		fromAt *time.Time
+		want   string
+	}{
+		{nil, nil, &at, "v2 → now (since 2026-11-01T00:00:00Z)"},
+		{nil, nil, nil, "v2 → now"},
+		{&three, &later, &at, "v2 → v3 (2026-11-01T00:00:00Z → 2026-11-02T00:00:00Z)"},
+		{&three, nil, nil, "v2 → v3"},
+	} {
+		if got := span(2, tc.to, tc.fromAt, tc.toAt); got != tc.want {
+			t.Fatalf("span = %q, want %q", got, tc.want)
+		}
+	}
+}
