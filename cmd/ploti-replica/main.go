@@ -157,8 +157,12 @@ func (e *usageError) Unwrap() error { return e.err }
 
 func newRoot(env *Env) *cobra.Command {
 	root := &cobra.Command{
-		Use:           "ploti-replica",
-		Short:         "Keep a local DuckDB file current with a Ploti Data Feeds subscription",
+		Use:   "ploti-replica",
+		Short: "Keep a local DuckDB file current with a Ploti Data Feeds subscription and the datasets you watch",
+		Long: "Keep a local DuckDB file current with a Ploti Data Feeds subscription and the datasets you watch:\n" +
+			"every table always a whole version Ploti published, readable by any DuckDB client.\n" +
+			"--db takes a file path or a postgres:// URL (the same replica in PostgreSQL/PostGIS).\n\n" +
+			"Start with `ploti-replica demo` (no account needed), then `ploti-replica sync`.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
