@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -27,21 +26,16 @@ func TestCrash_postgres(t *testing.T) {
 		t.Skip("the crash harness builds the binary and runs it about 50 times")
 	}
 	pgtest.Require(t)
-	began := time.Now()
 	w := newCrashWorld(t)
 	w.bin = harnessBinary(t, t.TempDir())
-	syncs, kills, faults, mismatches := 0, 0, 0, 0
+	h := newHarness(t, w, "crash harness on PostgreSQL", crashKind)
 	clean := func(from string) (string, map[string]string, []string) {
 		t.Helper()
 		u := pgtest.DB(t)
 		if from != "" {
 			u = pgtest.Clone(t, from)
 		}
-		run := w.runChild(t, u, nil)
-		syncs++
-		if run.killed || run.code != 0 {
-			t.Fatalf("clean sync: exit %d\n%s", run.code, run.stderr)
-		}
+		run := h.clean(u)
 		fp, err := pgFingerprint(t, u)
 		if err != nil {
 			t.Fatal(err)
@@ -54,69 +48,28 @@ func TestCrash_postgres(t *testing.T) {
 	seqs := map[string][]string{}
 	_, want["catch-up"], seqs["catch-up"] = clean(base)
 	_, want["bootstrap"], seqs["bootstrap"] = clean("")
-	if h := want["catch-up"]["_ploti.holds"]; !strings.Contains(h, "local") || !strings.Contains(h, "server") {
-		t.Fatalf("the catch-up should end with a local and a server hold: %q", h)
+	if holds := want["catch-up"]["_ploti.holds"]; !strings.Contains(holds, "local") || !strings.Contains(holds, "server") {
+		t.Fatalf("the catch-up should end with a local and a server hold: %q", holds)
 	}
 
-	rng := rand.New(rand.NewPCG(17, 2026))
-	delays := []time.Duration{0, time.Millisecond, 4 * time.Millisecond, 10 * time.Millisecond, 25 * time.Millisecond}
-	var scenarios []crashScenario
-	for _, from := range []string{"bootstrap", "catch-up"} {
-		n := map[string]int{"bootstrap": 4, "catch-up": 8}[from]
-		for i, p := range spread(firstKills(seqs[from], delays), seqs[from], n) {
-			sc := crashScenario{from: from, plans: []killPlan{p}}
-			for range 1 + i%2 {
-				modes := []string{"before", "mid", "after", "after"}
-				sc.plans = append(sc.plans, killPlan{at: 1 + rng.IntN(10), mode: modes[rng.IntN(len(modes))], delay: delays[rng.IntN(len(delays))]})
-			}
-			if i%4 == 2 {
-				f := crashFaults()[len(scenarios)%len(crashFaults())]
-				sc.fault = &f
-			}
-			scenarios = append(scenarios, sc)
-		}
-	}
+	scenarios := scenarioPlan{seed: 17, counts: map[string]int{"bootstrap": 4, "catch-up": 8},
+		delays:  []time.Duration{0, time.Millisecond, 4 * time.Millisecond, 10 * time.Millisecond, 25 * time.Millisecond},
+		resumes: func(i int) int { return 1 + i%2 }, maxAt: 10, faultEvery: 4, faultAt: 2,
+	}.scenarios(seqs)
 	for i, sc := range scenarios {
 		u := pgtest.DB(t)
 		if sc.from == "catch-up" {
 			u = pgtest.Clone(t, base)
 		}
-		var story []string
-		for j, p := range sc.plans {
-			if sc.fault != nil && j == 1 {
-				w.em.Inject(*sc.fault)
-				faults++
+		h.play(i, u, sc, func() []string {
+			fp, err := pgFingerprint(t, u)
+			if err != nil {
+				return []string{"read the database: " + err.Error()}
 			}
-			run := w.runChild(t, u, &p)
-			syncs++
-			if !run.killed {
-				story = append(story, fmt.Sprintf("%v: no kill (exit %d)", p, run.code))
-				continue
-			}
-			kills++
-			story = append(story, fmt.Sprintf("%v: killed at %s", p, run.hit))
-		}
-		w.em.ClearFaults()
-		run := w.runChild(t, u, nil)
-		syncs++
-		var bad []string
-		if run.killed || run.code != 0 {
-			bad = append(bad, fmt.Sprintf("the sync after the kills exited %d:\n%s", run.code, run.stderr))
-		} else if fp, err := pgFingerprint(t, u); err != nil {
-			bad = append(bad, "read the database: "+err.Error())
-		} else {
-			bad = append(bad, diff(fp, want[sc.from])...)
-		}
-		if len(bad) > 0 {
-			mismatches++
-			t.Errorf("scenario %d (%s, %s): content differs from a clean run\n%s", i, sc.from, strings.Join(story, "; "), strings.Join(bad, "\n"))
-		}
+			return diff(fp, want[sc.from])
+		})
 	}
-	t.Logf("crash harness on PostgreSQL: %d scenarios, %d kills (SIGKILL), %d faults injected, %d syncs run, %d content mismatches, in %s",
-		len(scenarios), kills, faults, syncs, mismatches, time.Since(began).Round(time.Second))
-	if kills < 12 {
-		t.Errorf("only %d kills; want at least one a scenario", kills)
-	}
+	h.report(len(scenarios), 12) // at least one a scenario
 }
 
 // pgFingerprint is fingerprint (crash_test.go) of a replica in

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -668,22 +667,16 @@ func TestCrash(t *testing.T) {
 		soak(t)
 		return
 	}
-	began := time.Now()
 	w := newCrashWorld(t)
 	w.bin = harnessBinary(t, t.TempDir())
-	syncs, kills, outran, faults, mismatches := 0, 0, 0, 0, 0
-	byKind := map[string]int{}
+	h := newHarness(t, w, "crash harness", crashKind)
 	clean := func(name, from string) (map[string]string, []string) {
 		t.Helper()
 		path := filepath.Join(w.dir, name)
 		if from != "" {
 			copyFile(t, from, path)
 		}
-		run := w.runChild(t, path, nil)
-		syncs++
-		if run.killed || run.code != 0 {
-			t.Fatalf("clean sync %s: exit %d\n%s", name, run.code, run.stderr)
-		}
+		run := h.clean(path)
 		if bad := truthMismatches(t, path, w.em); len(bad) > 0 {
 			t.Fatalf("clean sync %s differs from the emulator's truth:\n%s", name, strings.Join(bad, "\n"))
 		}
@@ -700,97 +693,52 @@ func TestCrash(t *testing.T) {
 	seqs := map[string][]string{}
 	want["catch-up"], seqs["catch-up"] = clean("clean-catch-up.duckdb", base)
 	want["bootstrap"], seqs["bootstrap"] = clean("clean-bootstrap.duckdb", "")
-	if h := want["catch-up"]["_ploti.holds"]; !strings.Contains(h, "local") || !strings.Contains(h, "server") {
-		t.Fatalf("the catch-up should end with a local and a server hold: %q", h)
+	if holds := want["catch-up"]["_ploti.holds"]; !strings.Contains(holds, "local") || !strings.Contains(holds, "server") {
+		t.Fatalf("the catch-up should end with a local and a server hold: %q", holds)
 	}
-	pages := 0
-	for _, k := range seqs["catch-up"] {
-		if k == "events" {
-			pages++
-		}
-	}
-	if pages < 5 {
+	if pages := countKinds(seqs["catch-up"], "events"); pages < 5 {
 		t.Fatalf("the catch-up read %d pages of events; want several cursor commits (--page-size 3)", pages)
 	}
 
-	rng := rand.New(rand.NewPCG(4, 2026))
-	delays := []time.Duration{0, time.Millisecond, 4 * time.Millisecond, 10 * time.Millisecond, 25 * time.Millisecond, 60 * time.Millisecond}
-	var scenarios []crashScenario
-	for _, from := range []string{"bootstrap", "catch-up"} {
-		n := map[string]int{"bootstrap": 12, "catch-up": 30}[from]
-		for i, p := range spread(firstKills(seqs[from], delays), seqs[from], n) {
-			sc := crashScenario{from: from, plans: []killPlan{p}}
-			for range 1 + i%3 { // more kills in the runs that resume
-				modes := []string{"before", "mid", "after", "after"}
-				sc.plans = append(sc.plans, killPlan{at: 1 + rng.IntN(10), mode: modes[rng.IntN(len(modes))], delay: delays[rng.IntN(len(delays))]})
-			}
-			if i%8 == 4 {
-				f := crashFaults()[len(scenarios)%len(crashFaults())]
-				sc.fault = &f
-			}
-			scenarios = append(scenarios, sc)
-		}
-	}
+	scenarios := scenarioPlan{seed: 4, counts: map[string]int{"bootstrap": 12, "catch-up": 30},
+		delays:  []time.Duration{0, time.Millisecond, 4 * time.Millisecond, 10 * time.Millisecond, 25 * time.Millisecond, 60 * time.Millisecond},
+		resumes: func(i int) int { return 1 + i%3 }, maxAt: 10, faultEvery: 8, faultAt: 4, // more kills in the runs that resume
+	}.scenarios(seqs)
 	for i, sc := range scenarios {
 		path := filepath.Join(w.dir, fmt.Sprintf("s%03d.duckdb", i))
 		if sc.from == "catch-up" {
 			copyFile(t, base, path)
 		}
-		var story []string
-		for j, p := range sc.plans {
-			if sc.fault != nil && j == 1 { // in a resumed run: the first kill lands where planned
-				w.em.Inject(*sc.fault)
-				faults++
-			}
-			run := w.runChild(t, path, &p)
-			syncs++
-			if !run.killed {
-				outran++
-				story = append(story, fmt.Sprintf("%v: no kill (exit %d)", p, run.code))
-				if run.code != 0 {
-					story = append(story, run.stderr)
-				}
-				continue
-			}
-			kills++
-			byKind[crashKind(sc.from, p, run)]++
-			story = append(story, fmt.Sprintf("%v: killed at %s", p, run.hit))
-		}
-		w.em.ClearFaults()
-		run := w.runChild(t, path, nil)
-		syncs++
-		var bad []string
-		if run.killed || run.code != 0 {
-			bad = append(bad, fmt.Sprintf("the sync after the kills exited %d:\n%s", run.code, run.stderr))
-		} else if fp, err := fingerprint(t, path); err != nil {
-			bad = append(bad, "read the file: "+err.Error())
-		} else {
-			bad = append(bad, diff(fp, want[sc.from])...)
-			bad = append(bad, truthMismatches(t, path, w.em)...)
-			if _, err := os.Stat(path + ".spool"); err == nil {
-				bad = append(bad, "the spool folder is left after a finished sync")
-			}
-			if left, _ := filepath.Glob(path + ".walcheck-*"); len(left) > 0 {
-				bad = append(bad, fmt.Sprintf("a WAL check's links are left: %v", left))
-			}
-		}
-		if len(bad) > 0 {
-			mismatches++
-			t.Errorf("scenario %d (%s, %s): %s\n%s", i, sc.from, strings.Join(story, "; "), "content differs from a clean run", strings.Join(bad, "\n"))
-		}
+		h.play(i, path, sc, func() []string { return fileMismatches(t, path, want[sc.from], w) })
 		os.Remove(path)
 	}
-	var kinds []string
-	for k, n := range byKind {
-		kinds = append(kinds, fmt.Sprintf("  %3d %s", n, k))
+	h.report(len(scenarios), 50) // the issue asks for 50 kills or more
+}
+
+// fileMismatches is what differs in a file after a scenario's last sync:
+// from the clean run's fingerprint, from the emulator's truth, and what a
+// finished sync must not leave beside it.
+func fileMismatches(t *testing.T, path string, want map[string]string, w *crashWorld) []string {
+	fp, err := fingerprint(t, path)
+	if err != nil {
+		return []string{"read the file: " + err.Error()}
 	}
-	sort.Strings(kinds)
-	t.Logf("crash harness: %d scenarios, %d kills (SIGKILL), %d faults injected, %d syncs run, %d content mismatches, in %s\n"+
-		"(%d planned kills came after the child had finished)\nkills by moment:\n%s",
-		len(scenarios), kills, faults, syncs, mismatches, time.Since(began).Round(time.Second), outran, strings.Join(kinds, "\n"))
-	if kills < 50 {
-		t.Errorf("only %d kills; the issue asks for 50 or more", kills)
+	bad := diff(fp, want)
+	bad = append(bad, truthMismatches(t, path, w.em)...)
+	return append(bad, leftBeside(path)...)
+}
+
+// leftBeside names what a finished sync left beside its file: the spool
+// folder, a WAL check's links.
+func leftBeside(path string) []string {
+	var bad []string
+	if _, err := os.Stat(path + ".spool"); err == nil {
+		bad = append(bad, "the spool folder is left after a finished sync")
 	}
+	if left, _ := filepath.Glob(path + ".walcheck-*"); len(left) > 0 {
+		bad = append(bad, fmt.Sprintf("a WAL check's links are left: %v", left))
+	}
+	return bad
 }
 
 // --page-size sets the events per page (the crash harness uses small pages

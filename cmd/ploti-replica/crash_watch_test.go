@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -195,11 +193,9 @@ func TestCrashWatch(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the crash harness builds the binary and runs it many times")
 	}
-	began := time.Now()
 	w := newCrashWatchWorld(t)
 	w.bin = harnessBinary(t, t.TempDir())
-	syncs, kills, outran, mismatches := 0, 0, 0, 0
-	byKind := map[string]int{}
+	h := newHarness(t, w, "watch crash harness", watchCrashKind)
 	first := plotiNow(w.em)
 	clean := func(name, from string, synced map[string][]int) (map[string]string, []string) {
 		t.Helper()
@@ -207,11 +203,7 @@ func TestCrashWatch(t *testing.T) {
 		if from != "" {
 			copyFile(t, from, path)
 		}
-		run := w.runChild(t, path, nil)
-		syncs++
-		if run.killed || run.code != 0 {
-			t.Fatalf("clean sync %s: exit %d\n%s", name, run.code, run.stderr)
-		}
+		run := h.clean(path)
 		if bad := watchTruthMismatches(t, path, w.em, synced); len(bad) > 0 {
 			t.Fatalf("clean sync %s differs from the emulator's truth:\n%s", name, strings.Join(bad, "\n"))
 		}
@@ -235,74 +227,31 @@ func TestCrashWatch(t *testing.T) {
 	want["catch-up"], seqs["catch-up"] = clean("clean-catch-up.duckdb", base, synced["catch-up"])
 	want["bootstrap"], seqs["bootstrap"] = clean("clean-bootstrap.duckdb", "", synced["bootstrap"])
 	for _, k := range []string{"watches", "watch-changes", "rows", "info"} {
-		if !strings.Contains(strings.Join(seqs["catch-up"], " "), k) {
+		if countKinds(seqs["catch-up"], k) == 0 {
 			t.Fatalf("the catch-up made no %s request: %v", k, seqs["catch-up"])
 		}
 	}
 
-	rng := rand.New(rand.NewPCG(12, 2026))
-	delays := []time.Duration{0, time.Millisecond, 4 * time.Millisecond, 10 * time.Millisecond, 25 * time.Millisecond, 60 * time.Millisecond}
-	var scenarios []crashScenario
-	for _, from := range []string{"bootstrap", "catch-up"} {
-		n := map[string]int{"bootstrap": 10, "catch-up": 24}[from]
-		for i, p := range spread(firstKills(seqs[from], delays), seqs[from], n) {
-			sc := crashScenario{from: from, plans: []killPlan{p}}
-			for range i % 3 { // more kills in the runs that resume
-				modes := []string{"before", "mid", "after", "after"}
-				sc.plans = append(sc.plans, killPlan{at: 1 + rng.IntN(8), mode: modes[rng.IntN(len(modes))], delay: delays[rng.IntN(len(delays))]})
-			}
-			scenarios = append(scenarios, sc)
-		}
-	}
+	scenarios := scenarioPlan{seed: 12, counts: map[string]int{"bootstrap": 10, "catch-up": 24},
+		delays:  []time.Duration{0, time.Millisecond, 4 * time.Millisecond, 10 * time.Millisecond, 25 * time.Millisecond, 60 * time.Millisecond},
+		resumes: func(i int) int { return i % 3 }, maxAt: 8, // more kills in the runs that resume
+	}.scenarios(seqs)
 	for i, sc := range scenarios {
 		path := filepath.Join(w.dir, fmt.Sprintf("w%03d.duckdb", i))
 		if sc.from == "catch-up" {
 			copyFile(t, base, path)
 		}
-		var story []string
-		for _, p := range sc.plans {
-			run := w.runChild(t, path, &p)
-			syncs++
-			if !run.killed {
-				outran++
-				story = append(story, fmt.Sprintf("%v: no kill (exit %d)", p, run.code))
-				continue
+		h.play(i, path, sc, func() []string {
+			fp, err := fingerprint(t, path)
+			if err != nil {
+				return []string{"read the file: " + err.Error()}
 			}
-			kills++
-			byKind[watchCrashKind(sc.from, p, run)]++
-			story = append(story, fmt.Sprintf("%v: killed at %s", p, run.hit))
-		}
-		run := w.runChild(t, path, nil)
-		syncs++
-		var bad []string
-		if run.killed || run.code != 0 {
-			bad = append(bad, fmt.Sprintf("the sync after the kills exited %d:\n%s", run.code, run.stderr))
-		} else if fp, err := fingerprint(t, path); err != nil {
-			bad = append(bad, "read the file: "+err.Error())
-		} else {
-			bad = append(bad, diff(fp, want[sc.from])...)
-			bad = append(bad, watchTruthMismatches(t, path, w.em, synced[sc.from])...)
-			if _, err := os.Stat(path + ".spool"); err == nil {
-				bad = append(bad, "the spool folder is left after a finished sync")
-			}
-		}
-		if len(bad) > 0 {
-			mismatches++
-			t.Errorf("scenario %d (%s, %s): content differs from a clean run\n%s", i, sc.from, strings.Join(story, "; "), strings.Join(bad, "\n"))
-		}
+			bad := append(diff(fp, want[sc.from]), watchTruthMismatches(t, path, w.em, synced[sc.from])...)
+			return append(bad, leftBeside(path)...)
+		})
 		os.Remove(path)
 	}
-	var kinds []string
-	for k, n := range byKind {
-		kinds = append(kinds, fmt.Sprintf("  %3d %s", n, k))
-	}
-	sort.Strings(kinds)
-	t.Logf("watch crash harness: %d scenarios, %d kills (SIGKILL), %d syncs run, %d content mismatches, in %s\n"+
-		"(%d planned kills came after the child had finished)\nkills by moment:\n%s",
-		len(scenarios), kills, syncs, mismatches, time.Since(began).Round(time.Second), outran, strings.Join(kinds, "\n"))
-	if kills < 25 {
-		t.Errorf("only %d kills", kills)
-	}
+	h.report(len(scenarios), 25)
 }
 
 // heldIDs reads record ids a file's dataset table holds.

@@ -104,17 +104,7 @@ func TestServe_postgresPollCatchesUp(t *testing.T) {
 	w.start(t, time.Second, "--poll", "300ms")
 	w.publish(t)
 	w.publish(t)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		h := w.waitIdle(t, 1)
-		if h.LastResult == resultOK && w.metric(t, "ploti_replica_events_applied_total", "") >= 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the poll did not apply the versions: %+v", h)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	w.awaitApplied(t, 2)
 	if err := w.shutdown(t); err != nil {
 		t.Fatal(err)
 	}

@@ -376,6 +376,23 @@ func (w *serveWorld) waitDeliveries(t *testing.T) {
 	}
 }
 
+// awaitApplied waits (10 s at most) for a sync that ends well after n
+// events were applied in all, as polls or webhooks bring them.
+func (w *serveWorld) awaitApplied(t *testing.T, n float64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		h := w.waitIdle(t, 1)
+		if h.LastResult == resultOK && w.metric(t, "ploti_replica_events_applied_total", "") >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no sync applied %v events: %+v", n, h)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // TestServe_pollCatchesUp guards the fallback: with every webhook lost, the
 // poll timer brings the file to the released version.
 func TestServe_pollCatchesUp(t *testing.T) {
@@ -384,17 +401,7 @@ func TestServe_pollCatchesUp(t *testing.T) {
 	w.start(t, time.Second, "--poll", "300ms")
 	w.publish(t)
 	w.publish(t)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		h := w.waitIdle(t, 1)
-		if h.LastResult == resultOK && w.metric(t, "ploti_replica_events_applied_total", "") >= 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the poll did not apply the versions: %+v", h)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	w.awaitApplied(t, 2)
 	if err := w.shutdown(t); err != nil {
 		t.Fatal(err)
 	}

@@ -19,24 +19,12 @@ import (
 // listener.
 func newMemberServeWorld(t *testing.T) *serveWorld {
 	t.Helper()
-	em, err := emulator.New(emulator.Options{Now: time.Now, NoRateLimit: true, DuckDBThreads: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { em.Close() })
-	if err := em.Start(); err != nil {
-		t.Fatal(err)
-	}
-	em.AddPlace(emulator.Place{ID: "fl-orange", Name: "Orange County, FL", Kind: "county", State: "fl"})
-	if err := em.AddDataset(emulator.DatasetSpec{ID: watchedDataset, Title: "Inspections", PlaceID: "fl-orange", KeyColumns: []string{"k"},
-		Columns: []emulator.Column{{Name: "k", Type: "string"}, {Name: "result", Type: "string"}, {Name: "geometry", Type: "geometry"}}}); err != nil {
-		t.Fatal(err)
-	}
-	publishInspections(t, em, 0)
+	em := inspectionsEmulator(t, emulator.Options{Now: time.Now, NoRateLimit: true, DuckDBThreads: 2})
 	if _, err := em.Watch(watchedDataset); err != nil {
 		t.Fatal(err)
 	}
 	w := &serveWorld{em: em, db: filepath.Join(t.TempDir(), "watches.duckdb"), logs: &lockedBuffer{}}
+	var err error
 	if w.ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,15 @@ const watchedDataset = "ds_fl_orange_inspections"
 // the variables of a member without Data Feeds: a key, no subscription.
 func watchWorld(t *testing.T) (*emulator.Emulator, map[string]string) {
 	t.Helper()
-	em, err := emulator.New(emulator.Options{NoRateLimit: true, DuckDBThreads: 2})
+	em := inspectionsEmulator(t, emulator.Options{NoRateLimit: true, DuckDBThreads: 2})
+	return em, map[string]string{"PLOTI_API_URL": em.URL(), "PLOTI_API_KEY": em.APIKey(), "PLOTI_DB": filepath.Join(t.TempDir(), "watches.duckdb")}
+}
+
+// inspectionsEmulator starts an emulator holding version 1 of one
+// dataset, watchedDataset, in no subscription.
+func inspectionsEmulator(t *testing.T, opts emulator.Options) *emulator.Emulator {
+	t.Helper()
+	em, err := emulator.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +40,7 @@ func watchWorld(t *testing.T) (*emulator.Emulator, map[string]string) {
 		t.Fatal(err)
 	}
 	publishInspections(t, em, 0)
-	return em, map[string]string{"PLOTI_API_URL": em.URL(), "PLOTI_API_KEY": em.APIKey(), "PLOTI_DB": filepath.Join(t.TempDir(), "watches.duckdb")}
+	return em
 }
 
 func publishInspections(t *testing.T, em *emulator.Emulator, round int) int {
