@@ -247,3 +247,44 @@ func TestIsTransient(t *testing.T) {
 		}
 	}
 }
+
+// subscriptions-manifest-files.txt: DELETE "answers 409 busy: try again in
+// a moment". The client does, after Retry-After or a backoff, and gives
+// ErrBusy only once its attempts are spent; other calls never retry a
+// 409 (the table above).
+func TestClient_DeleteSubscriptionTriesAgainWhileBusy(t *testing.T) {
+	ctx := context.Background()
+	var calls atomic.Int32
+	var busyFor atomic.Int32
+	busyFor.Store(2)
+	srv := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodDelete || r.URL.Path != "/v1/feeds/subscriptions/sub_1" {
+			writeError(w, 404, "not_found", "no such path")
+			return
+		}
+		if calls.Add(1) <= busyFor.Load() {
+			if calls.Load() == 1 {
+				w.Header().Set("Retry-After", "3")
+			}
+			writeError(w, 409, "busy", "the subscription's datasets are changing")
+			return
+		}
+		writeJSON(w, 200, map[string]any{"deleted": true})
+	})
+	c, s := MustClient(t, srv.URL, func(o *Options) { o.MaxAttempts = 4 })
+	if err := c.DeleteSubscription(ctx, "sub_1"); err != nil {
+		t.Fatalf("delete after two busy answers: %v", err)
+	}
+	waits := s.Waits()
+	if got, want := calls.Load(), int32(3); got != want {
+		t.Fatalf("calls = %d, want %d", got, want)
+	}
+	if len(waits) != 2 || waits[0] != 3*time.Second || waits[1] <= 0 || waits[1] > time.Second {
+		t.Fatalf("waits = %v, want Retry-After's 3s then a backoff", waits)
+	}
+	calls.Store(0)
+	busyFor.Store(100)
+	if err := c.DeleteSubscription(ctx, "sub_1"); !errors.Is(err, ErrBusy) || calls.Load() != 4 {
+		t.Fatalf("delete while busy throughout: %v after %d calls, want ErrBusy after 4", err, calls.Load())
+	}
+}

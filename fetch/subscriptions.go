@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -114,11 +115,25 @@ func (c *Client) UpdateSubscription(ctx context.Context, id string, revision int
 }
 
 // DeleteSubscription deletes a subscription. While its datasets are
-// changing the answer is ErrBusy: "try again in a moment".
+// changing Ploti answers 409 busy, "try again in a moment"
+// (subscriptions-manifest-files.txt): it does, after the answer's
+// Retry-After or a backoff, up to the client's attempts, and returns
+// ErrBusy when the subscription is still busy then.
 func (c *Client) DeleteSubscription(ctx context.Context, id string) error {
-	var out struct {
-		Deleted bool `json:"deleted"`
+	b := c.newBackoff()
+	for attempt := 1; ; attempt++ {
+		var out struct {
+			Deleted bool `json:"deleted"`
+		}
+		err := c.call(ctx, "delete subscription "+id, http.MethodDelete, c.endpoint(nil, "v1", "feeds", "subscriptions", id), nil,
+			decodeChecked(&out, func() bool { return out.Deleted }, `answer does not say "deleted": true`))
+		if !errors.Is(err, ErrBusy) || attempt >= c.maxAttempts {
+			return err
+		}
+		wait := c.waitFor(err, b)
+		c.log.Info().Str(logOp, "delete subscription "+id).Int(logAttempt, attempt).Dur(logWait, wait).Msg("subscription busy: trying again in a moment")
+		if serr := c.sleep(ctx, wait); serr != nil {
+			return fmt.Errorf("%w (waiting to try again: %w)", err, serr)
+		}
 	}
-	return c.call(ctx, "delete subscription "+id, http.MethodDelete, c.endpoint(nil, "v1", "feeds", "subscriptions", id), nil,
-		decodeChecked(&out, func() bool { return out.Deleted }, `answer does not say "deleted": true`))
 }
