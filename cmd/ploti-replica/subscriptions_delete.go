@@ -21,7 +21,8 @@ func newSubscriptionsDeleteCmd(env *Env) *cobra.Command {
 webhooks stop, and Ploti stops signing links for its datasets unless another
 of the workspace's subscriptions delivers them. Files and rows you already
 have stay yours. While the subscription's datasets are changing Ploti
-answers 409 busy: try again in a moment.
+answers 409 busy ("try again in a moment"): the command tries again a few
+times, waiting as Ploti asks, and says so if it is still busy.
 
 --json prints {"id", "deleted": true}.`,
 		Args: cobra.ExactArgs(1),
