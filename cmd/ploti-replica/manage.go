@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -63,7 +64,7 @@ func newWebhooksCmd(env *Env) *cobra.Command {
 	}
 	create.Flags().StringVar(&w.URL, "url", "", "the https address Ploti POSTs events to (required)")
 	create.Flags().StringVar(&w.Description, "description", "", "a description")
-	create.Flags().StringSliceVar(&w.Events, "events", nil, "event types to send (default: every feed event type, which most receivers want)")
+	create.Flags().StringSliceVar(&w.Events, "events", nil, "event types to send (default: every feed event type, which most receivers want; a filter without feed.dataset.added and feed.dataset.schema_changed never signals new datasets or schema changes)")
 	create.Flags().StringVar(&w.Header, "header", "", `a header Ploti sends with every POST, "Name: value"`)
 	create.Flags().StringVar(&w.SecretFile, "secret-file", "", "write the signing secret to this new file (mode 0600; an existing file is never replaced) instead of printing it; serve reads it with --webhook-secret-file")
 	create.Flags().BoolVar(&w.Member, "member", false, "a member webhook, even with PLOTI_SUBSCRIPTION set: dataset.changed for the datasets you watch and your request events (the default without a subscription)")
@@ -113,6 +114,13 @@ func (w *webhooksCmd) create(ctx context.Context) error {
 	hook, err := c.CreateWebhook(ctx, req)
 	if err != nil {
 		return err
+	}
+	if missed := missedFeedEvents(sub, w.Events); len(missed) > 0 {
+		// feed-events.txt: "A filter that leaves out feed.dataset.added or
+		// feed.dataset.schema_changed never tells you about new datasets or
+		// schema changes." The log still has them: sync and serve read it.
+		fmt.Fprintf(w.env.Stderr, "warning: --events leaves out %s: this webhook will never signal new datasets or schema changes (the log still has them; `serve` polls it too)\n",
+			strings.Join(missed, " and "))
 	}
 	what := "subscription " + sub
 	if sub == "" {
@@ -187,4 +195,20 @@ func (w *webhooksCmd) test(ctx context.Context, id string) error {
 	}
 	fmt.Fprintf(w.env.Stdout, "sent a signed ping to webhook %s\n", id)
 	return nil
+}
+
+// missedFeedEvents names the event types that feed-events.txt says a
+// subscription webhook's filter should keep and events leaves out; none
+// for a member webhook (sub empty) or no filter.
+func missedFeedEvents(sub string, events []string) []string {
+	if sub == "" || len(events) == 0 {
+		return nil
+	}
+	var missed []string
+	for _, want := range []string{ploti.EventAdded, ploti.EventSchemaChanged} {
+		if !slices.Contains(events, want) {
+			missed = append(missed, want)
+		}
+	}
+	return missed
 }

@@ -125,3 +125,26 @@ func TestWebhooksCreate_memberWebhookOnTheEmulator(t *testing.T) {
 		t.Fatalf("webhooks = %+v, want two member webhooks", hooks)
 	}
 }
+
+// feed-events.txt: "A filter that leaves out feed.dataset.added or
+// feed.dataset.schema_changed never tells you about new datasets or schema
+// changes." A subscription webhook made with such a filter is made, with a
+// warning that says so; one whose filter keeps both, or none, has none.
+func TestWebhooksCreate_filterWarning(t *testing.T) {
+	em, _, vars := demoWorld(t)
+	code, _, errs := cli(t, vars, "webhooks", "create", "--url", "https://example.org/a", "--events", "feed.dataset.updated,feed.dataset.added")
+	if code != exitOK || !strings.Contains(errs, "leaves out feed.dataset.schema_changed") || strings.Contains(errs, "leaves out feed.dataset.added") {
+		t.Fatalf("a filter without schema_changed: exit %d, stderr %q", code, errs)
+	}
+	code, _, errs = cli(t, vars, "webhooks", "create", "--url", "https://example.org/b",
+		"--events", "feed.dataset.added,feed.dataset.schema_changed,feed.dataset.updated")
+	if code != exitOK || strings.Contains(errs, "warning") {
+		t.Fatalf("a filter with both: exit %d, stderr %q", code, errs)
+	}
+	if code, _, errs = cli(t, vars, "webhooks", "create", "--url", "https://example.org/c"); code != exitOK || strings.Contains(errs, "warning") {
+		t.Fatalf("no filter: exit %d, stderr %q", code, errs)
+	}
+	if got := len(em.Webhooks()); got != 3 {
+		t.Fatalf("webhooks = %d, want 3 made", got)
+	}
+}
