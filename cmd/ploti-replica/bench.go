@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -26,6 +27,9 @@ type benchCmd struct {
 	Tables  int
 	// WatchRows is the watched dataset's size.
 	WatchRows string
+	// Postgres is the PostgreSQL section's admin URL; PostgresRows its size.
+	Postgres     string
+	PostgresRows string
 }
 
 func newBenchCmd(env *Env) *cobra.Command {
@@ -47,10 +51,14 @@ rate limits on, status on its file, the catch-up of a 20,000-event log,
 and DuckDB's catalog with 5,000 small tables (open time, a checkpoint
 after a small commit, bytes a table), the engine's file against DuckDB
 alone's. The largest snapshot is also bootstrapped over that link,
-download included. The table goes to stdout, then one summary line.
+download included. With a PostgreSQL (--postgres, default
+$PLOTI_TEST_POSTGRES; --only postgres): a 1M-row bootstrap into a fresh
+database against PostgreSQL's own COPY of the same rows, a 1% merge against
+its raw DELETE and INSERT, and a reader's latency during a merge and a
+reload. The table goes to stdout, then one summary line.
 
---quick is the smoke test: 1M rows, a smaller catch-up and 60 datasets,
-about two minutes on two cores.`,
+--quick is the smoke test: 1M rows, a smaller catch-up, 60 datasets and
+20k rows in PostgreSQL, about two minutes on two cores.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return b.run(cmd.Context()) },
 	}
@@ -64,6 +72,8 @@ about two minutes on two cores.`,
 	f.IntVar(&b.Events, "many-events", 0, "about how many events its catch-up's log holds (default 20000; 600 with --quick)")
 	f.IntVar(&b.Tables, "many-tables", 0, "small tables the catalog measure builds, in the engine's file and DuckDB alone's (default 5000; 120 with --quick)")
 	f.StringVar(&b.WatchRows, "watch-rows", "1000000", "the watched dataset's size (its whole read through rows, and a recorded version merged into it)")
+	f.StringVar(&b.Postgres, "postgres", env.Getenv("PLOTI_TEST_POSTGRES"), "a PostgreSQL superuser's URL for the postgres section (it makes a database of its own and drops it; default $PLOTI_TEST_POSTGRES; none: skipped)")
+	f.StringVar(&b.PostgresRows, "postgres-rows", "1000000", "the postgres section's snapshot size (20k with --quick)")
 	f.StringSliceVar(&b.Only, "only", nil, "measure only these sections: "+strings.Join(bench.Sections, ", ")+" (merge, history and publish run load too)")
 	return cmd
 }
@@ -102,6 +112,9 @@ func (b *benchCmd) run(ctx context.Context) error {
 		}
 		cfg.WatchRows = n[0]
 	}
+	if err := b.postgres(&cfg); err != nil {
+		return err
+	}
 	cfg.Repeat, cfg.Threads, cfg.Dir, cfg.Only, cfg.Log = b.Repeat, b.Threads, b.Dir, b.Only, b.env.Stderr
 	if b.Many > 0 {
 		cfg.ManyDatasets = b.Many
@@ -122,6 +135,26 @@ func (b *benchCmd) run(ctx context.Context) error {
 	rep.WriteTable(b.env.Stdout)
 	fmt.Fprintln(b.env.Stdout)
 	fmt.Fprintln(b.env.Stdout, rep.SummaryLine())
+	return nil
+}
+
+// postgres sets the PostgreSQL section's URL and size: --only postgres
+// without a URL is a usage error saying how to start a cluster.
+func (b *benchCmd) postgres(cfg *bench.Config) error {
+	cfg.Postgres = strings.TrimSpace(b.Postgres)
+	if cfg.Postgres == "" && slices.Contains(b.Only, "postgres") {
+		return &usageError{errors.New("--only postgres: " + bench.PostgresHint)}
+	}
+	if cfg.Postgres != "" && !strings.HasPrefix(cfg.Postgres, "postgres://") && !strings.HasPrefix(cfg.Postgres, "postgresql://") {
+		return &usageError{errors.New("--postgres: want a postgres:// URL, such as postgres://user@/postgres?host=/run/postgresql")}
+	}
+	if !b.Quick || b.PostgresRows != "1000000" {
+		n, err := parseRows(b.PostgresRows)
+		if err != nil || len(n) != 1 {
+			return &usageError{fmt.Errorf("--postgres-rows %q: want one size, such as 1000000 or 1M", b.PostgresRows)}
+		}
+		cfg.PostgresRows = n[0]
+	}
 	return nil
 }
 

@@ -62,12 +62,19 @@ type Config struct {
 	// ManyTables is how many small tables the catalog measure builds;
 	// DefaultManyTables when zero.
 	ManyTables int
+	// Postgres is a PostgreSQL superuser's URL for the postgres section,
+	// which makes databases of its own there and drops them; the section
+	// is skipped, saying so, when it is empty.
+	Postgres string
+	// PostgresRows is the postgres section's snapshot size;
+	// DefaultPostgresRows when zero.
+	PostgresRows int64
 	// Wire is the imitated link the many-datasets section bootstraps over;
 	// emulator.OfficeWire when zero.
 	Wire emulator.Wire
 	// Only limits the run to these sections (nil: all): load, merge,
 	// history and publish (which need load), memory, file, log, updates,
-	// watch, geometry, demo, many.
+	// watch, geometry, demo, many, postgres.
 	Only []string
 	// Threads is DuckDB's thread count for the engine and for DuckDB alone
 	// (0: DuckDB's default, the machine's cores).
@@ -114,6 +121,9 @@ func (c *Config) defaults() {
 	if c.ManyTables <= 0 {
 		c.ManyTables = DefaultManyTables
 	}
+	if c.PostgresRows <= 0 {
+		c.PostgresRows = DefaultPostgresRows
+	}
 	if c.Wire == (emulator.Wire{}) {
 		c.Wire = emulator.OfficeWire
 	}
@@ -132,14 +142,15 @@ func (c *Config) defaults() {
 }
 
 // Sections are the parts of a run, for Config.Only.
-var Sections = []string{"load", "merge", "history", "publish", "memory", "file", "log", "updates", "watch", "geometry", "demo", "many"}
+var Sections = []string{"load", "merge", "history", "publish", "memory", "file", "log", "updates", "watch", "geometry", "demo", "many", "postgres"}
 
 // Quick is the CI smoke test's configuration: 1M rows, the 1% merge only,
-// and a catch-up and a statewide subscription scaled down, so the whole
-// run takes about two minutes on two cores.
+// and a catch-up, a statewide subscription and the PostgreSQL section
+// (when Config.Postgres is set) scaled down, so the whole run takes about
+// two minutes on two cores.
 func Quick() Config {
 	return Config{Rows: []int64{1000000}, Merges: []float64{0.01}, Events: 1000, CatchUpDatasets: 20, UpdateRows: 20000, Updates: 20, Reloads: 3,
-		ManyDatasets: 60, ManyEvents: 600, ManyTables: 120, GeometryRows: 100000}
+		ManyDatasets: 60, ManyEvents: 600, ManyTables: 120, GeometryRows: 100000, PostgresRows: 20000}
 }
 
 // want reports whether the run measures a section.
@@ -186,6 +197,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		{"geometry", r.geometry},
 		{"demo", r.demo},
 		{"many", r.many},
+		{"postgres", r.postgres},
 	}
 	for _, s := range steps {
 		if err := s.fn(ctx); err != nil {

@@ -5,6 +5,15 @@
 // memory of a load (in child processes), the file's size over reloads, and
 // the demo's time to the first answer.
 //
+// With a PostgreSQL (Config.Postgres, a superuser's URL; issue 17) the
+// postgres section measures a replica kept there against PostgreSQL alone:
+// the bootstrap against the same DDL and COPY of a CSV of the same rows,
+// a 1% merge against its DELETE and INSERT from a COPY'd temporary table,
+// each in one transaction, and a reader's latency on another session
+// during a merge and a reload. It makes a database with PostGIS, copies
+// it for each step and drops them all at the end; both sides' CPU is this
+// process's and the cluster's (postgres_reader.go reads it from /proc).
+//
 // Data comes from the bundled emulator (a permits-like dataset built in
 // DuckDB SQL); the engine runs through replica.Open and Sync on loopback
 // HTTP with the downloads timed apart, and DuckDB alone runs through

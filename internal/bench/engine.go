@@ -16,6 +16,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/replica"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 // timedAPI is the real API client with a stopwatch on downloads and on
@@ -198,7 +199,17 @@ func syncWatching(ctx context.Context, apiURL, key, sub, path string, eo engineO
 	// The client-side rate limit (Ploti's 120 calls a minute) is off unless
 	// asked for: the emulator has none, and the bench measures the engine,
 	// not the wait.
-	client, err := fetch.New(fetch.Options{BaseURL: apiURL, APIKey: key, SpoolDir: path + ".spool", DisableRateLimit: !eo.RateLimit})
+	spool := path + ".spool"
+	if backends.IsDatabase(path) {
+		// A database has no folder beside it: a temporary one.
+		d, err := os.MkdirTemp("", "ploti-bench-spool-")
+		if err != nil {
+			return run, err
+		}
+		defer os.RemoveAll(d)
+		spool = d
+	}
+	client, err := fetch.New(fetch.Options{BaseURL: apiURL, APIKey: key, SpoolDir: spool, DisableRateLimit: !eo.RateLimit})
 	if err != nil {
 		return run, err
 	}
@@ -257,14 +268,14 @@ func (s *localSource) Download(ctx context.Context, v *ploti.Version, kind strin
 func (s *localSource) Discard([]string) {}
 
 // engineReload loads a version's snapshot over the dataset's table in the
-// file at path, through the engine's own reload (apply.Executor.LoadVersion:
+// file (or database) at path, through the engine's own reload (apply.Executor.LoadVersion:
 // snapshot swap, registry row, one transaction), from local files, then
 // closes the file. reloads > 1 loads it that many times in one session,
 // calling each (when not nil) after each.
 func engineReload(ctx context.Context, em *emulator.Emulator, path, datasetID string, version, reloads int, eo engineOpts, each func(i int)) (cost, error) {
 	settle()
 	stop := startWatch()
-	db, err := storage.Open(ctx, path, storage.Options{Threads: eo.Threads, MemoryLimit: eo.MemoryLimit})
+	db, err := backends.Open(ctx, path, storage.Options{Threads: eo.Threads, MemoryLimit: eo.MemoryLimit})
 	if err != nil {
 		return cost{}, err
 	}
