@@ -412,6 +412,8 @@ func (p *pgBench) merge(ctx context.Context, b *bigDataset, fx *pgLoadFixture) e
 	p.targetOrLine(Line{What: "9b. changes merge in PostgreSQL (download and API calls excluded; cpu: this process and the cluster's)", Size: size, Engine: eng.String(),
 		Versus: "PostgreSQL alone, one transaction: temporary table by COPY of a CSV, DELETE … USING, INSERT … SELECT: " + raw.String(),
 		Ratio:  ratio, CPURatio: cpu}, 1.3, "pg_merge_ratio", ratio)
+	p.r.rep.add(Line{What: "9b. of which replica.Open (two sessions, the writer's advisory lock, the migrations' check, the in-memory DuckDB)", Size: size,
+		Engine: opens.String(), Ratio: math.NaN()})
 	return nil
 }
 
@@ -469,16 +471,18 @@ func (p *pgBench) readers(ctx context.Context, b *bigDataset, fx *pgLoadFixture)
 		p.r.rep.add(Line{What: "9c. a reader on another session during " + step.what + ": " + q, Size: rows(b.n) + " rows",
 			Engine: fmt.Sprintf("%s; %d errors", s, s.errors), Versus: "the same reader with no writer: " + quiet.String(), Ratio: math.NaN()})
 	}
-	worst, errs := 0.0, 0
+	worst, errs, locked := 0.0, 0, 0.0
 	for _, s := range all {
 		worst = math.Max(worst, ms(s.p99()))
 		errs += s.errors
+		locked = math.Max(locked, ms(s.locks.longest))
 	}
 	if errs > 0 {
 		p.r.rep.note("postgres: the reader's first error: %v", firstErr(all))
 	}
 	p.r.rep.Summary["pg_reader_p99_ms"] = worst
 	p.r.rep.Summary["pg_reader_errors"] = float64(errs)
+	p.r.rep.Summary["pg_reader_lock_ms"] = locked
 	return p.drop(ctx, db)
 }
 

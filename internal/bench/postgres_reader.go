@@ -23,11 +23,22 @@ type pgReader struct {
 	done chan readerStats
 }
 
-// readerStats are a reader's latencies and errors.
+// readerStats are a reader's latencies and errors, and what a second
+// session saw of its waits for a lock.
 type readerStats struct {
 	lat    []time.Duration
 	errors int
 	first  error
+	locks  lockWaits
+}
+
+// lockWaits is what sampling pg_stat_activity about every millisecond saw
+// of a session: how many samples, how many found it waiting for a lock,
+// and the longest wait (first sample waiting to first sample not: within
+// a sample's interval of the truth).
+type lockWaits struct {
+	samples, waiting int
+	longest          time.Duration
 }
 
 // startReader connects to the database at u, runs q once (the plan and
@@ -42,13 +53,29 @@ func startReader(ctx context.Context, u, q string) (*pgReader, error) {
 		c.Close(ctx)
 		return nil, fmt.Errorf("reader: %s: %w", q, err)
 	}
+	var pid int
+	if err := c.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+		c.Close(ctx)
+		return nil, fmt.Errorf("reader: %w", err)
+	}
+	mon, err := pgx.Connect(ctx, u)
+	if err != nil {
+		c.Close(ctx)
+		return nil, fmt.Errorf("reader's monitor: %w", err)
+	}
 	r := &pgReader{quit: make(chan struct{}), done: make(chan readerStats, 1)}
+	locks := make(chan lockWaits, 1)
+	go func() {
+		defer mon.Close(context.WithoutCancel(ctx))
+		locks <- watchLocks(ctx, mon, pid, r.quit)
+	}()
 	go func() {
 		defer c.Close(context.WithoutCancel(ctx))
 		var s readerStats
 		for {
 			select {
 			case <-r.quit:
+				s.locks = <-locks
 				r.done <- s
 				return
 			default:
@@ -66,6 +93,40 @@ func startReader(ctx context.Context, u, q string) (*pgReader, error) {
 		}
 	}()
 	return r, nil
+}
+
+// watchLocks samples the session pid's wait in pg_stat_activity until
+// quit is closed.
+func watchLocks(ctx context.Context, mon *pgx.Conn, pid int, quit chan struct{}) lockWaits {
+	var w lockWaits
+	var since time.Time
+	for {
+		select {
+		case <-quit:
+			if !since.IsZero() {
+				w.longest = max(w.longest, time.Since(since))
+			}
+			return w
+		default:
+		}
+		t := time.Now()
+		var wait *string
+		if err := mon.QueryRow(ctx, "SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1", pid).Scan(&wait); err != nil {
+			return w
+		}
+		w.samples++
+		switch {
+		case wait != nil && *wait == "Lock":
+			w.waiting++
+			if since.IsZero() {
+				since = t
+			}
+		case !since.IsZero():
+			w.longest = max(w.longest, t.Sub(since))
+			since = time.Time{}
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // stop ends the loop and returns what the reader saw.
@@ -88,7 +149,8 @@ func (s readerStats) quantile(q float64) time.Duration {
 func (s readerStats) p99() time.Duration { return s.quantile(0.99) }
 
 func (s readerStats) String() string {
-	return fmt.Sprintf("p50 %s, p99 %s, max %s over %d queries", msText(s.quantile(0.5)), msText(s.p99()), msText(s.quantile(1)), len(s.lat))
+	return fmt.Sprintf("p50 %s, p99 %s, max %s over %d queries; waiting for a lock in %d of %d samples of its session, the longest wait about %s",
+		msText(s.quantile(0.5)), msText(s.p99()), msText(s.quantile(1)), len(s.lat), s.locks.waiting, s.locks.samples, msText(s.locks.longest))
 }
 
 func msText(d time.Duration) string {

@@ -219,6 +219,40 @@ func TestServerCPU_growsWithTheClustersWork(t *testing.T) {
 	}
 }
 
+// The reader's monitor sees a wait for a lock, and about how long it was:
+// a session holding the table's ACCESS EXCLUSIVE lock for 300 ms.
+func TestReader_seesItsWaitForALock(t *testing.T) {
+	u := pgtest.DB(t)
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, "CREATE TABLE t AS SELECT i FROM generate_series(1, 1000) i"); err != nil {
+		t.Fatal(err)
+	}
+	rd, err := startReader(ctx, u, "SELECT count(*) FROM t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if _, err := c.Exec(ctx, "BEGIN; LOCK TABLE t IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(0.3); COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	s := rd.stop()
+	if s.errors != 0 || len(s.lat) < 3 {
+		t.Fatalf("reader: %s, %d errors (%v)", s, s.errors, s.first)
+	}
+	if s.locks.waiting == 0 || s.locks.longest < 200*time.Millisecond || s.locks.longest > 2*time.Second {
+		t.Fatalf("the monitor saw %+v, want a wait of about 300 ms", s.locks)
+	}
+	if s.quantile(1) < 250*time.Millisecond {
+		t.Fatalf("the slowest query took %s, under the lock's 300 ms", s.quantile(1))
+	}
+}
+
 func readLines(t *testing.T, path string) []string {
 	t.Helper()
 	b, err := os.ReadFile(path)
