@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,11 +37,18 @@ func (c *Client) Watch(ctx context.Context, datasetID string) (*ploti.Watch, err
 }
 
 // Unwatch stops watching a dataset; it succeeds also when the dataset was
-// not watched.
+// not watched. An answer without a body (204 No Content) is a success too:
+// only an answer that says the dataset is still watched is refused.
 func (c *Client) Unwatch(ctx context.Context, datasetID string) error {
 	var u ploti.Unwatched
+	check := decodeChecked(&u, func() bool { return !u.Watching }, "answer says the dataset is still watched")
 	return c.call(ctx, "unwatch "+datasetID, http.MethodDelete, c.endpoint(nil, "v1", "datasets", datasetID, "watch"), nil,
-		decodeChecked(&u, func() bool { return !u.Watching }, "answer says the dataset is still watched"))
+		func(b []byte) error {
+			if len(bytes.TrimSpace(b)) == 0 {
+				return nil
+			}
+			return check(b)
+		})
 }
 
 // Watches lists every dataset the member watches, each with its current

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -577,5 +578,40 @@ func TestClient_SpoolsRefuseACursorGivenBack(t *testing.T) {
 	left, _ := filepath.Glob(filepath.Join(c.spool, "*"))
 	if len(left) != 0 {
 		t.Errorf("spool files left: %v", left)
+	}
+}
+
+// CONTRACT.md 9: DELETE /v1/datasets/{dataset}/watch answers 200
+// {"datasetId", "watching": false}, also when it was not watched. A server
+// that answers 204 with no body has stopped the watch as well; one that
+// says the dataset is still watched has not.
+func TestClient_UnwatchAnswers(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		status  int
+		body    string
+		wantErr error
+	}{
+		{"200 watching false", 200, `{"datasetId": "ds_a", "watching": false}`, nil},
+		{"204 no body", 204, "", nil},
+		{"200 empty body", 200, "  \n", nil},
+		{"200 still watching", 200, `{"datasetId": "ds_a", "watching": true}`, ErrMalformed},
+		{"200 not json", 200, `<html>`, ErrMalformed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+				if r.Method != http.MethodDelete || r.URL.Path != "/v1/datasets/ds_a/watch" {
+					writeError(w, 404, "not_found", "no such path")
+					return
+				}
+				w.WriteHeader(tc.status)
+				io.WriteString(w, tc.body)
+			})
+			c, _ := MustClient(t, srv.URL)
+			err := c.Unwatch(context.Background(), "ds_a")
+			if tc.wantErr == nil && err != nil || tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
+				t.Fatalf("Unwatch = %v, want %v", err, tc.wantErr)
+			}
+		})
 	}
 }
