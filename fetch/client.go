@@ -353,19 +353,31 @@ func (c *Client) do(hc *http.Client, req *http.Request, op string, file bool) (*
 	}
 }
 
-// parseErrorBody reads {"error": {"code", "message"}}; anything else
+// parseErrorBody reads the contract's {"error": {"code", "message"}}, and,
+// as a tolerant reader, the shapes a server may use instead: {"error":
+// "code", "message": "…"} and a flat {"code", "message"}. Anything else
 // gives empty strings (a file host's XML, a proxy's HTML).
 func parseErrorBody(b []byte) (code, msg string) {
 	var body struct {
-		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
+		Error   json.RawMessage `json:"error"`
+		Code    string          `json:"code"`
+		Message string          `json:"message"`
 	}
 	if json.Unmarshal(b, &body) != nil {
 		return "", ""
 	}
-	return body.Error.Code, body.Error.Message
+	var nested struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}
+	var name string
+	switch {
+	case json.Unmarshal(body.Error, &nested) == nil && (nested.Code != "" || nested.Message != ""):
+		return nested.Code, nested.Message
+	case json.Unmarshal(body.Error, &name) == nil && name != "":
+		return name, body.Message
+	}
+	return body.Code, body.Message
 }
 
 // urlInText finds absolute URLs in a server-provided text.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -190,5 +191,37 @@ func TestClient_NoSecrets(t *testing.T) {
 		if strings.Contains(logs.String(), s) {
 			t.Errorf("a log line shows a secret:\n%s", logs.String())
 		}
+	}
+}
+
+// CONTRACT.md 1 pins the error envelope {"error": {"code", "message"}};
+// "a client built on this page must still be tolerant", so the code is
+// also read from {"error": "code"} and a flat {"code"}, and the sentinel
+// follows it: a links.version 409 not_subscribed means the dataset left
+// whichever shape it came in.
+func TestParseErrorBody_shapes(t *testing.T) {
+	for _, tc := range []struct{ body, code, msg string }{
+		{`{"error": {"code": "not_subscribed", "message": "gone"}}`, "not_subscribed", "gone"},
+		{`{"error": "not_subscribed", "message": "gone"}`, "not_subscribed", "gone"},
+		{`{"code": "not_subscribed", "message": "gone"}`, "not_subscribed", "gone"},
+		{`{"error": {"code": "busy"}, "extra": 1}`, "busy", ""},
+		{`{"error": null}`, "", ""},
+		{`<Error><Code>AccessDenied</Code></Error>`, "", ""},
+		{``, "", ""},
+	} {
+		code, msg := parseErrorBody([]byte(tc.body))
+		if code != tc.code || msg != tc.msg {
+			t.Errorf("parseErrorBody(%s) = %q, %q; want %q, %q", tc.body, code, msg, tc.code, tc.msg)
+		}
+	}
+	srv := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(409)
+		io.WriteString(w, `{"code": "not_subscribed", "message": "no subscription delivers it"}`)
+	})
+	c, _ := MustClient(t, srv.URL)
+	_, err := c.Version(context.Background(), "ds_a", 3)
+	if !errors.Is(err, ErrNotSubscribed) || !IsDatasetGone(err) {
+		t.Fatalf("a flat error body: %v, want ErrNotSubscribed (the dataset left)", err)
 	}
 }
