@@ -380,8 +380,9 @@ func TestSync_TolerantOfWhatTheDocsAllow(t *testing.T) {
 
 // rowsReshaped changes the rows of rows and changes answers as CONTRACT.md
 // 9 allows: a null value left out ("a missing key or null is NULL"), a
-// UTC time written +00:00 with milliseconds, no row key on a removed
-// change, and no nextCursor key on a last page.
+// UTC time written as the same instant at -03:30 with milliseconds (RFC
+// 3339 all the same), no row key on a removed change, and no nextCursor
+// key on a last page.
 func rowsReshaped(path string, v any) any {
 	if !strings.HasSuffix(path, "/rows") && !strings.HasSuffix(path, "/changes") {
 		return v
@@ -401,7 +402,7 @@ func rowsReshaped(path string, v any) any {
 			case string:
 				if utcTime.MatchString(x) {
 					if t, err := time.Parse(time.RFC3339Nano, x); err == nil {
-						r[k] = t.UTC().Format("2006-01-02T15:04:05.000+00:00")
+						r[k] = t.In(time.FixedZone("", -(3*3600 + 1800))).Format("2006-01-02T15:04:05.000Z07:00")
 					}
 				}
 			}
