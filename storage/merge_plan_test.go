@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -17,16 +18,34 @@ import (
 func TestMergeDeleteSQL_scanOfTheTableIsFilteredByTheFilesIDs(t *testing.T) {
 	db := mustOpen(t)
 	const rows = 400_000
-	if _, err := db.SQL().Exec(`CREATE TABLE main.big AS SELECT 'r' || i AS _ploti_record_id, i AS n FROM range(400000) t(i)`); err != nil {
-		t.Fatal(err)
-	}
 	// 1,000 changes: a quarter added (ids not held), the rest changed or
 	// removed (held).
 	f := mustParquet(t, db, `SELECT CASE WHEN k = 0 THEN 'new' || i ELSE 'r' || i END AS _ploti_record_id,
 		CASE k WHEN 0 THEN 'added' WHEN 1 THEN 'removed' ELSE 'changed' END AS _ploti_change
 		FROM (SELECT i, (i // 400) % 4 AS k FROM range(0, 400000, 400) t(i))`)
+	// The file's columns are VARCHAR: the MERGE reads them uncast
+	// (changesIDsSQL), as a merge of such a file does; the cast form is
+	// for other types.
+	src := parquetSource([]string{f})
+	ids := changesIDsSQL(src, map[string]string{ColRecordID: "VARCHAR", ColChange: "VARCHAR"})
+	if ids == fileIDsSQL(src) {
+		t.Fatalf("changesIDsSQL casts VARCHAR columns: %s", ids)
+	}
+	for i, ids := range []string{ids, fileIDsSQL(src)} {
+		table := fmt.Sprintf("big%d", i)
+		if _, err := db.SQL().Exec(`CREATE TABLE main.` + table + ` AS SELECT 'r' || i AS _ploti_record_id, i AS n FROM range(400000) t(i)`); err != nil {
+			t.Fatal(err)
+		}
+		mergeIsFiltered(t, db, table, ids, rows)
+	}
+}
+
+// mergeIsFiltered runs mergeDeleteSQL on a table of rows rows with ids, a
+// query of a changes file's ids, and reads its profile.
+func mergeIsFiltered(t *testing.T, db *DB, table, ids string, rows int64) {
+	t.Helper()
 	var key, plan string
-	err := db.SQL().QueryRow("EXPLAIN (ANALYZE, FORMAT json) "+mergeDeleteSQL("main.big", fileIDsSQL(parquetSource([]string{f})))).Scan(&key, &plan)
+	err := db.SQL().QueryRow("EXPLAIN (ANALYZE, FORMAT json) "+mergeDeleteSQL("main."+table, ids)).Scan(&key, &plan)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,9 +53,9 @@ func TestMergeDeleteSQL_scanOfTheTableIsFilteredByTheFilesIDs(t *testing.T) {
 	if err := json.Unmarshal([]byte(plan), &root); err != nil {
 		t.Fatalf("profile is not JSON: %v\n%s", err, plan)
 	}
-	scanned, ok := tableScanRows(root, "big")
+	scanned, ok := tableScanRows(root, table)
 	if !ok {
-		t.Fatalf("no scan of table big in the profile:\n%s", plan)
+		t.Fatalf("no scan of table %s in the profile:\n%s", table, plan)
 	}
 	// 750 rows match; a Bloom filter lets some others through (about
 	// 1,800 here, against 399,958 rows scanned without it).
@@ -44,7 +63,7 @@ func TestMergeDeleteSQL_scanOfTheTableIsFilteredByTheFilesIDs(t *testing.T) {
 		t.Fatalf("the table's scan handed the join %d of its %d rows: the file's ids were not pushed into it\n%s", scanned, rows, plan)
 	}
 	var left int64
-	if err := db.SQL().QueryRow(`SELECT count(*) FROM main.big`).Scan(&left); err != nil {
+	if err := db.SQL().QueryRow(`SELECT count(*) FROM main.` + table).Scan(&left); err != nil {
 		t.Fatal(err)
 	}
 	if left != rows-750 {
@@ -98,7 +117,7 @@ func TestTx_MergeChanges_runsMergeDeleteSQL(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	want := mergeDeleteSQL("main."+Ident("permits"), fileIDsSQL(parquetSource([]string{f})))
+	want := mergeDeleteSQL("main."+Ident("permits"), changesIDsSQL(parquetSource([]string{f}), map[string]string{ColRecordID: "VARCHAR", ColChange: "VARCHAR"}))
 	var n int
 	var merges string
 	if err := db.SQL().QueryRow(`SELECT count(*) FILTER (WHERE message = ?), coalesce(string_agg(message, chr(10)) FILTER (WHERE message LIKE 'MERGE%'), '')

@@ -32,11 +32,11 @@ type Merged struct {
 // row count before, or negative when unknown.
 func (tx *Tx) MergeDeferred(ctx context.Context, datasetID string, version int, table string, cols []ploti.Column, file string, rowsBefore int64) (Merged, error) {
 	m := Merged{DatasetID: datasetID, Version: version, File: file}
-	sel, err := tx.probeChanges(ctx, cols, file)
+	cf, err := tx.probeChanges(ctx, cols, file)
 	if err != nil {
 		return m, err
 	}
-	if m.Deleted, m.Inserted, err = tx.applyChanges(ctx, table, cols, sel, file); err != nil {
+	if m.Deleted, m.Inserted, err = tx.applyChanges(ctx, table, cols, cf); err != nil {
 		return m, err
 	}
 	if rowsBefore < 0 {

@@ -203,6 +203,25 @@ func fileIDsSQL(src string) string {
 	return fmt.Sprintf("(SELECT CAST(%[1]s AS VARCHAR) AS %[1]s, CAST(%[2]s AS VARCHAR) AS %[2]s FROM %[3]s)", Ident(ColRecordID), Ident(ColChange), src)
 }
 
+// changesIDsSQL is fileIDsSQL for a file whose column types are known:
+// without the casts when both columns are VARCHAR already (issue 18: the
+// casts cost a small merge's MERGE 0.4–1.1 ms).
+func changesIDsSQL(src string, types map[string]string) string {
+	if types[ColRecordID] != "VARCHAR" || types[ColChange] != "VARCHAR" {
+		return fileIDsSQL(src)
+	}
+	return fmt.Sprintf("(SELECT %s, %s FROM %s)", Ident(ColRecordID), Ident(ColChange), src)
+}
+
+// changeIn is a condition that a changes file's kind of change is one of
+// kinds (SQL literals).
+func changeIn(types map[string]string, kinds string) string {
+	if types[ColChange] == "VARCHAR" {
+		return Ident(ColChange) + " IN (" + kinds + ")"
+	}
+	return "CAST(" + Ident(ColChange) + " AS VARCHAR) IN (" + kinds + ")"
+}
+
 // mergeDeleteSQL is the MERGE that deletes a changes file's changed and
 // removed rows from table t and refuses an added id that t holds; ids is
 // a query of the file's record ids and kinds of change (see MergeChanges).
@@ -239,16 +258,16 @@ type MergeStats struct {
 func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, table string, cols []ploti.Column, file string, rowsBefore int64) (MergeStats, error) {
 	var st MergeStats
 	name := filepath.Base(file)
-	sel, err := tx.probeChanges(ctx, cols, file)
+	cf, err := tx.probeChanges(ctx, cols, file)
 	if err != nil {
 		return st, err
 	}
-	id, change, t, src := Ident(ColRecordID), Ident(ColChange), "main."+Ident(table), parquetSource([]string{file})
+	id, change, t := Ident(ColRecordID), Ident(ColChange), "main."+Ident(table)
 	// The file's ids and changes, read from the file by each statement
 	// that needs them, as DuckDB alone would (issue 6: a temporary table of
 	// them cost 0.02–0.03 s of a 1% merge at 10M rows, a copy of every
 	// column a tenth of it; reading two columns again costs less).
-	ids := fileIDsSQL(src)
+	ids := changesIDsSQL(cf.src, cf.types)
 	// The file's own checks: ids, kinds of change, and their counts.
 	var nulls, dups, bad int64
 	err = tx.tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) FILTER (WHERE %[1]s IS NULL),
@@ -267,7 +286,7 @@ func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, t
 	if err := fileFaults(name, nulls, dups, bad); err != nil {
 		return st, err
 	}
-	deleted, _, err := tx.applyChanges(ctx, table, cols, sel, file)
+	deleted, _, err := tx.applyChanges(ctx, table, cols, cf)
 	if err != nil {
 		return st, err
 	}
@@ -289,17 +308,26 @@ func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, t
 	return st, nil
 }
 
+// changesFile is a changes file probed: its read_parquet call, the types
+// DuckDB reads its columns as, and the select list that reads it into the
+// table.
+type changesFile struct {
+	path, src, sel string
+	types          map[string]string
+}
+
 // probeChanges reads a changes file's columns, refuses one that lacks a
-// column of the schema or has one the schema does not, and returns the
-// select list that reads it into the table.
-func (tx *Tx) probeChanges(ctx context.Context, cols []ploti.Column, file string) (string, error) {
+// column of the schema or has one the schema does not, and returns how to
+// read it into the table.
+func (tx *Tx) probeChanges(ctx context.Context, cols []ploti.Column, file string) (changesFile, error) {
 	name := filepath.Base(file)
+	cf := changesFile{path: file, src: parquetSource([]string{file})}
 	have, types, err := tx.fileColumns(ctx, []string{file})
 	if err != nil {
-		return "", &DataError{File: name, Detail: "not a readable Parquet changes file: " + err.Error()}
+		return cf, &DataError{File: name, Detail: "not a readable Parquet changes file: " + err.Error()}
 	}
 	if err := checkColumns(have, cols, ColChange); err != nil {
-		return "", &DataError{File: name, Detail: err.Error()}
+		return cf, &DataError{File: name, Detail: err.Error()}
 	}
 	known := map[string]bool{ColRecordID: true, ColPlaceID: true, ColChange: true}
 	for _, c := range cols {
@@ -307,10 +335,12 @@ func (tx *Tx) probeChanges(ctx context.Context, cols []ploti.Column, file string
 	}
 	for _, c := range have {
 		if !known[c] {
-			return "", &DataError{File: name, Detail: fmt.Sprintf("has column %s that the table's schema does not", c)}
+			return cf, &DataError{File: name, Detail: fmt.Sprintf("has column %s that the table's schema does not", c)}
 		}
 	}
-	return selectList(cols, types)
+	cf.types = types
+	cf.sel, err = changesSelectList(cols, types)
+	return cf, err
 }
 
 // fileFaults refuses a changes file with null or repeated record ids or
@@ -339,9 +369,9 @@ func fileFaults(name string, nulls, dups, bad int64) error {
 // ids; MERGE's error clause does both in the DELETE's scan, and an inner
 // join, with no NOT MATCHED BY TARGET clause, costs 0.02–0.03 s less at
 // 10M rows.
-func (tx *Tx) applyChanges(ctx context.Context, table string, cols []ploti.Column, sel, file string) (deleted, inserted int64, err error) {
-	name, t, src := filepath.Base(file), "main."+Ident(table), parquetSource([]string{file})
-	res, err := tx.tx.ExecContext(ctx, mergeDeleteSQL(t, fileIDsSQL(src)))
+func (tx *Tx) applyChanges(ctx context.Context, table string, cols []ploti.Column, cf changesFile) (deleted, inserted int64, err error) {
+	name, t, src := filepath.Base(cf.path), "main."+Ident(table), cf.src
+	res, err := tx.tx.ExecContext(ctx, mergeDeleteSQL(t, changesIDsSQL(src, cf.types)))
 	if err != nil {
 		if msg := err.Error(); strings.Contains(msg, "Merge error condition") {
 			if _, why, ok := strings.Cut(msg, fitMark); ok {
@@ -353,7 +383,7 @@ func (tx *Tx) applyChanges(ctx context.Context, table string, cols []ploti.Colum
 	if deleted, err = res.RowsAffected(); err != nil {
 		return 0, 0, fmt.Errorf("merge %s into %s: delete: %w", name, table, err)
 	}
-	rows := tx.db.stored(fmt.Sprintf(`SELECT %s FROM %s WHERE CAST(%s AS VARCHAR) IN ('added', 'changed')`, sel, src, Ident(ColChange)), cols)
+	rows := tx.db.stored(fmt.Sprintf(`SELECT %s FROM %s WHERE %s`, cf.sel, src, changeIn(cf.types, "'added', 'changed'")), cols)
 	res, err = tx.tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (%s) %s`, t, columnNames(cols), rows))
 	if err != nil {
 		// A value that does not cast to the schema's type is the file's

@@ -93,10 +93,26 @@ func TableName(datasetID string) string {
 // column without GeoParquet metadata reads as BLOB (WKB), which DuckDB
 // cannot cast, so it goes through ST_GeomFromWKB.
 func selectList(cols []ploti.Column, fileTypes map[string]string) (string, error) {
-	parts := []string{
-		fmt.Sprintf("CAST(%s AS VARCHAR) AS %s", Ident(ColRecordID), Ident(ColRecordID)),
-		fmt.Sprintf("CAST(%s AS VARCHAR) AS %s", Ident(ColPlaceID), Ident(ColPlaceID)),
+	return selectColumns(cols, fileTypes, true)
+}
+
+// changesSelectList is selectList without the casts of columns the file
+// already has in the table's type, for a changes file's INSERT: a cast to
+// the same type changes nothing, and a merge's INSERT of 46 rows took 3.3–4.4
+// ms with every column cast against 2.4–2.8 ms with none (issue 18; a
+// snapshot's load of millions of rows pays nothing for them).
+func changesSelectList(cols []ploti.Column, fileTypes map[string]string) (string, error) {
+	return selectColumns(cols, fileTypes, false)
+}
+
+func selectColumns(cols []ploti.Column, fileTypes map[string]string, castAll bool) (string, error) {
+	cast := func(name, t string) string {
+		if !castAll && fileTypes[name] == t {
+			return Ident(name)
+		}
+		return fmt.Sprintf("CAST(%s AS %s) AS %s", Ident(name), t, Ident(name))
 	}
+	parts := []string{cast(ColRecordID, "VARCHAR"), cast(ColPlaceID, "VARCHAR")}
 	for _, c := range cols {
 		if c.Type.Type == "" { // no schema known: keep the file's type
 			parts = append(parts, Ident(c.Name))
@@ -110,7 +126,7 @@ func selectList(cols []ploti.Column, fileTypes map[string]string) (string, error
 			parts = append(parts, fmt.Sprintf("ST_GeomFromWKB(%s) AS %s", Ident(c.Name), Ident(c.Name)))
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("CAST(%s AS %s) AS %s", Ident(c.Name), t, Ident(c.Name)))
+		parts = append(parts, cast(c.Name, t))
 	}
 	return strings.Join(parts, ", "), nil
 }
