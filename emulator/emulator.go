@@ -59,6 +59,11 @@ type Options struct {
 	// spills to Dir beyond it), such as "2GB"; empty means
 	// DefaultDuckDBMemoryLimit.
 	DuckDBMemoryLimit string
+	// RowGroupRows is the rows a row group of the Parquet files it writes
+	// holds; zero means DuckDB's default (122,880). Tests set it low to
+	// have several row groups in a small file (a snapshot loaded as it
+	// downloads reads them in turn).
+	RowGroupRows int
 }
 
 // Emulator is a Ploti Data Feeds server. Create one with New, seed it with
@@ -97,7 +102,8 @@ type Emulator struct {
 	linkLife  time.Duration   // signed link lifetime; zero: LinkLifetime
 
 	keyLeaks atomic.Int64
-	created  time.Time // real time of New, for the rate limit under the manual clock
+	noRanges atomic.Bool // file links ignore Range headers (SetRanges)
+	created  time.Time   // real time of New, for the rate limit under the manual clock
 
 	webhooks *webhookState // webhooks and their delivery queue (webhooks.go); nil until first used
 	wire     wireState     // the imitated network (wire.go); off until SetWire

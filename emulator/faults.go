@@ -55,11 +55,14 @@ type Fault struct {
 	// Count is how many matching requests it hits; zero means one, negative
 	// means every one until ClearFaults.
 	Count int
+	// Skip is how many matching requests pass untouched before the fault
+	// hits (a file's body after its footer, for a ranged download).
+	Skip int
 }
 
 type fault struct {
 	Fault
-	left int
+	left, skip int
 }
 
 // Inject adds a fault. Faults are tried in the order injected; the first
@@ -71,7 +74,7 @@ func (e *Emulator) Inject(f Fault) {
 	if left == 0 {
 		left = 1
 	}
-	e.faults = append(e.faults, &fault{Fault: f, left: left})
+	e.faults = append(e.faults, &fault{Fault: f, left: left, skip: f.Skip})
 }
 
 // FailNext makes the next n requests whose path matches pattern (see
@@ -123,6 +126,10 @@ func (e *Emulator) takeFault(r *http.Request, file bool) *Fault {
 	defer e.mu.Unlock()
 	for _, f := range e.faults {
 		if f.left == 0 || !faultMatches(f.Match, r) {
+			continue
+		}
+		if f.skip > 0 {
+			f.skip--
 			continue
 		}
 		if f.left > 0 {
@@ -186,6 +193,9 @@ func resetConn(w http.ResponseWriter) {
 func (e *Emulator) serveBody(w http.ResponseWriter, r *http.Request, rel string, f *os.File, size int64) {
 	w.Header().Set("Content-Type", contentType(rel))
 	bf := bodyFault(r.Context())
+	if e.noRanges.Load() {
+		r.Header.Del("Range")
+	}
 	if bf == nil {
 		http.ServeContent(w, r, "", time.Time{}, f)
 		return

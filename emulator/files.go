@@ -146,6 +146,13 @@ func (e *Emulator) serveFile(w http.ResponseWriter, r *http.Request) {
 	e.serveBody(w, r, rel, f, st.Size())
 }
 
+// SetRanges says whether file links answer Range requests: on (the
+// default), a request for some of a file's bytes gets a 206 with them, as
+// http.ServeContent answers; off, the Range header is ignored and the
+// whole file comes with a 200, as from a host that serves no ranges
+// (Ploti's documentation does not say that its signed links do).
+func (e *Emulator) SetRanges(on bool) { e.noRanges.Store(!on) }
+
 // fileGone tells whether a file belongs to a version past retention.
 func (e *Emulator) fileGone(rel string) bool {
 	e.mu.Lock()

@@ -562,7 +562,11 @@ ORDER BY n._ord NULLS LAST, b._ploti_record_id`,
 // copyTo writes a query's rows to a Parquet file and describes it.
 func (e *Emulator) copyTo(ctx context.Context, query, rel string) (fileRef, error) {
 	path := e.abs(rel)
-	if _, err := e.db.ExecContext(ctx, fmt.Sprintf("COPY (%s) TO %s (FORMAT parquet)", query, lit(path))); err != nil {
+	opts := "FORMAT parquet"
+	if e.opts.RowGroupRows > 0 {
+		opts += fmt.Sprintf(", ROW_GROUP_SIZE %d", e.opts.RowGroupRows)
+	}
+	if _, err := e.db.ExecContext(ctx, fmt.Sprintf("COPY (%s) TO %s (%s)", query, lit(path), opts)); err != nil {
 		return fileRef{}, fmt.Errorf("write %s: %w", filepath.Base(rel), err)
 	}
 	return describeFile(rel, path)
