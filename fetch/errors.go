@@ -87,6 +87,10 @@ var (
 	// Parquet file (no PAR1 magic at both ends, or a footer that does not
 	// fit): usually a truncated file.
 	ErrNotParquet = errors.New("not a parquet file")
+	// ErrNoRanges is a file link that did not answer a Range request as
+	// Stream needs (a 206 of exactly the bytes asked for): the caller
+	// downloads the file whole instead.
+	ErrNoRanges = errors.New("link does not serve byte ranges")
 	// ErrMalformed is a 2xx answer whose body is not the JSON expected.
 	ErrMalformed = errors.New("malformed response")
 	// ErrUnnamableID is a record id that an ids= read cannot name (empty,
