@@ -104,27 +104,8 @@ func (tx *Tx) loadSnapshot(ctx context.Context, table string, cols []ploti.Colum
 	if len(files) == 0 {
 		return 0, &DataError{Detail: "version has no snapshot files"}
 	}
-	// A stopped sync is not the file's fault: its error names the context's.
-	stopped := func(err error) error {
-		if cerr := ctx.Err(); cerr != nil {
-			return fmt.Errorf("load %s: %w: %w", baseNames(files), cerr, err)
-		}
-		return nil
-	}
-	have, types, err := tx.fileColumns(ctx, files)
-	if err != nil {
-		if serr := stopped(err); serr != nil {
-			return 0, serr
-		}
-		return 0, &DataError{File: baseNames(files), Detail: "not a readable Parquet snapshot: " + err.Error()}
-	}
-	if cols == nil {
-		cols = columnsFromFile(have)
-	}
-	if err := checkColumns(have, cols); err != nil {
-		return 0, &DataError{File: baseNames(files), Detail: err.Error()}
-	}
-	sel, err := selectList(cols, types)
+	stopped := loadStopped(ctx, files)
+	sel, cols, err := tx.snapshotSelect(ctx, files, cols)
 	if err != nil {
 		return 0, err
 	}
@@ -157,6 +138,39 @@ func (tx *Tx) loadSnapshot(ctx context.Context, table string, cols []ploti.Colum
 		return 0, &DataError{File: baseNames(files), Detail: "load: " + err.Error()}
 	}
 	return n, tx.commentGeometry(ctx, table, cols)
+}
+
+// loadStopped is how a load names a failure while its context is done: a
+// stopped sync is not the file's fault, so the error names the context's
+// (nil while the context is live).
+func loadStopped(ctx context.Context, files []string) func(error) error {
+	return func(err error) error {
+		if cerr := ctx.Err(); cerr != nil {
+			return fmt.Errorf("load %s: %w: %w", baseNames(files), cerr, err)
+		}
+		return nil
+	}
+}
+
+// snapshotSelect checks a snapshot's columns (read from its footers)
+// against the schema and returns the select list that casts them to the
+// schema's types, and the columns (the file's own when cols is nil).
+func (tx *Tx) snapshotSelect(ctx context.Context, files []string, cols []ploti.Column) (string, []ploti.Column, error) {
+	have, types, err := tx.fileColumns(ctx, files)
+	if err != nil {
+		if serr := loadStopped(ctx, files)(err); serr != nil {
+			return "", nil, serr
+		}
+		return "", nil, &DataError{File: baseNames(files), Detail: "not a readable Parquet snapshot: " + err.Error()}
+	}
+	if cols == nil {
+		cols = columnsFromFile(have)
+	}
+	if err := checkColumns(have, cols); err != nil {
+		return "", nil, &DataError{File: baseNames(files), Detail: err.Error()}
+	}
+	sel, err := selectList(cols, types)
+	return sel, cols, err
 }
 
 // checkRecordIDs counts the rows of rel (a table or a subquery), its null

@@ -1,0 +1,156 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/ploti-replica/ploti-replica/ploti"
+)
+
+// GrowingFile is a Parquet snapshot still downloading in order, its footer
+// already on disk (fetch.Stream is one): a load reads the row groups whose
+// bytes have arrived while the rest come.
+type GrowingFile interface {
+	// Path is the file's local path.
+	Path() string
+	// Have is how many of the file's first bytes are on disk.
+	Have() int64
+	// Arrived waits until the first n bytes are on disk, or returns why
+	// the download stopped first.
+	Arrived(ctx context.Context, n int64) error
+	// Done waits for the end of the download and returns nil only when
+	// the whole file arrived and matches its size and sha256.
+	Done(ctx context.Context) error
+}
+
+// StreamLoader is the Tables of an engine that can load a snapshot while
+// it downloads: the DuckDB file. PostgreSQL's loads whole files only
+// (docs/decisions.md 49).
+type StreamLoader interface {
+	// LoadSnapshotStream is LoadSnapshot (replace) or CreateSnapshot of
+	// one Parquet file that is still arriving: the rows of each run of row
+	// groups on disk are inserted as soon as they are, all in the
+	// caller's transaction. It then waits for the whole file's
+	// verification, and refuses, as LoadSnapshot, a table whose record
+	// ids are null or repeat, checked on the loaded table; any failure
+	// leaves the table to the caller's rollback.
+	LoadSnapshotStream(ctx context.Context, table string, cols []ploti.Column, f GrowingFile, replace bool) (int64, error)
+}
+
+var _ StreamLoader = (*Tx)(nil)
+
+// rowGroup is a Parquet row group's rows and the end of its bytes.
+type rowGroup struct {
+	rows int64 // the file row number after its last row
+	end  int64 // the byte after its last column chunk (or past it)
+}
+
+// rowGroups reads a Parquet file's row groups from its footer alone
+// (parquet_metadata), in file order: where each ends in rows and in
+// bytes. A column chunk's end is counted from its data page, the later
+// of its two first pages, so that an end is never short.
+func (tx *Tx) rowGroups(ctx context.Context, path string) ([]rowGroup, error) {
+	rows, err := tx.tx.QueryContext(ctx, `SELECT any_value(row_group_num_rows),
+		max(greatest(coalesce(dictionary_page_offset, 0), data_page_offset) + total_compressed_size)
+		FROM parquet_metadata(`+Literal(path)+`) GROUP BY row_group_id ORDER BY row_group_id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []rowGroup
+	var at int64
+	for rows.Next() {
+		var n, end int64
+		if err := rows.Scan(&n, &end); err != nil {
+			return nil, err
+		}
+		at += n
+		out = append(out, rowGroup{rows: at, end: end})
+	}
+	return out, rows.Err()
+}
+
+// LoadSnapshotStream is StreamLoader's, for the DuckDB file. The schema's
+// casts are the whole-file load's (snapshotSelect); DuckDB prunes the row
+// groups a file_row_number filter excludes without reading their bytes,
+// so a statement reads only row groups already on disk. The record ids
+// are checked on the loaded table after the inserts, once the file's
+// sha256 has matched (the whole-file load checks them in the file first).
+func (tx *Tx) LoadSnapshotStream(ctx context.Context, table string, cols []ploti.Column, f GrowingFile, replace bool) (int64, error) {
+	files := []string{f.Path()}
+	name := strings.TrimSuffix(baseNames(files), ".part") // the file's name once verified
+	stopped := loadStopped(ctx, files)
+	groups, err := tx.rowGroups(ctx, f.Path())
+	if err != nil {
+		if serr := stopped(err); serr != nil {
+			return 0, serr
+		}
+		return 0, &DataError{File: name, Detail: "not a readable Parquet snapshot: " + err.Error()}
+	}
+	sel, cols, err := tx.snapshotSelect(ctx, files, cols)
+	if err != nil {
+		return 0, err
+	}
+	src := "read_parquet(" + fileList(files) + ", hive_partitioning = false, file_row_number = true)"
+	create := "CREATE TABLE"
+	if replace {
+		create = "CREATE OR REPLACE TABLE"
+	}
+	insert := func(where string) error {
+		q := tx.db.stored(fmt.Sprintf("SELECT %s FROM %s WHERE %s", sel, src, where), cols)
+		if create != "" {
+			q = fmt.Sprintf("%s main.%s AS %s", create, Ident(table), q)
+			create = ""
+		} else {
+			q = fmt.Sprintf("INSERT INTO main.%s %s", Ident(table), q)
+		}
+		if _, err := tx.tx.ExecContext(ctx, q); err != nil {
+			if serr := stopped(err); serr != nil {
+				return serr
+			}
+			return &DataError{File: name, Detail: "load: " + err.Error()}
+		}
+		return nil
+	}
+	if len(groups) == 0 {
+		if err := insert("true"); err != nil {
+			return 0, err
+		}
+	}
+	var from int64
+	for next := 0; next < len(groups); {
+		if err := f.Arrived(ctx, groups[next].end); err != nil {
+			return 0, fmt.Errorf("load %s: %w", name, err)
+		}
+		// Every row group wholly on disk goes in this statement: when
+		// DuckDB is slower than the wire, the statements grow.
+		have := f.Have()
+		last := next
+		for last+1 < len(groups) && groups[last+1].end <= have {
+			last++
+		}
+		to := groups[last].rows
+		if err := insert(fmt.Sprintf("file_row_number >= %d AND file_row_number < %d", from, to)); err != nil {
+			return 0, err
+		}
+		from, next = to, last+1
+	}
+	if err := f.Done(ctx); err != nil {
+		return 0, fmt.Errorf("load %s: %w", name, err)
+	}
+	n, nulls, dups, err := tx.checkRecordIDs(ctx, fmt.Sprintf("(SELECT CAST(%[1]s AS VARCHAR) AS %[1]s FROM main.%[2]s)", Ident(ColRecordID), Ident(table)))
+	if err != nil {
+		if serr := stopped(err); serr != nil {
+			return 0, serr
+		}
+		return 0, &DataError{File: name, Detail: "load: " + err.Error()}
+	}
+	if nulls > 0 || dups > 0 {
+		return 0, &DataError{File: name, Detail: fmt.Sprintf("snapshot has %d null and %d duplicate _ploti_record_id values", nulls, dups)}
+	}
+	if from != n && len(groups) > 0 {
+		return 0, &DataError{File: name, Detail: fmt.Sprintf("load: %d rows loaded, the footer counts %d", n, from)}
+	}
+	return n, tx.commentGeometry(ctx, table, cols)
+}
