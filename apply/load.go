@@ -35,6 +35,7 @@ type Prepared struct {
 
 	schema *ploti.Schema
 	paths  []string    // the snapshot's parts
+	stream Stream      // or the snapshot still downloading (Streamer), loaded as it arrives
 	maps   []idMapFile // id maps to apply, oldest first
 	hold   bool        // a MAJOR schema change over the held version: hold for review instead
 	reason string      // the event's resync reason, if any
@@ -72,12 +73,14 @@ func (x *Executor) Prepare(ctx context.Context, d *storage.Dataset, v *ploti.Ver
 func (x *Executor) fetch(ctx context.Context, p *Prepared) {
 	d, v := p.Dataset, p.Version
 	x.describe(ctx, d)
-	if p.paths, p.Err = x.Source.Download(ctx, v, "snapshot"); p.Err != nil {
-		return
-	}
-	for _, path := range p.paths {
-		if st, err := os.Stat(path); err == nil {
-			p.Bytes += st.Size()
+	if !x.stream(ctx, p) {
+		if p.paths, p.Err = x.Source.Download(ctx, v, "snapshot"); p.Err != nil {
+			return
+		}
+		for _, path := range p.paths {
+			if st, err := os.Stat(path); err == nil {
+				p.Bytes += st.Size()
+			}
 		}
 	}
 	resync := p.reason == ploti.ReasonRecordIDsChanged || v.ResyncReason != nil && *v.ResyncReason == ploti.ReasonRecordIDsChanged
@@ -96,6 +99,7 @@ func (x *Executor) fetch(ctx context.Context, p *Prepared) {
 
 // Discard removes a prepared load's files.
 func (x *Executor) Discard(p *Prepared) {
+	x.closeStream(p)
 	x.Source.Discard(p.paths)
 	p.paths = nil
 	for _, m := range p.maps {
@@ -117,10 +121,36 @@ func (x *Executor) load(ctx context.Context, d *storage.Dataset, v *ploti.Versio
 }
 
 // loadOne loads a prepared snapshot in a transaction of its own and
-// removes its files.
+// removes its files. A snapshot still downloading is loaded as it
+// arrives; when that fails (the transfer, the file's sha256, or its rows),
+// the transaction is rolled back and the snapshot is downloaded whole and
+// loaded again, which refuses a bad file in the whole-file load's words.
 func (x *Executor) loadOne(ctx context.Context, p *Prepared, eventID string) (int64, error) {
-	d, v, schema := p.Dataset, p.Version, p.schema
 	defer x.Discard(p)
+	if p.stream != nil && p.LogDiff {
+		if err := x.whole(ctx, p); err != nil {
+			return 0, err
+		}
+	}
+	table := p.Dataset.Table
+	rows, streamErr, err := x.loadOnce(ctx, p, eventID)
+	if streamErr == nil || ctx.Err() != nil {
+		return rows, err
+	}
+	x.Log.Info().Str("dataset", p.Dataset.ID).Int("version", p.Version.Version).Err(streamErr).Msg("streamed load rolled back: downloading the snapshot whole")
+	x.closeStream(p)
+	p.Dataset.Table = table
+	if p.paths, err = x.Source.Download(ctx, p.Version, "snapshot"); err != nil {
+		return 0, err
+	}
+	rows, _, err = x.loadOnce(ctx, p, eventID)
+	return rows, err
+}
+
+// loadOnce is loadOne's transaction; streamErr is the streamed load's
+// own failure, when that is what failed.
+func (x *Executor) loadOnce(ctx context.Context, p *Prepared, eventID string) (rows int64, streamErr, err error) {
+	d, v, schema := p.Dataset, p.Version, p.schema
 	// Once the table holds the snapshot, its files are removed while the
 	// commit writes (issue 6: unlinking a 484 MiB file took 0.15 s of a
 	// 10M-row load when it came after).
@@ -130,8 +160,7 @@ func (x *Executor) loadOne(ctx context.Context, p *Prepared, eventID string) (in
 		d.Table = "" // chosen ahead: choose again, in this transaction
 	}
 	replaced := d.Version > 0
-	var rows int64
-	err := x.DB.Update(ctx, func(tx *storage.Tx) error {
+	err = x.DB.Update(ctx, func(tx *storage.Tx) error {
 		if d.Table == "" {
 			if err := tx.PutDataset(ctx, d); err != nil { // assigns the table name
 				return err
@@ -149,12 +178,19 @@ func (x *Executor) loadOne(ctx context.Context, p *Prepared, eventID string) (in
 		if err != nil {
 			return err
 		}
-		if rows, err = tx.Tables().LoadSnapshot(ctx, d.Table, schema.Columns, p.paths); err != nil {
+		if rows, err = x.loadTable(ctx, tx, p, d.Table, true); err != nil {
+			if p.stream != nil {
+				streamErr = err
+			}
 			return err
 		}
 		if paths := p.paths; paths != nil {
 			p.paths = nil
 			discard.Go(func() { x.Source.Discard(paths) })
+		}
+		if s := p.stream; s != nil {
+			p.stream = nil
+			discard.Go(s.Close)
 		}
 		if err := x.applyIDMaps(ctx, tx, d.ID, p.maps); err != nil {
 			return err
@@ -167,7 +203,24 @@ func (x *Executor) loadOne(ctx context.Context, p *Prepared, eventID string) (in
 	if err == nil && replaced {
 		x.swapped(ctx, d.ID, p.Footprint())
 	}
-	return rows, err
+	return rows, streamErr, err
+}
+
+// loadTable loads a prepared snapshot into table, replacing it or
+// creating it: as it downloads when it is a stream, else from its files.
+func (x *Executor) loadTable(ctx context.Context, tx *storage.Tx, p *Prepared, table string, replace bool) (int64, error) {
+	if p.stream != nil {
+		if sl, ok := tx.Tables().(storage.StreamLoader); ok {
+			return sl.LoadSnapshotStream(ctx, table, p.schema.Columns, p.stream, replace)
+		}
+		if err := x.whole(ctx, p); err != nil {
+			return 0, err
+		}
+	}
+	if replace {
+		return tx.Tables().LoadSnapshot(ctx, table, p.schema.Columns, p.paths)
+	}
+	return tx.Tables().CreateSnapshot(ctx, table, p.schema.Columns, p.paths)
 }
 
 func (x *Executor) applyIDMaps(ctx context.Context, tx *storage.Tx, id string, maps []idMapFile) error {
@@ -216,11 +269,12 @@ func (x *Executor) swapped(ctx context.Context, id string, bytes int64) {
 // small table), each with its registry row and the end of its holds; a
 // version to review is held instead. If the shared transaction fails, each
 // is loaded again in a transaction of its own, so that a bad file costs
-// only its dataset. It returns one error per load (nil: loaded or held),
-// and removes the files.
+// only its dataset. A snapshot still downloading (a Stream) is loaded on
+// its own, as it arrives. It returns one error per load (nil: loaded or
+// held), and removes the files.
 func (x *Executor) LoadPrepared(ctx context.Context, ps []*Prepared) []error {
 	errs := make([]error, len(ps))
-	var shared []int
+	var shared, alone []int
 	for i, p := range ps {
 		switch {
 		case p.Err != nil:
@@ -228,10 +282,23 @@ func (x *Executor) LoadPrepared(ctx context.Context, ps []*Prepared) []error {
 			x.Discard(p)
 		case p.hold:
 			errs[i] = x.holdFromSchema(ctx, p.Dataset, p.Version, p.schema, "")
+		case p.stream != nil:
+			alone = append(alone, i) // loaded as it arrives, in a transaction of its own
 		default:
 			shared = append(shared, i)
 		}
 	}
+	x.loadShares(ctx, ps, shared, errs)
+	for _, i := range alone {
+		_, errs[i] = x.loadOne(ctx, ps[i], "")
+	}
+	return errs
+}
+
+// loadShares loads ps[i] for each i of shared in one transaction when
+// there are several, and each in a transaction of its own when that
+// fails (or there is one), setting errs[i].
+func (x *Executor) loadShares(ctx context.Context, ps []*Prepared, shared []int, errs []error) {
 	if len(shared) > 1 {
 		err := x.loadShared(ctx, ps, shared)
 		if err == nil || ctx.Err() != nil {
@@ -239,14 +306,13 @@ func (x *Executor) LoadPrepared(ctx context.Context, ps []*Prepared) []error {
 				errs[i] = err
 				x.Discard(ps[i])
 			}
-			return errs
+			return
 		}
 		x.Log.Info().Err(err).Int("datasets", len(shared)).Msg("loading again, each dataset in a transaction of its own")
 	}
 	for _, i := range shared {
 		_, errs[i] = x.loadOne(ctx, ps[i], "")
 	}
-	return errs
 }
 
 // loadShared loads ps[i] for each i of idx in one transaction. The

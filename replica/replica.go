@@ -31,6 +31,9 @@ const (
 	// DefaultSpoolLimit bounds the bytes of snapshots downloaded ahead and
 	// not yet loaded.
 	DefaultSpoolLimit = 256 << 20
+	// DefaultStreamMin is the least size of a snapshot loaded while it
+	// downloads, when its link serves byte ranges (issue 18).
+	DefaultStreamMin = 64 << 20
 )
 
 // IDRef names a user table column that holds a dataset's record ids; when
@@ -88,6 +91,14 @@ type Options struct {
 	// for their load; default DefaultSpoolLimit. A dataset larger than it
 	// is downloaded alone.
 	SpoolLimit int64
+	// StreamMin is the least size of a snapshot (one Parquet file) that
+	// a DuckDB file loads while it downloads: its footer is asked for
+	// first with a Range request and each run of row groups is inserted
+	// as it arrives, in the load's one transaction (docs/decisions.md 49).
+	// Only when the link's server answers ranges; any other snapshot, or
+	// a failure on the way, is downloaded whole. 0: DefaultStreamMin;
+	// negative: never.
+	StreamMin int64
 	// SpoolDir is the folder under which a sync keeps the files it
 	// downloads (its own folder <file name>.spool inside, removed when the
 	// replica closes); default: beside the file. Put it on another disk
@@ -182,6 +193,9 @@ func Open(ctx context.Context, path string, opts Options) (*Replica, error) {
 	if opts.SpoolLimit <= 0 {
 		opts.SpoolLimit = DefaultSpoolLimit
 	}
+	if opts.StreamMin == 0 {
+		opts.StreamMin = DefaultStreamMin
+	}
 	if opts.OnMajor == "" {
 		opts.OnMajor = apply.OnMajorHold
 	}
@@ -232,7 +246,7 @@ func Open(ctx context.Context, path string, opts Options) (*Replica, error) {
 	}
 	r.memo = &linkMemo{API: api} // attachment links, from the answers a sync reads anyway
 	r.db, r.api = db, r.memo
-	r.exec = &apply.Executor{DB: db, Source: &source{api: r.api}, OnMajor: opts.OnMajor, IDRefs: opts.IDReferences, Log: opts.Logger,
+	r.exec = &apply.Executor{DB: db, Source: newSource(r.api, api, opts.StreamMin), OnMajor: opts.OnMajor, IDRefs: opts.IDReferences, Log: opts.Logger,
 		History: keepsHistory(opts.History)}
 	if wa, ok := api.(WatchAPI); ok { // the client itself: the memo wraps only the feed's calls
 		r.watchAPI = wa

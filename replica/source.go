@@ -31,6 +31,11 @@ type API interface {
 // apply's (gone, bad input) and names downloaded files.
 type source struct {
 	api API
+	// stream is the API client's Stream, when it has one; streamMin is
+	// the least size of a snapshot loaded as it downloads
+	// (Options.StreamMin), zero or negative: none.
+	stream    streamAPI
+	streamMin int64
 
 	mu    sync.Mutex
 	fresh map[string]*ploti.Version // links signed again, by dataset@version (see refresh)
@@ -199,6 +204,34 @@ func (s *source) Download(ctx context.Context, v *ploti.Version, kind string) ([
 		paths = append(paths, p)
 	}
 	return paths, nil
+}
+
+// newSource is the executor's source on api; client is the API client
+// under it, whose Stream it uses when it has one.
+func newSource(api, client API, streamMin int64) *source {
+	st, _ := client.(streamAPI)
+	return &source{api: api, stream: st, streamMin: streamMin}
+}
+
+// streamAPI is an API that can hand a file over while it downloads, its
+// footer first (*fetch.Client).
+type streamAPI interface {
+	Stream(ctx context.Context, f ploti.File, name string, refresh func(context.Context) (ploti.File, error)) (*fetch.Stream, error)
+}
+
+// Stream is apply.Streamer: a version's snapshot of one part of at least
+// streamMin bytes is streamed when the API can (the link's server answers
+// Range requests); nil for any other.
+func (s *source) Stream(ctx context.Context, v *ploti.Version) (apply.Stream, error) {
+	api, fs := s.stream, v.Files.Snapshot
+	if api == nil || s.streamMin <= 0 || len(fs) != 1 || fs[0].Bytes == nil || *fs[0].Bytes < s.streamMin {
+		return nil, nil
+	}
+	st, err := api.Stream(ctx, fs[0], fileName(v.DatasetID, v.Version, "snapshot", 0, ".parquet"), s.refresh(v, "snapshot", 0))
+	if err != nil {
+		return nil, classifyOther(err)
+	}
+	return st, nil
 }
 
 func (s *source) Discard(paths []string) {
