@@ -87,7 +87,7 @@ func bigFixture(b *testing.B) *bigDataset {
 			b.Fatal(err)
 		}
 		big.engine, big.raw = r.path("engine"), r.path("raw")
-		if _, err := r.loadEngineOnce(ctx, big, big.engine); err != nil {
+		if _, err := r.loadEngineOnce(ctx, big, big.engine, false); err != nil {
 			b.Fatal(err)
 		}
 		if _, err := r.loadRawOnce(ctx, big, big.raw); err != nil {
@@ -125,7 +125,7 @@ func BenchmarkSnapshotLoad(b *testing.B) {
 		var total time.Duration
 		for range b.N {
 			p := r.path("bench-load")
-			run, err := r.loadEngineOnce(ctx, big, p)
+			run, err := r.loadEngineOnce(ctx, big, p, false)
 			removeDB(p)
 			if err != nil {
 				b.Fatal(err)

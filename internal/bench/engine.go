@@ -49,6 +49,34 @@ func (t *timedAPI) Download(ctx context.Context, f ploti.File, name string, refr
 	return p, err
 }
 
+// Stream is the client's Stream, counted as a download; its time is the
+// footer's alone (the body downloads while the load runs), so a sync that
+// streams is timed whole.
+func (t *timedAPI) Stream(ctx context.Context, f ploti.File, name string, refresh func(context.Context) (ploti.File, error)) (*fetch.Stream, error) {
+	c, ok := t.API.(*fetch.Client)
+	if !ok {
+		return nil, fmt.Errorf("stream %s: %w", name, fetch.ErrNoRanges)
+	}
+	stop := startWatch()
+	s, err := c.Stream(ctx, f, name, refresh)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.download = t.download.add(stop())
+	t.files++
+	if f.Bytes != nil {
+		t.bytes += *f.Bytes
+	}
+	return s, err
+}
+
+// streamMin is Options.StreamMin: above a MiB, or never.
+func streamMin(on bool) int64 {
+	if on {
+		return 1 << 20
+	}
+	return -1
+}
+
 // timed times one API call and counts it under kind.
 func timed[T any](t *timedAPI, kind string, call func() (T, error)) (T, error) {
 	stop := startWatch()
@@ -175,6 +203,11 @@ type engineOpts struct {
 	Geometry  string // Options.Geometry; empty: the file's
 	// History is Options.History (the history section turns it on).
 	History []string
+	// Stream lets a snapshot of more than a MiB load while it downloads
+	// (Options.StreamMin; the default is 64 MiB, lowered so that
+	// --quick's 1M-row file takes the path too); off, every file is
+	// downloaded whole first, so that the download's time can be taken out.
+	Stream bool
 }
 
 // engineSync opens the replica at path, syncs it with the emulator and
@@ -217,7 +250,7 @@ func syncWatching(ctx context.Context, apiURL, key, sub, path string, eo engineO
 	settle()
 	stop := startWatch()
 	r, err := replica.Open(ctx, path, replica.Options{APIURL: apiURL, SubscriptionID: sub, API: api, Watch: watch,
-		Threads: eo.Threads, MemoryLimit: eo.MemoryLimit, Geometry: eo.Geometry, History: eo.History})
+		Threads: eo.Threads, MemoryLimit: eo.MemoryLimit, Geometry: eo.Geometry, History: eo.History, StreamMin: streamMin(eo.Stream)})
 	if err != nil {
 		return run, err
 	}

@@ -105,8 +105,10 @@ func (r *run) newBig(ctx context.Context, em *emulator.Emulator, n int64) (*bigD
 }
 
 // loadEngineOnce bootstraps a replica of the dataset into a fresh file.
-func (r *run) loadEngineOnce(ctx context.Context, b *bigDataset, path string) (syncRun, error) {
-	run, err := engineSync(ctx, b.em, b.sub, path, r.eo)
+func (r *run) loadEngineOnce(ctx context.Context, b *bigDataset, path string, stream bool) (syncRun, error) {
+	eo := r.eo
+	eo.Stream = stream
+	run, err := engineSync(ctx, b.em, b.sub, path, eo)
 	if err == nil && run.Result.SnapshotsLoaded != 1 {
 		err = fmt.Errorf("bootstrap of %s loaded %d snapshots, want 1: %w", b.id, run.Result.SnapshotsLoaded, errMismatch)
 	}
@@ -125,7 +127,7 @@ func (r *run) load(ctx context.Context, b *bigDataset) error {
 	for i := range r.cfg.Repeat {
 		ep, rp := r.path("load-engine"), r.path("load-raw")
 		engineRun := func() error {
-			run, err := r.loadEngineOnce(ctx, b, ep)
+			run, err := r.loadEngineOnce(ctx, b, ep, false)
 			eng.Add(run.Engine())
 			dl.Add(run.Download)
 			api.Add(run.API)
@@ -187,7 +189,7 @@ func (r *run) wireLoad(ctx context.Context, b *bigDataset, raw Costs) error {
 	for i := range r.cfg.Repeat {
 		p := r.path("load-wire")
 		b.em.SetWire(wire)
-		run, err := r.loadEngineOnce(ctx, b, p)
+		run, err := r.loadEngineOnce(ctx, b, p, true)
 		b.em.SetWire(emulator.Wire{})
 		removeDB(p)
 		if err != nil {
