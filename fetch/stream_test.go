@@ -73,10 +73,10 @@ func streamFixtureIn(t *testing.T) (*emulator.Emulator, *fetch.Client, ploti.Fil
 
 // streamAll streams f and waits for its end; it returns the bytes on disk
 // and Done's error.
-func streamAll(t *testing.T, c *fetch.Client, f ploti.File, name string) ([]byte, error) {
+func streamAll(t *testing.T, c *fetch.Client, f ploti.File, name string, refresh func(context.Context) (ploti.File, error)) ([]byte, error) {
 	t.Helper()
 	ctx := context.Background()
-	s, err := c.Stream(ctx, f, name, nil)
+	s, err := c.Stream(ctx, f, name, refresh)
 	if err != nil {
 		t.Fatalf("Stream: %v", err)
 	}
@@ -100,7 +100,7 @@ func streamAll(t *testing.T, c *fetch.Client, f ploti.File, name string) ([]byte
 // as a whole download, verified against the link's sha256.
 func TestStream_servesTheFileFooterFirst(t *testing.T) {
 	_, c, f, whole := streamFixture(t)
-	got, err := streamAll(t, c, f, "streamed.parquet")
+	got, err := streamAll(t, c, f, "streamed.parquet", nil)
 	if err != nil {
 		t.Fatalf("Done: %v", err)
 	}
@@ -130,7 +130,7 @@ func TestStream_noRangesIsRefusedAndLeavesNothing(t *testing.T) {
 func TestStream_wrongSHA256(t *testing.T) {
 	_, c, f, _ := streamFixture(t)
 	f.SHA256 = strings.Repeat("0", 64)
-	if _, err := streamAll(t, c, f, "wrong.parquet"); !errors.Is(err, fetch.ErrChecksum) {
+	if _, err := streamAll(t, c, f, "wrong.parquet", nil); !errors.Is(err, fetch.ErrChecksum) {
 		t.Fatalf("Done = %v, want ErrChecksum", err)
 	}
 }
@@ -145,12 +145,31 @@ func TestStream_cutMidStreamResumes(t *testing.T) {
 		{Match: "/files/**", Kind: emulator.FaultReset, Skip: 1},
 	} {
 		em.Inject(fault)
-		got, err := streamAll(t, c, f, "cut.parquet")
+		got, err := streamAll(t, c, f, "cut.parquet", nil)
 		if err != nil {
 			t.Fatalf("fault %v: Done: %v", fault.Kind, err)
 		}
 		if !bytes.Equal(got, whole) {
 			t.Fatalf("fault %v: streamed bytes differ from the whole download", fault.Kind)
 		}
+	}
+}
+
+// "Links last one hour. Ask again for fresh ones at any time": a link that
+// expires between the footer and the body is refreshed, and the body
+// comes through the fresh one.
+func TestStream_expiredLinkIsRefreshed(t *testing.T) {
+	em, c, f, whole := streamFixture(t)
+	em.Inject(emulator.Fault{Match: "/files/**", Kind: emulator.FaultStatus, Status: 403, Code: "link_expired", Skip: 1})
+	refreshed := 0
+	got, err := streamAll(t, c, f, "expired.parquet", func(context.Context) (ploti.File, error) {
+		refreshed++
+		return f, nil
+	})
+	if err != nil || refreshed != 1 {
+		t.Fatalf("Done: %v after %d refreshes, want nil after 1", err, refreshed)
+	}
+	if !bytes.Equal(got, whole) {
+		t.Fatal("streamed bytes differ from the whole download")
 	}
 }

@@ -106,7 +106,7 @@ func (f *faultRun) failNext(pattern string, status, n int) {
 
 // faultySyncs runs four syncs, each under a different mix of injected
 // faults, and checks after each that the file holds exactly the truth.
-func faultySyncs(t *testing.T) *faultRun {
+func faultySyncs(t *testing.T, mods ...func(*Options)) *faultRun {
 	ctx := context.Background()
 	em, err := emulator.New(emulator.Options{NoRateLimit: true, DuckDBThreads: 2, APIKey: secretKey})
 	must(t, err)
@@ -123,6 +123,10 @@ func faultySyncs(t *testing.T) *faultRun {
 		o.FetchOptions = func(fo *fetch.Options) {
 			fast(fo)
 			fo.ReadIdleTimeout = 2 * time.Second
+		}
+	}, func(o *Options) {
+		for _, m := range mods {
+			m(o)
 		}
 	})
 	sync := func(round, version int) {
@@ -222,6 +226,21 @@ func TestSync_FaultInjection(t *testing.T) {
 		f.injected, retries, dropped, codes, time.Since(start).Round(time.Millisecond))
 	if retries < f.injected-4 { // slow answers need no retry
 		t.Fatalf("%d retries for %d faults: the faults did not reach the client", retries, f.injected)
+	}
+	if f.em.KeyLeaks() != 0 {
+		t.Fatalf("the API key went to the file host %d times", f.em.KeyLeaks())
+	}
+}
+
+// Issue 18: the same faults with every snapshot loaded as it downloads
+// (StreamMin 1): a fault on a footer's Range request downloads the file
+// whole, one on its body resumes it or rolls the load back and downloads
+// it whole; every sync still ends with exactly the truth, and the key
+// never reaches the file host.
+func TestSync_FaultInjectionStreamed(t *testing.T) {
+	f := faultySyncs(t, func(o *Options) { o.StreamMin = 1 })
+	if !strings.Contains(f.logs.String(), `"get file range"`) {
+		t.Fatal("no snapshot was streamed")
 	}
 	if f.em.KeyLeaks() != 0 {
 		t.Fatalf("the API key went to the file host %d times", f.em.KeyLeaks())
