@@ -30,7 +30,10 @@
 // Outside the walk, Prepare gets a snapshot load ready with API calls and
 // downloads only (a bootstrap prepares many at once, ahead of DuckDB), and
 // LoadPrepared loads several in one transaction, each again on its own if
-// that fails. A swap that replaces a table checkpoints once swaps have
+// that fails. A Source that is also a Streamer hands over a large
+// snapshot while it downloads: the load reads its row groups as they
+// arrive (storage.StreamLoader, the DuckDB file only), and if it fails,
+// rolls back and loads the file downloaded whole. A swap that replaces a table checkpoints once swaps have
 // freed enough for the file to grow by an eighth (swapped).
 //
 // The walk hands Apply a Batch per page. State-only actions and skips join

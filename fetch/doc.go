@@ -38,7 +38,11 @@
 // Download (download.go) streams a signed link into SpoolDir/name.part,
 // verifies it and renames it to SpoolDir/name. It asks its caller for a
 // fresh link when a link has expired and resumes a dropped transfer with a
-// Range request.
+// Range request. Stream (stream.go) is the optional fast path for a large
+// Parquet file: its footer first with a Range request for its last bytes
+// (ErrNoRanges when the link answers otherwise: Ploti's documentation does
+// not say that signed links serve ranges), then its body in order, which a
+// reader takes as it arrives.
 //
 // # Secrets
 //

@@ -35,7 +35,10 @@
 //	    titles, places, topics := GET datasets?subscription= (200 a page; no call per dataset)
 //	    for each listed dataset not already at that version, in order:
 //	        prefetch (Options.Prefetch at once, within Options.SpoolLimit):
-//	            its schema and snapshot files into the spool
+//	            its schema and snapshot files into the spool; a snapshot of
+//	            one file of Options.StreamMin or more whose link serves
+//	            ranges is ready once its footer is there, and loads, alone,
+//	            as its row groups arrive (apply.Streamer)
 //	        load: the ready ones, up to 64 MiB, in one transaction with their
 //	            registry rows; if it fails, each again in one of its own
 //	    unavailable: pending (rebuilding ones: the next sync asks the manifest again)
