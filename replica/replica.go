@@ -94,7 +94,7 @@ type Options struct {
 	// StreamMin is the least size of a snapshot (one Parquet file) that
 	// a DuckDB file loads while it downloads: its footer is asked for
 	// first with a Range request and each run of row groups is inserted
-	// as it arrives, in the load's one transaction (docs/decisions.md 49).
+	// as it arrives, in the load's one transaction (docs/decisions.md 50).
 	// Only when the link's server answers ranges; any other snapshot, or
 	// a failure on the way, is downloaded whole. 0: DefaultStreamMin;
 	// negative: never.

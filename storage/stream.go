@@ -26,7 +26,7 @@ type GrowingFile interface {
 
 // StreamLoader is the Tables of an engine that can load a snapshot while
 // it downloads: the DuckDB file. PostgreSQL's loads whole files only
-// (docs/decisions.md 49).
+// (docs/decisions.md 50).
 type StreamLoader interface {
 	// LoadSnapshotStream is LoadSnapshot (replace) or CreateSnapshot of
 	// one Parquet file that is still arriving: the rows of each run of row
