@@ -22,11 +22,11 @@ func TestTx_MergeChanges_refusesWithOneConnection(t *testing.T) {
 	}
 	f := mustParquet(t, db, "SELECT 'removed' AS _ploti_change, * REPLACE ('zz' AS _ploti_record_id) FROM ("+snapQuery+") LIMIT 1")
 	db.SQL().SetMaxOpenConns(1)
-	ctx, cancel := context.WithTimeout(bg, 3*time.Second)
+	ctx, cancel := context.WithTimeout(bg, 30*time.Second)
 	defer cancel()
 	start := time.Now()
 	err := db.Update(ctx, func(tx *Tx) error { _, err := tx.MergeChanges(ctx, "ds", 2, "permits", testCols, f, -1); return err })
-	if took := time.Since(start); took > 2*time.Second {
+	if took := time.Since(start); took > 10*time.Second { // far below ctx's end, far above a busy machine's refusal
 		t.Fatalf("refusal took %s (until ctx ended): %v", took.Round(time.Millisecond), err)
 	}
 	if !errors.Is(err, ErrBadData) {
