@@ -170,10 +170,11 @@ func (p *pgBench) on(ctx context.Context, name string, fn func(*pgx.Conn) error)
 	return fn(c)
 }
 
-// watch starts measuring a step on the cluster: a CHECKPOINT first (so
-// that no step pays for writing out the one before it), the dirty pages
-// synced, then wall time and CPU time, this process's and the cluster's.
-func (p *pgBench) watch(ctx context.Context) (func() cost, error) {
+// watch starts measuring a step on the database db: a CHECKPOINT first
+// (so that no step pays for writing out the one before it), the dirty
+// pages synced, then wall time and CPU time, this process's and the
+// cluster's, read once the step's server processes have ended.
+func (p *pgBench) watch(ctx context.Context, db string) (func() cost, error) {
 	if _, err := p.conn.Exec(ctx, "CHECKPOINT"); err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
@@ -182,7 +183,7 @@ func (p *pgBench) watch(ctx context.Context) (func() cost, error) {
 	s0 := p.cpu.now()
 	return func() cost {
 		c := stop()
-		c.CPU += p.cpu.now() - s0
+		c.CPU += p.cpu.after(db) - s0
 		return c
 	}, nil
 }
@@ -197,7 +198,7 @@ func (p *pgBench) engine(ctx context.Context, b *bigDataset, name string) (syncR
 	s0 := p.cpu.now()
 	run, err := engineSync(ctx, b.em, b.sub, p.url(name), p.r.eo)
 	c := run.Engine()
-	c.CPU += p.cpu.now() - s0
+	c.CPU += p.cpu.after(name) - s0
 	return run, c, err
 }
 
@@ -256,7 +257,7 @@ func (p *pgBench) load(ctx context.Context, b *bigDataset) (*pgLoadFixture, erro
 			if err != nil {
 				return err
 			}
-			stop, err := p.watch(ctx)
+			stop, err := p.watch(ctx, db)
 			if err != nil {
 				return err
 			}
@@ -376,7 +377,7 @@ func (p *pgBench) merge(ctx context.Context, b *bigDataset, fx *pgLoadFixture) e
 			if err != nil {
 				return err
 			}
-			stop, err := p.watch(ctx)
+			stop, err := p.watch(ctx, db)
 			if err != nil {
 				return err
 			}

@@ -39,6 +39,7 @@ type readerStats struct {
 type lockWaits struct {
 	samples, waiting int
 	longest          time.Duration
+	span             time.Duration // from the first sample to the last
 }
 
 // startReader connects to the database at u, runs q once (the plan and
@@ -100,9 +101,11 @@ func startReader(ctx context.Context, u, q string) (*pgReader, error) {
 func watchLocks(ctx context.Context, mon *pgx.Conn, pid int, quit chan struct{}) lockWaits {
 	var w lockWaits
 	var since time.Time
+	start := time.Now()
 	for {
 		select {
 		case <-quit:
+			w.span = time.Since(start)
 			if !since.IsZero() {
 				w.longest = max(w.longest, time.Since(since))
 			}
@@ -112,6 +115,7 @@ func watchLocks(ctx context.Context, mon *pgx.Conn, pid int, quit chan struct{})
 		t := time.Now()
 		var wait *string
 		if err := mon.QueryRow(ctx, "SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1", pid).Scan(&wait); err != nil {
+			w.span = time.Since(start)
 			return w
 		}
 		w.samples++
@@ -149,8 +153,12 @@ func (s readerStats) quantile(q float64) time.Duration {
 func (s readerStats) p99() time.Duration { return s.quantile(0.99) }
 
 func (s readerStats) String() string {
-	return fmt.Sprintf("p50 %s, p99 %s, max %s over %d queries; waiting for a lock in %d of %d samples of its session, the longest wait about %s",
-		msText(s.quantile(0.5)), msText(s.p99()), msText(s.quantile(1)), len(s.lat), s.locks.waiting, s.locks.samples, msText(s.locks.longest))
+	every := time.Duration(0)
+	if s.locks.samples > 0 {
+		every = s.locks.span / time.Duration(s.locks.samples)
+	}
+	return fmt.Sprintf("p50 %s, p99 %s, max %s over %d queries; waiting for a lock in %d of %d samples of its session (one every %s), the longest wait about %s",
+		msText(s.quantile(0.5)), msText(s.p99()), msText(s.quantile(1)), len(s.lat), s.locks.waiting, s.locks.samples, msText(every), msText(s.locks.longest))
 }
 
 func msText(d time.Duration) string {
@@ -233,6 +241,41 @@ func (s *serverCPU) now() time.Duration {
 		ticks += fieldSum(f, 11, 12)
 	}
 	return time.Duration(ticks) * time.Second / userHZ
+}
+
+// after is the cluster's CPU time once the server processes of the
+// database db have ended and been reaped (up to two seconds): a session's
+// process ends a moment after its client hangs up, and its CPU time moves
+// to the postmaster's count of reaped children only then; read before,
+// a step's largest share could be in neither.
+func (s *serverCPU) after(db string) time.Duration {
+	if s == nil {
+		return 0
+	}
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline) && s.serves(db); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	return s.now()
+}
+
+// serves tells whether a child of the postmaster is a session of db (its
+// command line, as PostgreSQL sets it, names the database).
+func (s *serverCPU) serves(db string) bool {
+	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(d)))
+		if err != nil {
+			continue
+		}
+		f, err := procStat(pid)
+		if err != nil || len(f) < 2 || f[1] != strconv.Itoa(s.postmaster) {
+			continue
+		}
+		if cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && strings.Contains(string(cmd), " "+db+" ") {
+			return true
+		}
+	}
+	return false
 }
 
 // procStat is /proc/pid/stat's fields after the command's name: the

@@ -197,9 +197,12 @@ func TestReaderStats_quantiles(t *testing.T) {
 	}
 }
 
-// The cluster's CPU time is read from /proc and grows with its work.
-func TestServerCPU_growsWithTheClustersWork(t *testing.T) {
+// The cluster's CPU time is read from /proc and grows with its work,
+// including a session's that has just ended (after waits for its process
+// to be reaped).
+func TestServerCPU_countsASessionThatEnded(t *testing.T) {
 	admin := pgtest.Require(t)
+	u := pgtest.DB(t)
 	ctx := context.Background()
 	c, err := pgx.Connect(ctx, admin)
 	if err != nil {
@@ -210,12 +213,24 @@ func TestServerCPU_growsWithTheClustersWork(t *testing.T) {
 	if s == nil {
 		t.Skip("the cluster's processes are not readable here (another machine)")
 	}
-	before := s.now()
-	if _, err := c.Exec(ctx, "SELECT count(*) FROM generate_series(1, 5000000)"); err != nil {
+	w, err := pgx.Connect(ctx, u)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if d := s.now() - before; d < 100*time.Millisecond {
+	db := w.Config().Database
+	if !s.serves(db) {
+		t.Fatalf("no server process of %s seen", db)
+	}
+	before := s.now()
+	if _, err := w.Exec(ctx, "SELECT count(*) FROM generate_series(1, 5000000)"); err != nil {
+		t.Fatal(err)
+	}
+	w.Close(ctx)
+	if d := s.after(db) - before; d < 100*time.Millisecond {
 		t.Fatalf("the cluster's CPU time grew by %s over a query of about a second", d)
+	}
+	if s.serves(db) {
+		t.Fatalf("a server process of %s is still there", db)
 	}
 }
 
