@@ -34,6 +34,8 @@ type pgBench struct {
 	made  []string
 	seq   int
 	cpu   *serverCPU // nil when the cluster's processes are not readable here
+	// server is the cluster's share of the last step's CPU time.
+	server time.Duration
 }
 
 // postgres measures a replica kept in PostgreSQL (issue 17, item 4): the
@@ -183,7 +185,8 @@ func (p *pgBench) watch(ctx context.Context, db string) (func() cost, error) {
 	s0 := p.cpu.now()
 	return func() cost {
 		c := stop()
-		c.CPU += p.cpu.after(db) - s0
+		p.server = p.cpu.after(db) - s0
+		c.CPU += p.server
 		return c
 	}, nil
 }
@@ -198,7 +201,8 @@ func (p *pgBench) engine(ctx context.Context, b *bigDataset, name string) (syncR
 	s0 := p.cpu.now()
 	run, err := engineSync(ctx, b.em, b.sub, p.url(name), p.r.eo)
 	c := run.Engine()
-	c.CPU += p.cpu.after(name) - s0
+	p.server = p.cpu.after(name) - s0
+	c.CPU += p.server
 	return run, c, err
 }
 
@@ -217,6 +221,7 @@ type pgLoadFixture struct {
 func (p *pgBench) load(ctx context.Context, b *bigDataset) (*pgLoadFixture, error) {
 	fx := &pgLoadFixture{}
 	var eng, raw, dl Costs
+	var engSrv, rawSrv Stat
 	var rawDB string
 	for i := range p.r.cfg.Repeat {
 		engineRun := func() error {
@@ -232,6 +237,7 @@ func (p *pgBench) load(ctx context.Context, b *bigDataset) (*pgLoadFixture, erro
 				return err
 			}
 			eng.Add(c)
+			engSrv.Add(p.server)
 			dl.Add(run.Network())
 			if fx.table == nil {
 				if fx.table, err = readTable(ctx, p.url(db), "public", b.table); err != nil {
@@ -265,6 +271,7 @@ func (p *pgBench) load(ctx context.Context, b *bigDataset) (*pgLoadFixture, erro
 				return fmt.Errorf("postgres alone, load: %w", err)
 			}
 			raw.Add(stop())
+			rawSrv.Add(p.server)
 			if rawDB != "" {
 				if err := p.drop(ctx, rawDB); err != nil {
 					return err
@@ -294,10 +301,18 @@ func (p *pgBench) load(ctx context.Context, b *bigDataset) (*pgLoadFixture, erro
 	ratio, cpu := ratios(eng, raw)
 	size := fmt.Sprintf("%s rows, %s Parquet", rows(b.n), mib(float64(b.parquetB)))
 	line := Line{What: "9a. snapshot load into PostgreSQL (bootstrap, download and API calls excluded; cpu: this process and the cluster's)", Size: size,
-		Engine: eng.String(), Versus: "PostgreSQL alone, one transaction: the same DDL, COPY FROM STDIN of a CSV, the same primary key and GiST index: " + raw.String(),
+		Engine: p.costText(eng, engSrv), Versus: "PostgreSQL alone, one transaction: the same DDL, COPY FROM STDIN of a CSV, the same primary key and GiST index: " + p.costText(raw, rawSrv),
 		Ratio: ratio, CPURatio: cpu}
 	p.targetOrLine(line, 1.3, "pg_load_ratio", ratio)
 	return fx, nil
+}
+
+// costText is c's text with the cluster's share of the CPU time.
+func (p *pgBench) costText(c Costs, server Stat) string {
+	if p.cpu == nil || len(server.Runs) == 0 {
+		return c.String()
+	}
+	return fmt.Sprintf("%s (of which the cluster %s)", c, secs(server.Median()))
 }
 
 // targetOrLine adds a line with its target at the section's full size,
@@ -353,7 +368,7 @@ func (p *pgBench) merge(ctx context.Context, b *bigDataset, fx *pgLoadFixture) e
 		return err
 	}
 	var eng, raw Costs
-	var opens Stat
+	var engSrv, rawSrv, opens Stat
 	var lastE, lastR string
 	for i := range p.r.cfg.Repeat {
 		engineRun := func() error {
@@ -369,6 +384,7 @@ func (p *pgBench) merge(ctx context.Context, b *bigDataset, fx *pgLoadFixture) e
 				return err
 			}
 			eng.Add(c)
+			engSrv.Add(p.server)
 			opens.Add(run.Open.Wall)
 			return p.keep(ctx, &lastE, db)
 		}
@@ -385,6 +401,7 @@ func (p *pgBench) merge(ctx context.Context, b *bigDataset, fx *pgLoadFixture) e
 				return fmt.Errorf("postgres alone, merge: %w", err)
 			}
 			raw.Add(stop())
+			rawSrv.Add(p.server)
 			return p.keep(ctx, &lastR, db)
 		}
 		order := []func() error{engineRun, rawRun}
@@ -410,8 +427,8 @@ func (p *pgBench) merge(ctx context.Context, b *bigDataset, fx *pgLoadFixture) e
 	b.version = st.rel.Version
 	ratio, cpu := ratios(eng, raw)
 	size := fmt.Sprintf("%s of %s rows: +%d ~%d −%d", pct(st.f), rows(b.n), st.rel.Added, st.rel.Changed, st.rel.Removed)
-	p.targetOrLine(Line{What: "9b. changes merge in PostgreSQL (download and API calls excluded; cpu: this process and the cluster's)", Size: size, Engine: eng.String(),
-		Versus: "PostgreSQL alone, one transaction: temporary table by COPY of a CSV, DELETE … USING, INSERT … SELECT: " + raw.String(),
+	p.targetOrLine(Line{What: "9b. changes merge in PostgreSQL (download and API calls excluded; cpu: this process and the cluster's)", Size: size, Engine: p.costText(eng, engSrv),
+		Versus: "PostgreSQL alone, one transaction: temporary table by COPY of a CSV, DELETE … USING, INSERT … SELECT: " + p.costText(raw, rawSrv),
 		Ratio:  ratio, CPURatio: cpu}, 1.3, "pg_merge_ratio", ratio)
 	p.r.rep.add(Line{What: "9b. of which replica.Open (two sessions, the writer's advisory lock, the migrations' check, the in-memory DuckDB)", Size: size,
 		Engine: opens.String(), Ratio: math.NaN()})
