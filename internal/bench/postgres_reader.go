@@ -245,22 +245,23 @@ func (s *serverCPU) now() time.Duration {
 
 // after is the cluster's CPU time once the server processes of the
 // database db have ended and been reaped (up to two seconds): a session's
-// process ends a moment after its client hangs up, and its CPU time moves
-// to the postmaster's count of reaped children only then; read before,
-// a step's largest share could be in neither.
+// process ends a moment after its client hangs up, and while it exits
+// (its command line gone, then a zombie) its CPU time shows neither in
+// its /proc entry nor yet in the postmaster's count of reaped children.
 func (s *serverCPU) after(db string) time.Duration {
 	if s == nil {
 		return 0
 	}
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline) && s.serves(db); {
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline) && s.busy(db); {
 		time.Sleep(5 * time.Millisecond)
 	}
 	return s.now()
 }
 
-// serves tells whether a child of the postmaster is a session of db (its
-// command line, as PostgreSQL sets it, names the database).
-func (s *serverCPU) serves(db string) bool {
+// busy tells whether a child of the postmaster is a session of db (its
+// command line, as PostgreSQL sets it, names the database) or a process
+// that is exiting (no command line, or a zombie not yet reaped).
+func (s *serverCPU) busy(db string) bool {
 	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, d := range dirs {
 		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(d)))
@@ -271,7 +272,11 @@ func (s *serverCPU) serves(db string) bool {
 		if err != nil || len(f) < 2 || f[1] != strconv.Itoa(s.postmaster) {
 			continue
 		}
-		if cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && strings.Contains(string(cmd), " "+db+" ") {
+		if f[0] == "Z" || f[0] == "X" {
+			return true
+		}
+		cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err == nil && (len(cmd) == 0 || strings.Contains(string(cmd), " "+db+" ")) {
 			return true
 		}
 	}

@@ -218,7 +218,7 @@ func TestServerCPU_countsASessionThatEnded(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := w.Config().Database
-	if !s.serves(db) {
+	if !s.busy(db) {
 		t.Fatalf("no server process of %s seen", db)
 	}
 	before := s.now()
@@ -229,7 +229,7 @@ func TestServerCPU_countsASessionThatEnded(t *testing.T) {
 	if d := s.after(db) - before; d < 100*time.Millisecond {
 		t.Fatalf("the cluster's CPU time grew by %s over a query of about a second", d)
 	}
-	if s.serves(db) {
+	if s.busy(db) {
 		t.Fatalf("a server process of %s is still there", db)
 	}
 }
