@@ -59,3 +59,52 @@ func TestTx_MergeChanges_afterChangesInTheSameTransaction(t *testing.T) {
 		t.Fatalf("rows = %s, want %s", got, want)
 	}
 }
+
+// A changes file's columns are read without a cast only where the file has
+// them in the table's type (issue 18): a file whose record ids, kinds of
+// change and values come in other types is merged, checked and logged as
+// one of the table's own types is, by MergeChanges and by MergeDeferred.
+func TestTx_MergeChanges_fileOfOtherTypes(t *testing.T) {
+	ctx := context.Background()
+	const other = `SELECT CASE i WHEN 1 THEN 'changed' WHEN 2 THEN 'removed' ELSE 'added' END::ENUM('added', 'changed', 'removed') AS _ploti_change,
+		i::BIGINT AS _ploti_record_id, 'fl-orange' AS _ploti_place_id, 'Q' || i AS permit, (i * 2.5)::DOUBLE AS valuation,
+		DATE '2026-03-01' AS issued, ['x'] AS tags, ('POINT (' || i || ' ' || i || ')')::GEOMETRY AS geometry FROM (VALUES (1), (2), (6)) v(i)`
+	// Held ids are text: '01' is not the file's 1, though it is as a number.
+	const want = "01=P0:0.00 1=Q1:2.50 3=P3:4.50 4=P4:6.00 6=Q6:15.00 | 1 changed, 2 removed, 6 added"
+	for _, deferred := range []bool{false, true} {
+		db := mustOpen(t)
+		snap := mustParquet(t, db, "SELECT * EXCLUDE (i) REPLACE (CASE i WHEN 0 THEN '01' ELSE CAST(i AS VARCHAR) END AS _ploti_record_id) FROM (SELECT *, row_number() OVER () - 1 AS i FROM ("+snapQuery+"))")
+		file := mustParquet(t, db, other)
+		err := db.Update(ctx, func(tx *Tx) error {
+			_, err := tx.LoadSnapshot(ctx, "permits", testCols, []string{snap})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = db.Update(ctx, func(tx *Tx) error {
+			if !deferred {
+				_, err := tx.MergeChanges(ctx, "ds", 2, "permits", testCols, file, 5)
+				return err
+			}
+			m, err := tx.MergeDeferred(ctx, "ds", 2, "permits", testCols, file, 5)
+			if err != nil {
+				return err
+			}
+			return tx.FinishMerged(ctx, []Merged{m})
+		})
+		if err != nil {
+			t.Fatalf("deferred=%v: %v", deferred, err)
+		}
+		var rows, log string
+		if err := db.SQL().QueryRow(`SELECT string_agg(_ploti_record_id || '=' || permit || ':' || valuation::VARCHAR, ' ' ORDER BY _ploti_record_id) FROM permits`).Scan(&rows); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.SQL().QueryRow(`SELECT string_agg(record_id || ' ' || change, ', ' ORDER BY record_id) FROM _ploti.changes`).Scan(&log); err != nil {
+			t.Fatal(err)
+		}
+		if got := rows + " | " + log; got != want {
+			t.Fatalf("deferred=%v: %s, want %s", deferred, got, want)
+		}
+	}
+}
