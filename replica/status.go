@@ -81,7 +81,7 @@ func ReadStatus(ctx context.Context, db *storage.DB) (*Status, error) {
 	if st.LastRun, err = db.LastRun(ctx); err != nil {
 		return nil, err
 	}
-	ds, err := db.Datasets(ctx)
+	ds, err := db.DatasetStates(ctx)
 	if err != nil {
 		return nil, err
 	}

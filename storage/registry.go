@@ -104,6 +104,10 @@ func getDataset(ctx context.Context, q querier, id string) (*Dataset, error) {
 	return d, err
 }
 
+// datasetStateCols are datasetCols without the columns' JSON, which costs
+// half the registry's read (20–60 ms at 2,000 datasets).
+var datasetStateCols = strings.Replace(datasetCols, "coalesce(columns::VARCHAR, '[]')", "'[]'", 1)
+
 func listDatasets(ctx context.Context, q querier, ids ...string) ([]*Dataset, error) {
 	where := ""
 	if ids != nil {
@@ -112,7 +116,11 @@ func listDatasets(ctx context.Context, q querier, ids ...string) ([]*Dataset, er
 		}
 		where = " WHERE dataset_id IN (" + strings.Join(quoteAll(ids), ", ") + ")"
 	}
-	rows, err := q.QueryContext(ctx, "SELECT "+datasetCols+" FROM _ploti.datasets"+where+" ORDER BY dataset_id")
+	return queryDatasets(ctx, q, datasetCols, where)
+}
+
+func queryDatasets(ctx context.Context, q querier, cols, where string) ([]*Dataset, error) {
+	rows, err := q.QueryContext(ctx, "SELECT "+cols+" FROM _ploti.datasets"+where+" ORDER BY dataset_id")
 	if err != nil {
 		return nil, err
 	}
@@ -135,6 +143,12 @@ func (db *DB) Dataset(ctx context.Context, id string) (*Dataset, error) {
 
 // Datasets lists the registry, ordered by dataset id.
 func (db *DB) Datasets(ctx context.Context) ([]*Dataset, error) { return listDatasets(ctx, db.sql) }
+
+// DatasetStates lists the registry as Datasets does, without each
+// dataset's columns (Columns is empty): what status shows.
+func (db *DB) DatasetStates(ctx context.Context) ([]*Dataset, error) {
+	return queryDatasets(ctx, db.sql, datasetStateCols, "")
+}
 
 // Dataset reads one registry row in the transaction; ErrNoDataset when absent.
 func (tx *Tx) Dataset(ctx context.Context, id string) (*Dataset, error) {
