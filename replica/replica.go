@@ -262,9 +262,10 @@ func (r *Replica) DB() *sql.DB { return r.db.SQL() }
 // Path is the DuckDB file's path.
 func (r *Replica) Path() string { return r.db.Path() }
 
-// Close closes the file and removes the spool folder.
+// Close closes the file, keeping its status beside it for `status`
+// (summary.go), and removes the spool folder.
 func (r *Replica) Close() error {
-	err := r.db.Close()
+	err := r.db.CloseWithSummary(context.Background(), func(ctx context.Context) ([]byte, error) { return summarize(ctx, r.db) })
 	if rerr := os.RemoveAll(r.spool); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 		err = errors.Join(err, rerr)
 	}

@@ -43,6 +43,10 @@
 // writes a dataset table goes through storedType and stored, and each
 // geometry column carries its CRS in its comment (GeometryComment).
 //
+// A writer's clean close keeps the file's status beside it, stamped with
+// the file's state, for readers that need not open the file (summary.go,
+// docs/decisions.md 49).
+//
 // Another engine can hold a replica (storage/postgres: PostgreSQL with
 // PostGIS). The seam is Tables (seam.go), the table operations, which the
 // DuckDB file's Tx and the other engine's transaction each implement;

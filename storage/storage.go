@@ -152,6 +152,14 @@ func open(ctx context.Context, path string, opts Options, existed bool) (*DB, er
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	db := &DB{sql: sql.OpenDB(connector), connector: connector, path: path, now: opts.Now, readOnly: opts.ReadOnly}
+	if !opts.ReadOnly {
+		// Held now: no summary of an older state outlives what this
+		// process writes (summary.go).
+		if err := removeSummary(path); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
 	if existed {
 		// Issue 15: a file that does not read back whole is refused
 		// before the migrations (or anything) write to it.

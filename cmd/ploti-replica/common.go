@@ -112,7 +112,7 @@ func (c *connFlags) resolve(env *Env) {
 			*v = def
 		}
 	}
-	pick(&c.DB, "PLOTI_DB", "ploti.duckdb")
+	c.resolveDB(env)
 	pick(&c.APIURL, "PLOTI_API_URL", "")
 	pick(&c.APIKey, "PLOTI_API_KEY", "")
 	pick(&c.Subscription, "PLOTI_SUBSCRIPTION", "")
@@ -125,6 +125,16 @@ func (c *connFlags) resolve(env *Env) {
 		}
 	}
 	pick(&c.APIURL, "", replica.DefaultAPIURL)
+}
+
+// resolveDB fills in --db alone, from PLOTI_DB or the default.
+func (c *connFlags) resolveDB(env *Env) {
+	if c.DB == "" {
+		c.DB = env.Getenv("PLOTI_DB")
+	}
+	if c.DB == "" {
+		c.DB = "ploti.duckdb"
+	}
 }
 
 // haveDB tells whether --db names something to read: a database (its
@@ -142,6 +152,11 @@ func haveDB(path string) bool {
 func storedSubscription(path string) (id, apiURL string) {
 	if _, err := os.Stat(path); err != nil && !backends.IsDatabase(path) {
 		return "", ""
+	}
+	if !backends.IsDatabase(path) {
+		if st, ok := replica.StoredStatus(path); ok { // no DuckDB open (summary.go)
+			return st.SubscriptionID, st.APIURL
+		}
 	}
 	ctx := context.Background()
 	db, err := backends.Open(ctx, path, storage.Options{ReadOnly: true, LockTimeout: -1})

@@ -38,9 +38,9 @@ func newStatusCmd(env *Env) *cobra.Command {
 }
 
 func (s *statusCmd) run(ctx context.Context) error {
-	s.conn.resolve(s.env)
 	var st *replica.Status
 	if s.Behind {
+		s.conn.resolve(s.env)
 		s.conn.Watch = true // a file of watches only has no cursor to count from
 		opts, err := s.conn.options(s.env)
 		if err != nil {
@@ -63,16 +63,11 @@ func (s *statusCmd) run(ctx context.Context) error {
 			st.Behind = &behind
 		}
 	} else {
-		wait, err := s.conn.lockWait()
-		if err != nil {
-			return err
-		}
-		db, err := backends.Open(ctx, s.conn.DB, storage.Options{ReadOnly: true, LockTimeout: wait})
-		if err != nil {
-			return err
-		}
-		defer db.Close()
-		if st, err = replica.ReadStatus(ctx, db); err != nil {
+		// The file alone: the API's URL and subscription are not asked
+		// for, so the file is not opened to find them.
+		s.conn.resolveDB(s.env)
+		var err error
+		if st, err = s.read(ctx); err != nil {
 			return err
 		}
 	}
@@ -83,6 +78,27 @@ func (s *statusCmd) run(ctx context.Context) error {
 	}
 	printStatus(s.env.Stdout, backends.Name(s.conn.DB), st)
 	return nil
+}
+
+// read is the file's status: the one its last writer kept beside it while
+// the file is still in that state (replica.StoredStatus), else read from
+// the file, opened read-only.
+func (s *statusCmd) read(ctx context.Context) (*replica.Status, error) {
+	if !backends.IsDatabase(s.conn.DB) {
+		if st, ok := replica.StoredStatus(s.conn.DB); ok {
+			return st, nil
+		}
+	}
+	wait, err := s.conn.lockWait()
+	if err != nil {
+		return nil, err
+	}
+	db, err := backends.Open(ctx, s.conn.DB, storage.Options{ReadOnly: true, LockTimeout: wait})
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	return replica.ReadStatus(ctx, db)
 }
 
 func printStatus(w io.Writer, path string, st *replica.Status) {
