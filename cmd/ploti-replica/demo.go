@@ -85,7 +85,7 @@ func (d *demoCmd) run(ctx context.Context) error {
 	if err := em.AddDataset(demoWatchedSpec); err != nil {
 		return err
 	}
-	for _, p := range []string{d.DB, d.DB + ".wal", d.DB + ".attachments"} {
+	for _, p := range []string{d.DB, d.DB + ".wal", d.DB + ".attachments", storage.SummaryPath(d.DB)} {
 		if db {
 			break
 		}
