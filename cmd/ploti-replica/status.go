@@ -84,14 +84,14 @@ func (s *statusCmd) run(ctx context.Context) error {
 // the file is still in that state (replica.StoredStatus), else read from
 // the file, opened read-only.
 func (s *statusCmd) read(ctx context.Context) (*replica.Status, error) {
+	wait, err := s.conn.lockWait() // a usage error either way
+	if err != nil {
+		return nil, err
+	}
 	if !backends.IsDatabase(s.conn.DB) {
 		if st, ok := replica.StoredStatus(s.conn.DB); ok {
 			return st, nil
 		}
-	}
-	wait, err := s.conn.lockWait()
-	if err != nil {
-		return nil, err
 	}
 	db, err := backends.Open(ctx, s.conn.DB, storage.Options{ReadOnly: true, LockTimeout: wait})
 	if err != nil {
