@@ -11,7 +11,7 @@ import (
 )
 
 // A file's status is kept beside it at each clean close of a writer
-// (storage.CloseWithSummary, docs/decisions.md 50): `status` reads it
+// (storage.CloseWithSummary, docs/decisions.md 51): `status` reads it
 // instead of opening a file of thousands of tables, while the file is in
 // the state it was written for.
 

@@ -39,7 +39,7 @@ func summarized(t *testing.T) (string, *Status) {
 	return path, want
 }
 
-// Decision 50: the kept status is what ReadStatus reads, words included
+// Decision 51: the kept status is what ReadStatus reads, words included
 // (Detail and Readers are derived again by the reading build).
 func TestStoredStatus_isWhatTheFileHolds(t *testing.T) {
 	path, want := summarized(t)

@@ -45,7 +45,7 @@
 //
 // A writer's clean close keeps the file's status beside it, stamped with
 // the file's state, for readers that need not open the file (summary.go,
-// docs/decisions.md 50).
+// docs/decisions.md 51).
 //
 // Another engine can hold a replica (storage/postgres: PostgreSQL with
 // PostGIS). The seam is Tables (seam.go), the table operations, which the

@@ -55,7 +55,7 @@ func plainUpdate(t *testing.T, path string, logOnly bool) {
 	}
 }
 
-// Decision 50: a summary is read only while the file is in the state it
+// Decision 51: a summary is read only while the file is in the state it
 // was written for. DuckDB alone changing a _ploti row and checkpointing
 // it into the file changes the file's stamp and headers.
 func TestSummary_notReadAfterDuckDBAloneChangedTheFile(t *testing.T) {

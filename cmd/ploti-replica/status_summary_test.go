@@ -33,7 +33,7 @@ func statusOut(t *testing.T, vars map[string]string) (text, js string) {
 	return agoRE.ReplaceAllString(text, "(ago)"), js
 }
 
-// Decision 50: `status` reads the status its last writer kept beside the
+// Decision 51: `status` reads the status its last writer kept beside the
 // file, and prints the very bytes it prints from the file itself: every
 // state of a dataset, holds with their details, the last run. The summary
 // holds no secret.

@@ -239,7 +239,7 @@ func (r *run) manySync(ctx context.Context, f *manyFixture, path string, eo engi
 // manyAtScale measures what DuckDB's number of tables drives: `status`
 // on the bootstrapped file, as a user runs it (the binary's own status
 // command in a fresh process, which reads the status the sync kept beside
-// the file, docs/decisions.md 50; and again without it, as after another
+// the file, docs/decisions.md 51; and again without it, as after another
 // writer, opening the file read-only; in this process, once, when there
 // is no binary), and a checkpoint after a small commit.
 func (r *run) manyAtScale(ctx context.Context, f *manyFixture) error {
