@@ -39,14 +39,19 @@ type timedAPI struct {
 func (t *timedAPI) Download(ctx context.Context, f ploti.File, name string, refresh func(context.Context) (ploti.File, error)) (string, error) {
 	stop := startWatch()
 	p, err := t.API.Download(ctx, f, name, refresh)
+	t.countFile(stop(), f)
+	return p, err
+}
+
+// countFile adds a file's download time and bytes.
+func (t *timedAPI) countFile(took cost, f ploti.File) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.download = t.download.add(stop())
+	t.download = t.download.add(took)
 	t.files++
 	if f.Bytes != nil {
 		t.bytes += *f.Bytes
 	}
-	return p, err
 }
 
 // Stream is the client's Stream, counted as a download; its time is the
@@ -59,13 +64,7 @@ func (t *timedAPI) Stream(ctx context.Context, f ploti.File, name string, refres
 	}
 	stop := startWatch()
 	s, err := c.Stream(ctx, f, name, refresh)
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.download = t.download.add(stop())
-	t.files++
-	if f.Bytes != nil {
-		t.bytes += *f.Bytes
-	}
+	t.countFile(stop(), f)
 	return s, err
 }
 

@@ -280,14 +280,8 @@ func (p *pgBench) load(ctx context.Context, b *bigDataset) (*pgLoadFixture, erro
 			rawDB = db
 			return nil
 		}
-		order := []func() error{engineRun, rawRun}
-		if i%2 == 1 {
-			order[0], order[1] = order[1], order[0]
-		}
-		for _, f := range order {
-			if err := f(); err != nil {
-				return nil, err
-			}
+		if err := inTurns(i, engineRun, rawRun); err != nil {
+			return nil, err
 		}
 		p.r.logf("postgres load %s, run %d: engine %s (+ download and API calls %s), PostgreSQL alone %s", rows(b.n), i+1,
 			secs(eng.Wall.Runs[i]), secs(dl.Wall.Runs[i]), secs(raw.Wall.Runs[i]))
@@ -404,14 +398,8 @@ func (p *pgBench) merge(ctx context.Context, b *bigDataset, fx *pgLoadFixture) e
 			rawSrv.Add(p.server)
 			return p.keep(ctx, &lastR, db)
 		}
-		order := []func() error{engineRun, rawRun}
-		if i%2 == 1 {
-			order[0], order[1] = order[1], order[0]
-		}
-		for _, f := range order {
-			if err := f(); err != nil {
-				return err
-			}
+		if err := inTurns(i, engineRun, rawRun); err != nil {
+			return err
 		}
 		p.r.logf("postgres merge %s of %s, run %d: engine %s (of which replica.Open %s), PostgreSQL alone %s", pct(st.f), rows(b.n), i+1,
 			secs(eng.Wall.Runs[i]), secs(opens.Runs[i]), secs(raw.Wall.Runs[i]))

@@ -228,18 +228,12 @@ func (s *serverCPU) now() time.Duration {
 		return 0
 	}
 	ticks := fieldSum(f, 11, 12, 13, 14) // utime, stime, cutime, cstime
-	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(d)))
-		if err != nil {
-			continue
+	s.children(func(_ int, f []string) bool {
+		if len(f) >= 13 {
+			ticks += fieldSum(f, 11, 12)
 		}
-		f, err := procStat(pid)
-		if err != nil || len(f) < 13 || f[1] != strconv.Itoa(s.postmaster) {
-			continue
-		}
-		ticks += fieldSum(f, 11, 12)
-	}
+		return false
+	})
 	return time.Duration(ticks) * time.Second / userHZ
 }
 
@@ -262,6 +256,20 @@ func (s *serverCPU) after(db string) time.Duration {
 // command line, as PostgreSQL sets it, names the database) or a process
 // that is exiting (no command line, or a zombie not yet reaped).
 func (s *serverCPU) busy(db string) bool {
+	return s.children(func(pid int, f []string) bool {
+		if f[0] == "Z" || f[0] == "X" {
+			return true
+		}
+		cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		return err == nil && (len(cmd) == 0 || strings.Contains(string(cmd), " "+db+" "))
+	})
+}
+
+// children calls fn with each child process of the postmaster and its
+// /proc stat fields (procStat) until fn returns true, and says whether it
+// did.
+func (s *serverCPU) children(fn func(pid int, f []string) bool) bool {
+	parent := strconv.Itoa(s.postmaster)
 	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, d := range dirs {
 		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(d)))
@@ -269,14 +277,10 @@ func (s *serverCPU) busy(db string) bool {
 			continue
 		}
 		f, err := procStat(pid)
-		if err != nil || len(f) < 2 || f[1] != strconv.Itoa(s.postmaster) {
+		if err != nil || len(f) < 2 || f[1] != parent {
 			continue
 		}
-		if f[0] == "Z" || f[0] == "X" {
-			return true
-		}
-		cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if err == nil && (len(cmd) == 0 || strings.Contains(string(cmd), " "+db+" ")) {
+		if fn(pid, f) {
 			return true
 		}
 	}

@@ -47,14 +47,8 @@ func (r *run) publish(ctx context.Context, b *bigDataset) error {
 			raw.Add(stop())
 			return err
 		}
-		order := []func() error{publishRun, copyRun}
-		if i%2 == 1 {
-			order[0], order[1] = order[1], order[0]
-		}
-		for _, f := range order {
-			if err := f(); err != nil {
-				return err
-			}
+		if err := inTurns(i, publishRun, copyRun); err != nil {
+			return err
 		}
 		r.logf("publish %s rows (%s), run %d: %s, plain copy and fsync %s", rows(b.n), mib(float64(bytes)), i+1,
 			secs(eng.Wall.Runs[i]), secs(raw.Wall.Runs[i]))

@@ -138,14 +138,8 @@ func (r *run) load(ctx context.Context, b *bigDataset) error {
 			raw.Add(d)
 			return err
 		}
-		order := []func() error{engineRun, rawRun}
-		if i%2 == 1 {
-			order[0], order[1] = order[1], order[0]
-		}
-		for _, f := range order {
-			if err := f(); err != nil {
-				return err
-			}
+		if err := inTurns(i, engineRun, rawRun); err != nil {
+			return err
 		}
 		r.logf("load %s, run %d: engine %s (+ download %s, API calls %s), DuckDB alone %s", rows(b.n), i+1,
 			secs(eng.Wall.Runs[i]), secs(dl.Wall.Runs[i]), secs(api.Wall.Runs[i]), secs(raw.Wall.Runs[i]))

@@ -131,3 +131,15 @@ func (c Costs) String() string {
 func ratios(a, b Costs) (wall, cpu float64) {
 	return a.Wall.Seconds() / b.Wall.Seconds(), a.CPU.Seconds() / b.CPU.Seconds()
 }
+
+// inTurns runs a then b in run i, b then a in the next, so that neither
+// side of a comparison always goes first (caches, the machine's load).
+func inTurns(i int, a, b func() error) error {
+	if i%2 == 1 {
+		a, b = b, a
+	}
+	if err := a(); err != nil {
+		return err
+	}
+	return b()
+}
