@@ -36,6 +36,15 @@ func (db *DB) pairHash(id, col string) string {
 	return fmt.Sprintf("hash(%s, %s)", id, col)
 }
 
+// jsonText is a JSON value's text, the same for the same value on both
+// engines (PostgreSQL's json keeps the text it was given, jsonb its own).
+func (tx *Tx) jsonText(expr string) string {
+	if tx.be != nil {
+		return "CAST(CAST(" + expr + " AS jsonb) AS text)"
+	}
+	return "CAST(" + expr + " AS VARCHAR)"
+}
+
 // firstIDs is an aggregate of the first five values of expr in order, as
 // a JSON list of strings.
 func (db *DB) firstIDs(expr string) string {
