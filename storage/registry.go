@@ -414,7 +414,8 @@ func (tx *Tx) PutDatasets(ctx context.Context, ds []*Dataset) error {
 		FROM `+values+`
 		WHERE `+d+`dataset_id = v.dataset_id AND (`+d+`table_name IS DISTINCT FROM v.table_name OR `+d+`title IS DISTINCT FROM v.title
 			OR `+d+`place_id IS DISTINCT FROM v.place_id OR `+d+`topic IS DISTINCT FROM v.topic
-			OR `+d+`schema_version IS DISTINCT FROM v.schema_version OR `+d+`key_columns IS DISTINCT FROM v.key_columns
+			OR `+d+`schema_version IS DISTINCT FROM v.schema_version
+			OR CAST(`+d+`key_columns AS VARCHAR[]) IS DISTINCT FROM CAST(v.key_columns AS VARCHAR[])
 			OR `+tx.jsonText(d+"columns")+` IS DISTINCT FROM `+tx.jsonText("v.columns")+`
 			OR `+d+`skip_until_removed IS DISTINCT FROM v.skip_until_removed OR `+d+`source IS DISTINCT FROM v.source)`, args...); err != nil {
 		return fmt.Errorf("put %d datasets: %w", len(ds), err)
