@@ -458,6 +458,66 @@ func TestTx_PutDatasets_logsSchemasOnlyWhereTheyChange(t *testing.T) {
 	}
 }
 
+// Small commits go to the WAL until it holds CheckpointThreshold (a
+// catch-up's pages of small merges are checkpointed together, issue 18),
+// and a commit that adds more than BulkCommit to it is checkpointed as it
+// commits (issue 6: a large merge's rows are not written twice).
+func TestTx_Commit_checkpointsBulkCommitsAndLetsSmallOnesGather(t *testing.T) {
+	ctx := context.Background()
+	db := mustOpen(t)
+	wal := func() int64 {
+		fi, err := os.Stat(db.Path() + ".wal")
+		if err != nil {
+			return 0
+		}
+		return fi.Size()
+	}
+	insert := func(rows int) {
+		t.Helper()
+		err := db.Update(ctx, func(tx *Tx) error {
+			_, err := tx.Exec(ctx, "INSERT INTO t SELECT i, i, i, i, repeat('x', 80) || i FROM range(?) r(i)", rows)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.SQL().ExecContext(ctx, "CREATE TABLE t (i BIGINT, a BIGINT, b BIGINT, c BIGINT, s VARCHAR); CHECKPOINT"); err != nil {
+		t.Fatal(err)
+	}
+	var sizes []int64
+	for wal() < 8_000_000 && len(sizes) < 40 {
+		insert(5000) // about 0.6 MB of WAL each
+		sizes = append(sizes, wal())
+		if len(sizes) > 1 && sizes[len(sizes)-1] <= sizes[len(sizes)-2] {
+			t.Fatalf("WAL after each small commit: %v: a small commit checkpointed before the WAL held %s", sizes, CheckpointThreshold)
+		}
+	}
+	if wal() < 8_000_000 {
+		t.Fatalf("WAL after %d small commits: %v", len(sizes), sizes)
+	}
+	before := wal()
+	// DuckDB's estimate of a commit's WAL counts 48 bytes a row here (the
+	// strings' 16, not their text): 120,000 rows are 5.8 MB of estimate,
+	// fewer than a row group (DuckDB writes full ones to the file as they
+	// come).
+	insert(120_000)
+	if n := wal(); n != 0 {
+		t.Fatalf("WAL is %d bytes after a commit of 120,000 rows (%d before it): a bulk commit went to the WAL", n, before)
+	}
+	insert(5000)
+	if n := wal(); n == 0 || n > 2_000_000 {
+		t.Fatalf("WAL is %d bytes after a small commit on an empty WAL", n)
+	}
+	var threshold string
+	if err := db.SQL().QueryRowContext(ctx, "SELECT current_setting('checkpoint_threshold')").Scan(&threshold); err != nil {
+		t.Fatal(err)
+	}
+	if threshold != "15.2 MiB" && threshold != "16.0 MB" {
+		t.Fatalf("checkpoint_threshold after a commit = %q, want %s back", threshold, CheckpointThreshold)
+	}
+}
+
 // DatasetsOf reads the rows and holds of the datasets asked for and of no
 // other (issue 18: a page of events reads its own datasets, however many
 // the file holds); CountDatasets counts them all.
