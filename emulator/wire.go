@@ -52,13 +52,27 @@ func (s *wireState) get() Wire {
 }
 
 // slot reserves the link for n bytes and returns when they have gone
-// through it: after the slots reserved before, at Bandwidth. The schedule
-// is absolute, so a late wake-up is made up by the chunks after it.
+// through it: after the slots reserved before, at Bandwidth.
 func (s *wireState) slot(n int, bw int64) time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := time.Now()
-	if s.next.Before(now) {
+	return s.slotAt(time.Now(), n, bw)
+}
+
+// wireIdle is how far behind its schedule the link may fall and still
+// make it up. The schedule is absolute: a writer that wakes up late sends
+// its next chunks without waiting until it is back on time, so a run of
+// chunks takes its bytes over the cap, not that plus every late wake-up
+// (a chunk's slot is 0.66 ms at 50 MB/s; Go's timers wake up tens to
+// hundreds of microseconds late, and with the schedule restarted at each
+// late wake-up a 484 MiB file took 20 s instead of 10.2). A link further
+// behind than this was idle: its schedule starts again from now, and at
+// most this much goes out above the cap.
+const wireIdle = 20 * time.Millisecond
+
+// slotAt is slot at the time now.
+func (s *wireState) slotAt(now time.Time, n int, bw int64) time.Time {
+	if now.Sub(s.next) > wireIdle {
 		s.next = now
 	}
 	s.next = s.next.Add(time.Duration(float64(n) / float64(bw) * float64(time.Second)))

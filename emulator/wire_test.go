@@ -121,3 +121,27 @@ func TestWire_bandwidthIsSharedAndExact(t *testing.T) {
 		t.Errorf("an API answer took %s at a file cap of 10 B/s: it was paced like a file", el)
 	}
 }
+
+// Late wake-ups are made up: a writer that asks for each chunk's slot a
+// little after the last one ended (Go's timers wake up late) still sends
+// the whole run in its bytes over the cap, and a link idle for longer than
+// wireIdle starts its schedule again.
+func TestWire_lateWakeUpsAreMadeUp(t *testing.T) {
+	var s wireState
+	const bw = 50_000_000
+	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	now, end := start, start
+	const chunks = 1000
+	for range chunks {
+		end = s.slotAt(now, wireChunk, bw)
+		now = end.Add(300 * time.Microsecond) // each wake-up 0.3 ms late
+	}
+	want := time.Duration(float64(chunks*wireChunk) / bw * float64(time.Second))
+	if got := end.Sub(start); got > want+time.Millisecond {
+		t.Fatalf("%d chunks of %d bytes at %d B/s, each asked for 0.3 ms late: the link's schedule ends after %s, want %s", chunks, wireChunk, bw, got, want)
+	}
+	idle := end.Add(time.Second)
+	if got := s.slotAt(idle, wireChunk, bw); got.Sub(idle) > time.Millisecond {
+		t.Fatalf("after a second idle, the next chunk's slot ends %s later: the idle time was lent to it", got.Sub(idle))
+	}
+}
