@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,6 +31,8 @@ type benchCmd struct {
 	// Postgres is the PostgreSQL section's admin URL; PostgresRows its size.
 	Postgres     string
 	PostgresRows string
+	// CPUProfile is a file for a Go CPU profile of the whole run.
+	CPUProfile string
 }
 
 func newBenchCmd(env *Env) *cobra.Command {
@@ -74,6 +77,7 @@ reload. The table goes to stdout, then one summary line.
 	f.StringVar(&b.WatchRows, "watch-rows", "1000000", "the watched dataset's size (its whole read through rows, and a recorded version merged into it)")
 	f.StringVar(&b.Postgres, "postgres", env.Getenv("PLOTI_TEST_POSTGRES"), "a PostgreSQL superuser's URL for the postgres section (it makes a database of its own and drops it; default $PLOTI_TEST_POSTGRES; none: skipped)")
 	f.StringVar(&b.PostgresRows, "postgres-rows", "1000000", "the postgres section's snapshot size (20k with --quick)")
+	f.StringVar(&b.CPUProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file (DuckDB's time shows under the Go calls that ran its statements; go tool pprof reads it)")
 	f.StringSliceVar(&b.Only, "only", nil, "measure only these sections: "+strings.Join(bench.Sections, ", ")+" (merge, history and publish run load too)")
 	return cmd
 }
@@ -127,6 +131,17 @@ func (b *benchCmd) run(ctx context.Context) error {
 	}
 	if exe, err := os.Executable(); err == nil {
 		cfg.Exe = exe
+	}
+	if b.CPUProfile != "" {
+		f, err := os.Create(b.CPUProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	rep, err := bench.Run(ctx, cfg)
 	if err != nil {
