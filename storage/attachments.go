@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -127,17 +126,10 @@ func (tx *Tx) PutAttachmentSets(ctx context.Context, sets []AttachmentSet) error
 	if len(sets) == 0 {
 		return nil
 	}
-	var kept, all []string
-	var rows, syncs []string
-	var args, syncArgs []any
+	var kept, all, rows []string
+	var args []any
 	for _, s := range sets {
 		all = append(all, s.DatasetID)
-		var e any
-		if s.Err != "" {
-			e = s.Err
-		}
-		syncs = append(syncs, "(?::VARCHAR, ?::INTEGER, ?::TIMESTAMPTZ, ?::VARCHAR)")
-		syncArgs = append(syncArgs, s.DatasetID, s.Version, tx.Now, e)
 		if s.Err != "" {
 			continue
 		}
@@ -174,26 +166,33 @@ func (tx *Tx) PutAttachmentSets(ctx context.Context, sets []AttachmentSet) error
 	if _, err := tx.tx.ExecContext(ctx, "DELETE FROM _ploti.attachment_syncs WHERE dataset_id IN ("+strings.Join(quoteAll(all), ", ")+")"); err != nil {
 		return fmt.Errorf("record attachments of %d datasets: %w", len(all), err)
 	}
-	insert := "INSERT INTO _ploti.attachment_syncs (dataset_id, version, synced_at, error) VALUES " + strings.Join(syncs, ", ")
-	if tx.be == nil {
-		var err error
-		if insert, syncArgs, err = tx.syncRows(sets); err != nil {
-			return err
-		}
+	syncs, syncArgs, err := tx.syncRows(sets)
+	if err != nil {
+		return err
 	}
-	if _, err := tx.tx.ExecContext(ctx, insert, syncArgs...); err != nil {
+	if _, err := tx.tx.ExecContext(ctx, "INSERT INTO _ploti.attachment_syncs (dataset_id, version, synced_at, error) "+syncs, syncArgs...); err != nil {
 		return fmt.Errorf("record attachments of %d datasets: %w", len(all), err)
 	}
 	return nil
 }
 
-// syncRows is the DuckDB file's insert of the sets' attachment_syncs rows,
-// as one JSON text: DuckDB's binding grows with the square of the
-// parameters (datasetRows has the same reading), and a VALUES list of four
-// a row, for a bootstrap page's 500 datasets, cost 0.5–0.9 s in a traced
-// run at load 10–12 (issue 18); BenchmarkTx_PutAttachmentSets_500, at load
-// 3: 65 ms a call that way, 17 ms this way.
+// syncRows is the sets' attachment_syncs rows as a query, and its
+// arguments. A Backend's database takes a VALUES list of parameters; the
+// DuckDB file one JSON text (jsonRows): DuckDB's binding grows with the
+// square of the parameters, and a VALUES list of four a row, for a
+// bootstrap page's 500 datasets, cost 0.5–0.9 s in a traced run at load
+// 10–12 (issue 18); BenchmarkTx_PutAttachmentSets_500, at load 3: 65 ms a
+// call that way, 17 ms this way.
 func (tx *Tx) syncRows(sets []AttachmentSet) (string, []any, error) {
+	if tx.be != nil {
+		rows := make([]string, len(sets))
+		var args []any
+		for i, s := range sets {
+			rows[i] = "(?::VARCHAR, ?::INTEGER, ?::TIMESTAMPTZ, ?::VARCHAR)"
+			args = append(args, s.DatasetID, s.Version, tx.Now, nullStr(s.Err))
+		}
+		return "VALUES " + strings.Join(rows, ", "), args, nil
+	}
 	type row struct {
 		ID      string `json:"dataset_id"`
 		Version int    `json:"version"`
@@ -204,14 +203,11 @@ func (tx *Tx) syncRows(sets []AttachmentSet) (string, []any, error) {
 	for i, s := range sets {
 		rows[i] = row{ID: s.DatasetID, Version: s.Version, At: jsonTime(&tx.Now), Err: nullStr(s.Err)}
 	}
-	text, err := json.Marshal(rows)
+	rel, args, err := jsonRows(rows, `[{"dataset_id": "VARCHAR", "version": "INTEGER", "synced_at": "TIMESTAMPTZ", "error": "VARCHAR"}]`)
 	if err != nil {
 		return "", nil, err
 	}
-	return `INSERT INTO _ploti.attachment_syncs (dataset_id, version, synced_at, error)
-		SELECT r.dataset_id, r.version, r.synced_at, r.error FROM (SELECT unnest(from_json(CAST(? AS VARCHAR),
-			'[{"dataset_id": "VARCHAR", "version": "INTEGER", "synced_at": "TIMESTAMPTZ", "error": "VARCHAR"}]')) AS r)`,
-		[]any{string(text)}, nil
+	return "SELECT r.dataset_id, r.version, r.synced_at, r.error FROM " + rel, args, nil
 }
 
 // PutAttachments replaces a dataset's attachments with those of version

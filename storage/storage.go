@@ -208,6 +208,9 @@ func open(ctx context.Context, path string, opts Options, existed bool) (*DB, er
 // and the commit past it checkpoints them all.
 const CheckpointThreshold = "16MB"
 
+// checkpointBytes is CheckpointThreshold in bytes (DuckDB's MB is 10^6).
+const checkpointBytes = 16_000_000
+
 // BulkCommit is how much a commit of the engine's may add to the WAL
 // before it is checkpointed as it commits, without the WAL: each commit
 // sets checkpoint_threshold to the WAL's size plus this (CheckpointThreshold
@@ -229,7 +232,7 @@ func (db *DB) commitThreshold() string {
 	if fi, err := os.Stat(db.path + ".wal"); err == nil {
 		wal = fi.Size()
 	}
-	return fmt.Sprintf("%dKB", min(wal+BulkCommit, 16_000_000)/1000) // CheckpointThreshold at most
+	return fmt.Sprintf("%dKB", min(wal+BulkCommit, checkpointBytes)/1000)
 }
 
 // newConnector opens the file with opts' DuckDB settings.
@@ -463,6 +466,8 @@ func (tx *Tx) Commit() error {
 		return fmt.Errorf("commit: %w", err)
 	}
 	err = tx.tx.Commit()
+	// Back to the threshold between commits, for writes through DB(); a
+	// failure leaves this commit's, which the next commit sets again.
 	tx.db.sql.Exec("SET GLOBAL checkpoint_threshold = '" + CheckpointThreshold + "'")
 	if err != nil {
 		return err
