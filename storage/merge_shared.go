@@ -49,8 +49,8 @@ func (tx *Tx) MergeDeferred(ctx context.Context, datasetID string, version int, 
 	return m, nil
 }
 
-// FinishMerged checks the files of deferred merges with one read of them
-// all, and, when each fits (no null, repeated or unknown ids or kinds;
+// FinishMerged checks the files of deferred merges, with the counts
+// InspectChanges kept and one read of the others, and, when each fits (no null, repeated or unknown ids or kinds;
 // its MERGE deleted its changed and removed rows and its INSERT added its
 // added and changed rows), logs their changes in _ploti.changes with one
 // INSERT. Otherwise it returns a DataError naming the first file that
@@ -62,41 +62,32 @@ func (tx *Tx) FinishMerged(ctx context.Context, ms []Merged) error {
 	files := make([]string, len(ms))
 	rows := make([]string, len(ms))
 	var args []any
+	got := map[string]changeCounts{}
+	var unread []string // the files InspectChanges did not read
 	for i, m := range ms {
 		files[i] = m.File
 		rows[i] = "(?::VARCHAR, ?::VARCHAR, ?::INTEGER)"
 		args = append(args, m.File, m.DatasetID, m.Version)
+		if f, ok := tx.db.facts.get(m.File); ok {
+			got[m.File] = f.counts
+		} else {
+			unread = append(unread, m.File)
+		}
 	}
+	defer tx.db.facts.forget(files)
 	id, change := Ident(ColRecordID), Ident(ColChange)
-	// The files' schemas may differ (other datasets): only the two columns
-	// every changes file has are read, by name.
-	src := fmt.Sprintf("(SELECT CAST(%[1]s AS VARCHAR) AS %[1]s, CAST(%[2]s AS VARCHAR) AS %[2]s, zz_ploti_file FROM read_parquet(%[3]s, hive_partitioning = false, union_by_name = true, filename = 'zz_ploti_file'))",
-		id, change, fileList(files))
-	q, err := tx.tx.QueryContext(ctx, fmt.Sprintf(`SELECT zz_ploti_file, count(*) FILTER (WHERE %[1]s IS NULL), count(%[1]s) - count(DISTINCT %[1]s),
-			count(*) FILTER (WHERE %[2]s IS NULL OR %[2]s NOT IN ('added', 'changed', 'removed')),
-			count(*) FILTER (WHERE %[2]s = 'added'), count(*) FILTER (WHERE %[2]s = 'changed'), count(*) FILTER (WHERE %[2]s = 'removed')
-		FROM %[3]s GROUP BY zz_ploti_file`, id, change, src))
-	if err != nil {
-		if cerr := ctx.Err(); cerr != nil {
-			return fmt.Errorf("check %d changes files: %w: %w", len(ms), cerr, err)
+	if len(unread) > 0 {
+		counts, err := countChanges(ctx, tx.tx, unread)
+		if err != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				return fmt.Errorf("check %d changes files: %w: %w", len(unread), cerr, err)
+			}
+			return &DataError{File: baseNames(unread), Detail: "read: " + err.Error()}
 		}
-		return &DataError{File: baseNames(files), Detail: "read: " + err.Error()}
-	}
-	type counts struct{ nulls, dups, bad, added, changed, removed int64 }
-	got := map[string]counts{}
-	for q.Next() {
-		var f string
-		var c counts
-		if err := q.Scan(&f, &c.nulls, &c.dups, &c.bad, &c.added, &c.changed, &c.removed); err != nil {
-			q.Close()
-			return err
+		for f, c := range counts {
+			got[f] = c
 		}
-		got[f] = c
 	}
-	if err := q.Err(); err != nil {
-		return err
-	}
-	q.Close()
 	for _, m := range ms {
 		c, name := got[m.File], filepath.Base(m.File)
 		if err := fileFaults(name, c.nulls, c.dups, c.bad); err != nil {
@@ -107,9 +98,9 @@ func (tx *Tx) FinishMerged(ctx context.Context, ms []Merged) error {
 				c.changed+c.removed, m.Deleted)}
 		}
 	}
-	_, err = tx.tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO _ploti.changes (dataset_id, version, record_id, change)
+	_, err := tx.tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO _ploti.changes (dataset_id, version, record_id, change)
 		SELECT m.dataset_id, m.version, f.%[1]s, f.%[2]s FROM %[3]s f JOIN (VALUES %[4]s) m(file, dataset_id, version) ON f.zz_ploti_file = m.file`,
-		id, change, src, strings.Join(rows, ", ")), args...)
+		id, change, changesByFile(files), strings.Join(rows, ", ")), args...)
 	if err != nil {
 		return fmt.Errorf("log changes of %d versions: %w", len(ms), err)
 	}

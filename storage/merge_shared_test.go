@@ -3,9 +3,11 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Deferred merges (issue 18) refuse what MergeChanges refuses, only later:
@@ -33,31 +35,62 @@ func TestTx_FinishMerged(t *testing.T) {
 		{"an unknown kind", "SELECT * REPLACE ('renamed' AS _ploti_change) FROM (" + strip(good) + ")", "whose _ploti_change is not added, changed or removed"},
 		{"a changed id not held", "SELECT * REPLACE ('zz' || _ploti_record_id AS _ploti_record_id) FROM (" + strip(good) + ") WHERE _ploti_change = 'changed'", "does not fit the held version"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			db := mustOpen(t)
-			snap(db)
-			ok, bad := changes(db, strip(good)), changes(db, tc.bad)
-			// The good file touches the table first, the bad one a copy.
-			if _, err := db.SQL().Exec("CREATE TABLE main.permits2 AS SELECT * FROM main.permits"); err != nil {
-				t.Fatal(err)
-			}
-			err := db.Update(bg, func(tx *Tx) error {
-				var ms []Merged
-				for _, m := range [][2]string{{"permits", ok}, {"permits2", bad}} {
-					got, err := tx.MergeDeferred(bg, "ds_"+m[0], 2, m[0], testCols, m[1], 5)
-					if err != nil {
-						return err
+		for _, inspected := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, inspected ahead %v", tc.name, inspected), func(t *testing.T) {
+				db := mustOpen(t)
+				snap(db)
+				ok, bad := changes(db, strip(good)), changes(db, tc.bad)
+				if inspected { // InspectChanges's counts stand in for FinishMerged's read
+					db.InspectChanges(bg, []string{ok, bad})
+					if _, kept := db.facts.get(bad); !kept {
+						t.Fatal("InspectChanges kept nothing of the file")
 					}
-					ms = append(ms, got)
 				}
-				return tx.FinishMerged(bg, ms)
+				// The good file touches the table first, the bad one a copy.
+				if _, err := db.SQL().Exec("CREATE TABLE main.permits2 AS SELECT * FROM main.permits"); err != nil {
+					t.Fatal(err)
+				}
+				err := db.Update(bg, func(tx *Tx) error {
+					var ms []Merged
+					for _, m := range [][2]string{{"permits", ok}, {"permits2", bad}} {
+						got, err := tx.MergeDeferred(bg, "ds_"+m[0], 2, m[0], testCols, m[1], 5)
+						if err != nil {
+							return err
+						}
+						ms = append(ms, got)
+					}
+					return tx.FinishMerged(bg, ms)
+				})
+				var de *DataError
+				if !errors.As(err, &de) || de.File != filepath.Base(bad) || !strings.Contains(de.Detail, tc.want) {
+					t.Fatalf("FinishMerged = %v, want a DataError naming %s: %s", err, filepath.Base(bad), tc.want)
+				}
 			})
-			var de *DataError
-			if !errors.As(err, &de) || de.File != filepath.Base(bad) || !strings.Contains(de.Detail, tc.want) {
-				t.Fatalf("FinishMerged = %v, want a DataError naming %s: %s", err, filepath.Base(bad), tc.want)
-			}
-		})
+		}
 	}
+	// What InspectChanges read is for the file as it was: one written again
+	// under its name (a download repaired in place) is read again.
+	t.Run("a file written again after it was inspected", func(t *testing.T) {
+		db := mustOpen(t)
+		snap(db)
+		f := changes(db, strip(good))
+		db.InspectChanges(bg, []string{f})
+		time.Sleep(10 * time.Millisecond)
+		if _, err := db.SQL().Exec("COPY (" + strip(good) + " UNION ALL (SELECT * FROM (" + strip(good) + ") WHERE _ploti_change = 'added' LIMIT 1)) TO " + Literal(f) + " (FORMAT parquet)"); err != nil {
+			t.Fatal(err)
+		}
+		err := db.Update(bg, func(tx *Tx) error {
+			m, err := tx.MergeDeferred(bg, "ds", 2, "permits", testCols, f, 5)
+			if err != nil {
+				return err
+			}
+			return tx.FinishMerged(bg, []Merged{m})
+		})
+		var de *DataError
+		if !errors.As(err, &de) || !strings.Contains(de.Detail, "1 duplicate _ploti_record_id") {
+			t.Fatalf("FinishMerged = %v, want the rewritten file's repeated id refused", err)
+		}
+	})
 	t.Run("files that fit", func(t *testing.T) {
 		deferred, direct := mustOpen(t), mustOpen(t)
 		var logs [2]string

@@ -595,6 +595,12 @@ func (tx *Tx) PutHold(ctx context.Context, h Hold) error {
 	if err := tx.DeleteHolds(ctx, h.DatasetID, h.Kind); err != nil {
 		return err
 	}
+	return tx.InsertHold(ctx, h)
+}
+
+// InsertHold adds a hold; the dataset must have none of its kind (PutHold
+// replaces one).
+func (tx *Tx) InsertHold(ctx context.Context, h Hold) error {
 	var detail any
 	if len(h.Detail) > 0 {
 		detail = string(h.Detail)

@@ -61,12 +61,13 @@ type DB struct {
 	path      string
 	now       func() time.Time
 	readOnly  bool
-	storage   uint64   // DuckDB storage version of the file
-	pubSrc    *os.File // the file opened by Publish; closed after DuckDB (see publishSource)
-	chained   bool     // Commit appends to _ploti.commit_log (walcheck.go)
-	readable  bool     // read back whole at open, or created by it (damaged.go)
-	geometry  string   // how the tables store geometry: GeometryNative or GeometryWKB
-	be        Backend  // another engine's database (backend.go), or nil for the DuckDB file
+	storage   uint64    // DuckDB storage version of the file
+	pubSrc    *os.File  // the file opened by Publish; closed after DuckDB (see publishSource)
+	chained   bool      // Commit appends to _ploti.commit_log (walcheck.go)
+	readable  bool      // read back whole at open, or created by it (damaged.go)
+	geometry  string    // how the tables store geometry: GeometryNative or GeometryWKB
+	be        Backend   // another engine's database (backend.go), or nil for the DuckDB file
+	facts     factCache // changes files read ahead of their merges (inspect_changes.go)
 }
 
 var lockRE = regexp.MustCompile(`(?i)conflicting lock|could not set lock`)

@@ -336,8 +336,12 @@ type changesFile struct {
 func (tx *Tx) probeChanges(ctx context.Context, cols []ploti.Column, file string) (changesFile, error) {
 	name := filepath.Base(file)
 	cf := changesFile{path: file, src: parquetSource([]string{file})}
-	have, types, err := tx.fileColumns(ctx, []string{file})
-	if err != nil {
+	var have []string
+	var types map[string]string
+	var err error
+	if f, ok := tx.db.facts.get(file); ok {
+		have, types = f.have, f.types
+	} else if have, types, err = tx.fileColumns(ctx, []string{file}); err != nil {
 		return cf, &DataError{File: name, Detail: "not a readable Parquet changes file: " + err.Error()}
 	}
 	if err := checkColumns(have, cols, ColChange); err != nil {

@@ -1,0 +1,139 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+)
+
+// factCache keeps what InspectChanges read of changes files, for the merge
+// that reads them next. An entry is for the file as it was (the same
+// inode, size and modification time): a file written again under its
+// name (a download replaces the file it repairs) is read again.
+type factCache struct {
+	mu sync.Mutex
+	m  map[string]fileFacts
+}
+
+// factCacheMax bounds the entries: past it the cache starts again empty.
+const factCacheMax = 256
+
+// fileFacts are a changes file's columns, the DuckDB types they are read
+// as, and its counts.
+type fileFacts struct {
+	file   os.FileInfo // the file as read: its inode, size and modification time
+	have   []string
+	types  map[string]string
+	counts changeCounts
+}
+
+// changeCounts are a changes file's null and repeated record ids, its rows
+// of an unknown kind of change, and its rows of each kind.
+type changeCounts struct{ nulls, dups, bad, added, changed, removed int64 }
+
+// InspectChanges reads changes files' columns and counts, on a connection
+// of its own (not in any transaction: the files are read, never the
+// tables), and keeps them for the merges that read the files next
+// (MergeDeferred, MergeChanges, FinishMerged), which then need not. The
+// walk runs it for the next merges of a page while the page's transaction
+// applies the ones before them (issue 18: a small merge's probe and
+// checks were a tenth of a catch-up's time, with one core idle). A file
+// it cannot read is left to the merge, which says what is wrong with it.
+// Only the DuckDB file keeps them: another engine's merges read the files
+// in their own way.
+func (db *DB) InspectChanges(ctx context.Context, files []string) {
+	if db.be != nil || len(files) == 0 {
+		return
+	}
+	for _, f := range files {
+		st, err := os.Stat(f)
+		if err != nil {
+			continue
+		}
+		have, types, err := SourceColumns(ctx, db.sql, parquetSource([]string{f}))
+		if err != nil {
+			continue
+		}
+		counts, err := countChanges(ctx, db.sql, []string{f})
+		c, ok := counts[f]
+		if err != nil || !ok {
+			continue
+		}
+		// Written again while it was read: its facts are of neither.
+		if again, err := os.Stat(f); err != nil || !same(st, again) {
+			continue
+		}
+		db.facts.put(f, fileFacts{file: st, have: have, types: types, counts: c})
+	}
+}
+
+// same reports whether two looks at a path saw the same file, unchanged.
+func same(a, b os.FileInfo) bool {
+	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
+}
+
+func (c *factCache) put(path string, f fileFacts) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= factCacheMax {
+		c.m = map[string]fileFacts{}
+	}
+	c.m[path] = f
+}
+
+// get returns the facts kept for the file at path as it is now.
+func (c *factCache) get(path string) (fileFacts, bool) {
+	c.mu.Lock()
+	f, ok := c.m[path]
+	c.mu.Unlock()
+	if !ok {
+		return f, false
+	}
+	st, err := os.Stat(path)
+	if err != nil || !same(f.file, st) {
+		return f, false
+	}
+	return f, true
+}
+
+// forget drops the facts of files read for good.
+func (c *factCache) forget(paths []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range paths {
+		delete(c.m, p)
+	}
+}
+
+// countChanges reads changes files' counts with one read of them all, by
+// file. The files' schemas may differ (other datasets): only the two
+// columns every changes file has are read, by name.
+func countChanges(ctx context.Context, q querier, files []string) (map[string]changeCounts, error) {
+	id, change := Ident(ColRecordID), Ident(ColChange)
+	rows, err := q.QueryContext(ctx, fmt.Sprintf(`SELECT zz_ploti_file, count(*) FILTER (WHERE %[1]s IS NULL), count(%[1]s) - count(DISTINCT %[1]s),
+			count(*) FILTER (WHERE %[2]s IS NULL OR %[2]s NOT IN ('added', 'changed', 'removed')),
+			count(*) FILTER (WHERE %[2]s = 'added'), count(*) FILTER (WHERE %[2]s = 'changed'), count(*) FILTER (WHERE %[2]s = 'removed')
+		FROM %[3]s GROUP BY zz_ploti_file`, id, change, changesByFile(files)))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	got := map[string]changeCounts{}
+	for rows.Next() {
+		var f string
+		var c changeCounts
+		if err := rows.Scan(&f, &c.nulls, &c.dups, &c.bad, &c.added, &c.changed, &c.removed); err != nil {
+			return nil, err
+		}
+		got[f] = c
+	}
+	return got, rows.Err()
+}
+
+// changesByFile reads changes files' record ids and kinds of change, as
+// VARCHAR, with each row's file in zz_ploti_file.
+func changesByFile(files []string) string {
+	return fmt.Sprintf("(SELECT CAST(%[1]s AS VARCHAR) AS %[1]s, CAST(%[2]s AS VARCHAR) AS %[2]s, zz_ploti_file FROM read_parquet(%[3]s, hive_partitioning = false, union_by_name = true, filename = 'zz_ploti_file'))",
+		Ident(ColRecordID), Ident(ColChange), fileList(files))
+}
