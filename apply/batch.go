@@ -208,12 +208,15 @@ func (b *Batch) writeBack(ctx context.Context) error {
 	if err := tx.PutDatasets(ctx, rows); err != nil {
 		return err
 	}
+	// One statement releases the holds of every dataset the page touched
+	// (a page of merges released each one's in a statement of its own:
+	// 0.5–1 ms each), then the holds they keep go back in.
+	if err := tx.DeleteHoldsOf(ctx, c.dirtyHolds, ""); err != nil {
+		return err
+	}
 	for _, id := range c.dirtyHolds {
-		if err := tx.DeleteHolds(ctx, id, ""); err != nil {
-			return err
-		}
 		for _, h := range c.holds[id] {
-			if err := tx.PutHold(ctx, h); err != nil {
+			if err := tx.InsertHold(ctx, h); err != nil {
 				return err
 			}
 		}
@@ -289,6 +292,16 @@ type Batch struct {
 	// once (storage.Tx.FinishMerged); files are theirs, removed after.
 	deferred []storage.Merged
 	files    []keptFiles
+	// ahead fetches the page's next merges (Executor.Ahead); StopAhead
+	// ends it.
+	ahead *ahead
+}
+
+// StopAhead stops fetching merges ahead (Executor.Ahead) and removes the
+// files no event took. The walk calls it when it leaves a page.
+func (b *Batch) StopAhead() {
+	b.ahead.stop()
+	b.ahead = nil
 }
 
 // keptFiles are downloaded files a batch removes once it commits or aborts.

@@ -177,7 +177,11 @@ func (x *Executor) Apply(ctx context.Context, b *Batch, ev ploti.Event) (Result,
 	var v *ploti.Version
 	var schema *ploti.Schema
 	if b.Share && a.Kind == Merge {
-		if v, schema, err = x.versionAndSchema(ctx, d, a.Version, link); err != nil {
+		v, err = b.ahead.version(ctx, d.ID, a.Version, true)
+		if err == nil {
+			v, schema, err = x.versionAndSchemaFrom(ctx, v, d, a.Version, link)
+		}
+		if err != nil {
 			res.Applied = false
 			return res, x.fail(ctx, b, d, a, ev.ID, err)
 		}
@@ -198,7 +202,7 @@ func (x *Executor) Apply(ctx context.Context, b *Batch, ev ploti.Event) (Result,
 	if v != nil { // asked for above already
 		res.Rows, res.Stats, committed, err = x.heavyWith(ctx, d, a, v, schema, ev.ID, ev.Data.Reason, noHolds)
 	} else {
-		res.Rows, res.Stats, committed, err = x.heavy(ctx, d, a, link, ev.ID, ev.Data.Reason, noHolds)
+		res.Rows, res.Stats, committed, err = x.heavy(ctx, b.ahead, d, a, link, ev.ID, ev.Data.Reason, noHolds)
 	}
 	if committed {
 		b.remember(d) // the row its transaction wrote, and no holds
@@ -358,7 +362,7 @@ func (x *Executor) fail(ctx context.Context, b *Batch, d *storage.Dataset, a Act
 // heavy loads or merges in a transaction of its own. committed tells that
 // it wrote d as the dataset's registry row, with no holds. noHolds says the
 // dataset has none to end.
-func (x *Executor) heavy(ctx context.Context, d *storage.Dataset, a Action, link, eventID, reason string, noHolds bool) (rows int64, st storage.MergeStats, committed bool, err error) {
+func (x *Executor) heavy(ctx context.Context, ah *ahead, d *storage.Dataset, a Action, link, eventID, reason string, noHolds bool) (rows int64, st storage.MergeStats, committed bool, err error) {
 	version := a.Version
 	if a.Kind == ReloadCurrent {
 		cur, err := x.Source.Current(ctx, d.ID)
@@ -370,7 +374,13 @@ func (x *Executor) heavy(ctx context.Context, d *storage.Dataset, a Action, link
 			return d.RowCount, st, false, x.DB.Update(ctx, func(tx *storage.Tx) error { return tx.MarkApplied(ctx, eventID) })
 		}
 	}
-	v, schema, err := x.versionAndSchema(ctx, d, version, link)
+	// The answer the page's fetch ahead had for this version, if it asked
+	// (Executor.Ahead): a fault it met is this event's.
+	v, err := ah.version(ctx, d.ID, version, version == a.Version)
+	var schema *ploti.Schema
+	if err == nil {
+		v, schema, err = x.versionAndSchemaFrom(ctx, v, d, version, link)
+	}
 	if err != nil {
 		if a.Kind == ReloadCurrent && version != a.Version { // not the version the event named
 			err = notGone(err)
@@ -387,9 +397,17 @@ func (x *Executor) heavy(ctx context.Context, d *storage.Dataset, a Action, link
 // dataset version with the same columns keeps the same schema version",
 // and "a number is never reused for a different shape").
 func (x *Executor) versionAndSchema(ctx context.Context, d *storage.Dataset, version int, link string) (*ploti.Version, *ploti.Schema, error) {
-	v, err := x.Source.Version(ctx, d.ID, version, link)
-	if err != nil {
-		return nil, nil, err
+	return x.versionAndSchemaFrom(ctx, nil, d, version, link)
+}
+
+// versionAndSchemaFrom is versionAndSchema with the version when it is
+// known already (fetched ahead), nil when not.
+func (x *Executor) versionAndSchemaFrom(ctx context.Context, v *ploti.Version, d *storage.Dataset, version int, link string) (*ploti.Version, *ploti.Schema, error) {
+	if v == nil {
+		var err error
+		if v, err = x.Source.Version(ctx, d.ID, version, link); err != nil {
+			return nil, nil, err
+		}
 	}
 	if held := heldSchema(d, v); held != nil {
 		return v, held, nil

@@ -45,7 +45,10 @@ func shareable(d *storage.Dataset, a Action, v *ploti.Version, schema *ploti.Sch
 // it was; an error in the transaction returns ErrRetryPage.
 func (x *Executor) sharedMerge(ctx context.Context, b *Batch, d *storage.Dataset, v *ploti.Version, schema *ploti.Schema, eventID string, noHolds bool) (storage.MergeStats, error) {
 	var total storage.MergeStats
-	paths, err := x.Source.Download(ctx, v, "changes")
+	paths, ok, err := b.ahead.files(ctx, d.ID, v)
+	if !ok {
+		paths, err = x.Source.Download(ctx, v, "changes")
+	}
 	if err != nil {
 		return total, err
 	}

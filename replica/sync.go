@@ -402,6 +402,14 @@ func (r *Replica) applyPageFrom(ctx context.Context, sub *storage.Subscription, 
 	if err != nil {
 		return nil, err
 	}
+	// The page's small merges are fetched while the events before them
+	// apply (apply.Executor.Ahead); what no event took goes with the page.
+	defer b.StopAhead()
+	if share {
+		if err := r.exec.Ahead(ctx, b, page.Events[from:]); err != nil {
+			return nil, err
+		}
+	}
 	ids := make([]string, len(page.Events))
 	for i, ev := range page.Events {
 		ids[i] = ev.ID

@@ -145,7 +145,10 @@ func (r *run) manyLog(ctx context.Context, f *manyFixture) error {
 		steps := []func() error{
 			func() error {
 				run, err := r.manyCatchUp(ctx, f, l, r.eo, &engBytes)
-				eng.Add(run.Engine())
+				// The whole sync: its API calls and downloads on loopback
+				// overlap the engine's work (a page's merges are fetched
+				// ahead), so subtracting their sum would flatter it.
+				eng.Add(run.Total)
 				net.Add(run.Network())
 				rate.Add(float64(run.Result.EventsSeen) / run.Total.Wall.Seconds())
 				last = run
@@ -171,7 +174,7 @@ func (r *run) manyLog(ctx context.Context, f *manyFixture) error {
 				return err
 			}
 		}
-		r.logf("many catch-up, run %d: engine %s (+ API calls and downloads %s), DuckDB alone %s", i+1,
+		r.logf("many catch-up, run %d: engine %s (API calls and downloads within it, %s in all), DuckDB alone %s", i+1,
 			secs(eng.Wall.Runs[i]), secs(net.Wall.Runs[i]), secs(raw.Wall.Runs[i]))
 	}
 	// As a user runs it: the rate limits on, over the imitated link.
@@ -188,11 +191,11 @@ func (r *run) manyLog(ctx context.Context, f *manyFixture) error {
 	perSec := rate.Median()
 	size := fmt.Sprintf("%d events over %d datasets, %d updates of ~%.0f rows", l.events, len(f.ids), l.updates, l.rowsEach)
 	r.rep.target(Line{What: "7c. catch-up of a statewide log (stale events, small updates), loopback, rate limits off", Size: size,
-		Engine: fmt.Sprintf("%s; + API calls and downloads %s", eng.String(), net.Wall.String()),
+		Engine: fmt.Sprintf("%s; API calls and downloads within it, %s in all", eng.String(), net.Wall.String()),
 		Versus: "events a second: " + rate.Format(func(v float64) string { return fmt.Sprintf("%.0f", v) }), Ratio: perSec, CPURatio: math.NaN()}, 2000, false)
 	r.rep.Summary["many_events_per_s"] = perSec
 	ratio, cpu := ratios(eng, raw)
-	r.rep.target(Line{What: "7c. the same, API calls and downloads excluded", Size: size, Engine: eng.String(),
+	r.rep.target(Line{What: "7c. the same against DuckDB alone (the engine's loopback API calls and downloads included)", Size: size, Engine: eng.String(),
 		Versus: "DuckDB alone, a transaction a page: " + raw.String(), Ratio: ratio, CPURatio: cpu}, 1.3, true)
 	r.rep.Summary["many_updates_vs_raw"] = ratio
 	calls := user.CallCount()
@@ -207,7 +210,7 @@ func (r *run) manyLog(ctx context.Context, f *manyFixture) error {
 	r.rep.add(Line{What: "7c. the catch-up's wall time under Ploti's rate limits, over the link", Size: size,
 		Engine: fmt.Sprintf("%s (%d API calls)", secs(user.Total.Wall), calls),
 		Versus: fmt.Sprintf("with the limits off, on loopback: %s; a merge each under the limits would wait at least %s (the client's limiter alone, %d calls)",
-			secs(eng.Wall.Median()+net.Wall.Median()), secs(limiterWait(last.Calls)), walked),
+			secs(eng.Wall.Median()), secs(limiterWait(last.Calls)), walked),
 		Ratio: math.NaN()})
 	r.rep.add(Line{What: "7c. file bytes after the catch-up", Size: fmt.Sprintf("%d tables, after the bootstrap: engine %s, DuckDB alone %s", len(f.ids),
 		mib(float64(fileSize(f.engine))), mib(float64(fileSize(f.raw)))),
