@@ -17,7 +17,7 @@ const aheadFiles = 8
 const aheadFetchers = 4
 
 // ahead fetches a page's small merges (their version, their changes files,
-// and the files' columns and counts, read on a connection of their own)
+// and the files' columns, read on a connection of their own)
 // while the batch applies the events before them (issue 18: the walk
 // asked, downloaded and probed each merge's file in turn, one core busy
 // and the wire idle between). It only reads: the batch's registry rows
@@ -174,7 +174,7 @@ func (a *ahead) run(ctx context.Context, jobs []aheadJob) {
 
 // fetch asks for one version and, when its changes files are small enough
 // to share the page's transaction, downloads them, hands them over, and
-// reads their columns and counts (storage.DB.InspectChanges) for the merge
+// reads their columns (storage.DB.InspectChanges) for the merge
 // that takes them. An item passed over before or while it is fetched
 // keeps nothing.
 func (a *ahead) fetch(ctx context.Context, it *aheadItem, id string, version int, link string) {

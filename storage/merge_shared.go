@@ -49,8 +49,8 @@ func (tx *Tx) MergeDeferred(ctx context.Context, datasetID string, version int, 
 	return m, nil
 }
 
-// FinishMerged checks the files of deferred merges, with the counts
-// InspectChanges kept and one read of the others, and, when each fits (no null, repeated or unknown ids or kinds;
+// FinishMerged checks the files of deferred merges with one read of them
+// all, and, when each fits (no null, repeated or unknown ids or kinds;
 // its MERGE deleted its changed and removed rows and its INSERT added its
 // added and changed rows), logs their changes in _ploti.changes with one
 // INSERT. Otherwise it returns a DataError naming the first file that
@@ -62,31 +62,19 @@ func (tx *Tx) FinishMerged(ctx context.Context, ms []Merged) error {
 	files := make([]string, len(ms))
 	rows := make([]string, len(ms))
 	var args []any
-	got := map[string]changeCounts{}
-	var unread []string // the files InspectChanges did not read
 	for i, m := range ms {
 		files[i] = m.File
 		rows[i] = "(?::VARCHAR, ?::VARCHAR, ?::INTEGER)"
 		args = append(args, m.File, m.DatasetID, m.Version)
-		if f, ok := tx.db.facts.get(m.File); ok {
-			got[m.File] = f.counts
-		} else {
-			unread = append(unread, m.File)
-		}
 	}
 	defer tx.db.facts.forget(files)
 	id, change := Ident(ColRecordID), Ident(ColChange)
-	if len(unread) > 0 {
-		counts, err := countChanges(ctx, tx.tx, unread)
-		if err != nil {
-			if cerr := ctx.Err(); cerr != nil {
-				return fmt.Errorf("check %d changes files: %w: %w", len(unread), cerr, err)
-			}
-			return &DataError{File: baseNames(unread), Detail: "read: " + err.Error()}
+	got, err := countChanges(ctx, tx.tx, files)
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return fmt.Errorf("check %d changes files: %w: %w", len(ms), cerr, err)
 		}
-		for f, c := range counts {
-			got[f] = c
-		}
+		return &DataError{File: baseNames(files), Detail: "read: " + err.Error()}
 	}
 	for _, m := range ms {
 		c, name := got[m.File], filepath.Base(m.File)
@@ -98,7 +86,7 @@ func (tx *Tx) FinishMerged(ctx context.Context, ms []Merged) error {
 				c.changed+c.removed, m.Deleted)}
 		}
 	}
-	_, err := tx.tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO _ploti.changes (dataset_id, version, record_id, change)
+	_, err = tx.tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO _ploti.changes (dataset_id, version, record_id, change)
 		SELECT m.dataset_id, m.version, f.%[1]s, f.%[2]s FROM %[3]s f JOIN (VALUES %[4]s) m(file, dataset_id, version) ON f.zz_ploti_file = m.file`,
 		id, change, changesByFile(files), strings.Join(rows, ", ")), args...)
 	if err != nil {
