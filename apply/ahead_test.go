@@ -72,17 +72,12 @@ func (s *changesSource) outstanding() int {
 	return len(s.out)
 }
 
-// Issue 18, item 2: the walk fetches "the next page's merges' files while
-// this page commits", with the spool bounded. A page of twenty updates:
-// with no event applied yet, Ahead downloads no more than aheadFiles
-// changes files; applied in order, each update takes its file (each asked
-// and downloaded once in all), and once the page commits no file is left.
-func TestAhead_fetchesAPagesMergesWithinItsBound(t *testing.T) {
+// aheadFixture loads version 1 of each dataset (sharedLoadFixture) and
+// gives each a version 2 whose changes file is changes(i)'s rows, with
+// the updated event of each.
+func aheadFixture(t *testing.T, ids []string, changes func(i int) string) (*storage.DB, *Executor, *changesSource, []ploti.Event) {
+	t.Helper()
 	ctx := context.Background()
-	var ids []string
-	for i := range 20 {
-		ids = append(ids, fmt.Sprintf("ds_%02d", i))
-	}
 	db, x := sharedLoadFixture(t, ids...)
 	for i, err := range x.LoadPrepared(ctx, prepareAll(t, db, x, ids...)) {
 		if err != nil {
@@ -96,14 +91,30 @@ func TestAhead_fetchesAPagesMergesWithinItsBound(t *testing.T) {
 	for i, id := range ids {
 		p := filepath.Join(dir, id+"-changes.parquet")
 		src.changes[id] = p
-		q := fmt.Sprintf(`SELECT * FROM (VALUES ('rec_1', 'p', %d, 'changed'), ('rec_60', 'p', 60, 'added'), ('rec_2', 'p', 2, 'removed'))
-			t(_ploti_record_id, _ploti_place_id, v, _ploti_change)`, 100+i)
-		if _, err := db.SQL().ExecContext(ctx, fmt.Sprintf("COPY (%s) TO %s (FORMAT parquet)", q, storage.Literal(p))); err != nil {
+		if _, err := db.SQL().ExecContext(ctx, fmt.Sprintf("COPY (%s) TO %s (FORMAT parquet)", changes(i), storage.Literal(p))); err != nil {
 			t.Fatal(err)
 		}
 		events = append(events, feedEvent(ploti.EventUpdated, id, ploti.Int(2), func(d *ploti.EventData) { d.PreviousVersion = ploti.Int(1) }))
 		events[i].ID = fmt.Sprintf("evt_%02d", i)
 	}
+	return db, x, src, events
+}
+
+// Issue 18, item 2: the walk fetches "the next page's merges' files while
+// this page commits", with the spool bounded. A page of twenty updates:
+// with no event applied yet, Ahead downloads no more than aheadFiles
+// changes files; applied in order, each update takes its file (each asked
+// and downloaded once in all), and once the page commits no file is left.
+func TestAhead_fetchesAPagesMergesWithinItsBound(t *testing.T) {
+	ctx := context.Background()
+	var ids []string
+	for i := range 20 {
+		ids = append(ids, fmt.Sprintf("ds_%02d", i))
+	}
+	db, x, src, events := aheadFixture(t, ids, func(i int) string {
+		return fmt.Sprintf(`SELECT * FROM (VALUES ('rec_1', 'p', %d, 'changed'), ('rec_60', 'p', 60, 'added'), ('rec_2', 'p', 2, 'removed'))
+			t(_ploti_record_id, _ploti_place_id, v, _ploti_change)`, 100+i)
+	})
 	b := NewBatch(db)
 	b.Share = true
 	b.Scope(ids)
@@ -148,25 +159,9 @@ func TestAhead_fetchesAPagesMergesWithinItsBound(t *testing.T) {
 func TestAhead_stopRemovesWhatNoEventTook(t *testing.T) {
 	ctx := context.Background()
 	ids := []string{"ds_a", "ds_b", "ds_c"}
-	db, x := sharedLoadFixture(t, ids...)
-	for i, err := range x.LoadPrepared(ctx, prepareAll(t, db, x, ids...)) {
-		if err != nil {
-			t.Fatalf("load %s: %v", ids[i], err)
-		}
-	}
-	dir := t.TempDir()
-	src := &changesSource{filesSource: x.Source.(*filesSource), changes: map[string]string{}, dir: t.TempDir(), out: map[string]bool{}}
-	x.Source = src
-	var events []ploti.Event
-	for i, id := range ids {
-		p := filepath.Join(dir, id+"-changes.parquet")
-		src.changes[id] = p
-		if _, err := db.SQL().ExecContext(ctx, fmt.Sprintf(`COPY (SELECT 'rec_1' AS _ploti_record_id, 'p' AS _ploti_place_id, 7 AS v, 'changed' AS _ploti_change) TO %s (FORMAT parquet)`, storage.Literal(p))); err != nil {
-			t.Fatal(err)
-		}
-		events = append(events, feedEvent(ploti.EventUpdated, id, ploti.Int(2), func(d *ploti.EventData) { d.PreviousVersion = ploti.Int(1) }))
-		events[i].ID = fmt.Sprintf("evt_%d", i)
-	}
+	db, x, src, events := aheadFixture(t, ids, func(int) string {
+		return "SELECT 'rec_1' AS _ploti_record_id, 'p' AS _ploti_place_id, 7 AS v, 'changed' AS _ploti_change"
+	})
 	b := NewBatch(db)
 	b.Share = true
 	defer b.Abort()
