@@ -139,9 +139,10 @@ func readersNeverWait(t *testing.T, u string, update func(ctx context.Context, f
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	type result struct {
-		queries int
-		slowest time.Duration
-		err     error
+		queries   int
+		lockWaits int // queries given up after readerPatience
+		slowest   time.Duration
+		err       error
 	}
 	results := make([]result, 2)
 	for i := range results {
@@ -171,6 +172,10 @@ func readersNeverWait(t *testing.T, u string, update func(ctx context.Context, f
 				if err == nil && (n != rows || distinct != 1) {
 					err = fmt.Errorf("a reader saw %d rows with %d values of v (at v=%d): not one version whole", n, distinct, v)
 				}
+				if err != nil && strings.Contains(err.Error(), "SQLSTATE 55P03") {
+					res.lockWaits++ // counted below: one now and then is the machine
+					continue
+				}
 				if err != nil {
 					res.err = err
 					return
@@ -198,7 +203,16 @@ func readersNeverWait(t *testing.T, u string, update func(ctx context.Context, f
 		if res.err != nil {
 			t.Fatalf("reader %d: %v", i, res.err)
 		}
-		t.Logf("reader %d: %d queries during 6 loads and 6 merges, slowest %s", i, res.queries, res.slowest)
+		t.Logf("reader %d: %d queries during 6 loads and 6 merges, slowest %s, %d given up after %s for a lock", i, res.queries, res.slowest, res.lockWaits, readerPatience)
+		// A swap that queued readers behind it would make each reader wait
+		// at each of the twelve; CI's two cores, shared with other
+		// packages' tests, once in a while keep a swap's server process
+		// from its few milliseconds of rename and commit for longer than
+		// the patience (55P03 in CI at 69c329e with 20 ms, and at 6278fbe
+		// with 100 ms).
+		if res.lockWaits > maxLockWaits {
+			t.Fatalf("reader %d waited for a lock longer than %s %d times in 6 loads and 6 merges", i, readerPatience, res.lockWaits)
+		}
 		if res.queries < 12 {
 			t.Fatalf("reader %d ran %d queries: too few to tell", i, res.queries)
 		}
@@ -220,6 +234,10 @@ func readersNeverWait(t *testing.T, u string, update func(ctx context.Context, f
 // (COPY of 20,000 rows and their GiST index, or the MERGE) waits far
 // longer, so 100 ms still tells the two apart.
 const readerPatience = 100 * time.Millisecond
+
+// maxLockWaits is how many of a reader's queries may wait out
+// readerPatience in the readers test (see there).
+const maxLockWaits = 2
 
 // A reader's privileges on a dataset table survive a reload (the new
 // table gets the old one's grants).
