@@ -177,11 +177,7 @@ func (x *Executor) Apply(ctx context.Context, b *Batch, ev ploti.Event) (Result,
 	var v *ploti.Version
 	var schema *ploti.Schema
 	if b.Share && a.Kind == Merge {
-		v, err = b.ahead.version(ctx, d.ID, a.Version, true)
-		if err == nil {
-			v, schema, err = x.versionAndSchemaFrom(ctx, v, d, a.Version, link)
-		}
-		if err != nil {
+		if v, schema, err = x.versionAndSchemaAhead(ctx, b.ahead, true, d, a.Version, link); err != nil {
 			res.Applied = false
 			return res, x.fail(ctx, b, d, a, ev.ID, err)
 		}
@@ -374,13 +370,7 @@ func (x *Executor) heavy(ctx context.Context, ah *ahead, d *storage.Dataset, a A
 			return d.RowCount, st, false, x.DB.Update(ctx, func(tx *storage.Tx) error { return tx.MarkApplied(ctx, eventID) })
 		}
 	}
-	// The answer the page's fetch ahead had for this version, if it asked
-	// (Executor.Ahead): a fault it met is this event's.
-	v, err := ah.version(ctx, d.ID, version, version == a.Version)
-	var schema *ploti.Schema
-	if err == nil {
-		v, schema, err = x.versionAndSchemaFrom(ctx, v, d, version, link)
-	}
+	v, schema, err := x.versionAndSchemaAhead(ctx, ah, version == a.Version, d, version, link)
 	if err != nil {
 		if a.Kind == ReloadCurrent && version != a.Version { // not the version the event named
 			err = notGone(err)
@@ -397,14 +387,18 @@ func (x *Executor) heavy(ctx context.Context, ah *ahead, d *storage.Dataset, a A
 // dataset version with the same columns keeps the same schema version",
 // and "a number is never reused for a different shape").
 func (x *Executor) versionAndSchema(ctx context.Context, d *storage.Dataset, version int, link string) (*ploti.Version, *ploti.Schema, error) {
-	return x.versionAndSchemaFrom(ctx, nil, d, version, link)
+	return x.versionAndSchemaAhead(ctx, nil, false, d, version, link)
 }
 
-// versionAndSchemaFrom is versionAndSchema with the version when it is
-// known already (fetched ahead), nil when not.
-func (x *Executor) versionAndSchemaFrom(ctx context.Context, v *ploti.Version, d *storage.Dataset, version int, link string) (*ploti.Version, *ploti.Schema, error) {
+// versionAndSchemaAhead is versionAndSchema taking the answer the page's
+// fetch ahead had for the version (Executor.Ahead), if it asked: a fault
+// it met is this event's. wait is ahead.version's.
+func (x *Executor) versionAndSchemaAhead(ctx context.Context, ah *ahead, wait bool, d *storage.Dataset, version int, link string) (*ploti.Version, *ploti.Schema, error) {
+	v, err := ah.version(ctx, d.ID, version, wait)
+	if err != nil {
+		return nil, nil, err
+	}
 	if v == nil {
-		var err error
 		if v, err = x.Source.Version(ctx, d.ID, version, link); err != nil {
 			return nil, nil, err
 		}

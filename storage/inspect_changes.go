@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"sync"
 )
@@ -26,10 +25,6 @@ type fileFacts struct {
 	have  []string
 	types map[string]string
 }
-
-// changeCounts are a changes file's null and repeated record ids, its rows
-// of an unknown kind of change, and its rows of each kind.
-type changeCounts struct{ nulls, dups, bad, added, changed, removed int64 }
 
 // InspectChanges reads changes files' columns (their footers), on a
 // connection of its own (not in any transaction: the files are read,
@@ -100,36 +95,4 @@ func (c *factCache) forget(paths []string) {
 	for _, p := range paths {
 		delete(c.m, p)
 	}
-}
-
-// countChanges reads changes files' counts with one read of them all, by
-// file. The files' schemas may differ (other datasets): only the two
-// columns every changes file has are read, by name.
-func countChanges(ctx context.Context, q querier, files []string) (map[string]changeCounts, error) {
-	id, change := Ident(ColRecordID), Ident(ColChange)
-	rows, err := q.QueryContext(ctx, fmt.Sprintf(`SELECT zz_ploti_file, count(*) FILTER (WHERE %[1]s IS NULL), count(%[1]s) - count(DISTINCT %[1]s),
-			count(*) FILTER (WHERE %[2]s IS NULL OR %[2]s NOT IN ('added', 'changed', 'removed')),
-			count(*) FILTER (WHERE %[2]s = 'added'), count(*) FILTER (WHERE %[2]s = 'changed'), count(*) FILTER (WHERE %[2]s = 'removed')
-		FROM %[3]s GROUP BY zz_ploti_file`, id, change, changesByFile(files)))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	got := map[string]changeCounts{}
-	for rows.Next() {
-		var f string
-		var c changeCounts
-		if err := rows.Scan(&f, &c.nulls, &c.dups, &c.bad, &c.added, &c.changed, &c.removed); err != nil {
-			return nil, err
-		}
-		got[f] = c
-	}
-	return got, rows.Err()
-}
-
-// changesByFile reads changes files' record ids and kinds of change, as
-// VARCHAR, with each row's file in zz_ploti_file.
-func changesByFile(files []string) string {
-	return fmt.Sprintf("(SELECT CAST(%[1]s AS VARCHAR) AS %[1]s, CAST(%[2]s AS VARCHAR) AS %[2]s, zz_ploti_file FROM read_parquet(%[3]s, hive_partitioning = false, union_by_name = true, filename = 'zz_ploti_file'))",
-		Ident(ColRecordID), Ident(ColChange), fileList(files))
 }
