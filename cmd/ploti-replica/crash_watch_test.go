@@ -194,7 +194,7 @@ func TestCrashWatch(t *testing.T) {
 		t.Skip("the crash harness builds the binary and runs it many times")
 	}
 	w := newCrashWatchWorld(t)
-	w.bin = harnessBinary(t, t.TempDir())
+	w.bin = harnessBinary(t)
 	h := newHarness(t, w, "watch crash harness", watchCrashKind)
 	first := plotiNow(w.em)
 	clean := func(name, from string, synced map[string][]int) (map[string]string, []string) {
@@ -232,7 +232,7 @@ func TestCrashWatch(t *testing.T) {
 		}
 	}
 
-	scenarios := scenarioPlan{seed: 12, counts: map[string]int{"bootstrap": 10, "catch-up": 24},
+	scenarios := scenarioPlan{seed: 12, counts: map[string]int{"bootstrap": crashShare(10), "catch-up": crashShare(24)},
 		delays:  []time.Duration{0, time.Millisecond, 4 * time.Millisecond, 10 * time.Millisecond, 25 * time.Millisecond, 60 * time.Millisecond},
 		resumes: func(i int) int { return i % 3 }, maxAt: 8, // more kills in the runs that resume
 	}.scenarios(seqs)
@@ -251,7 +251,7 @@ func TestCrashWatch(t *testing.T) {
 		})
 		os.Remove(path)
 	}
-	h.report(len(scenarios), 25)
+	h.report(len(scenarios), map[bool]int{true: 25, false: len(scenarios)}[*crashFull])
 }
 
 // heldIDs reads record ids a file's dataset table holds.

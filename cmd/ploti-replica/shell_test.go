@@ -35,7 +35,17 @@ var shellBin struct {
 	err  error
 }
 
-// shellBinary builds ploti-replica once for the shell tests.
+// TestMain removes the binary shellBinary built, if any.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shellBin.path != "" {
+		os.RemoveAll(filepath.Dir(shellBin.path))
+	}
+	os.Exit(code)
+}
+
+// shellBinary builds ploti-replica once for the package's tests that run
+// it as a child process (the shell tests, the crash harnesses).
 func shellBinary(t *testing.T) string {
 	t.Helper()
 	shellBin.once.Do(func() {
