@@ -11,7 +11,19 @@ import (
 // aheadFiles bounds the merges a page fetches ahead of the one applying,
 // being fetched or fetched and not taken: their changes files wait in the
 // spool (each at most sharedMergeBytes) until their event takes them.
+// Executor.AheadBytes bounds them further.
 const aheadFiles = 8
+
+// aheadSlots is how many merges a page fetches ahead at most: aheadFiles,
+// fewer when limit (Executor.AheadBytes; 0 for no bound but aheadFiles)
+// holds fewer files of sharedMergeBytes, and one at least (a merge's own
+// files come to the spool anyway).
+func aheadSlots(limit int64) int {
+	if limit <= 0 {
+		return aheadFiles
+	}
+	return int(max(1, min(aheadFiles, limit/sharedMergeBytes)))
+}
 
 // aheadFetchers is how many of them are fetched at once.
 const aheadFetchers = 4
@@ -67,7 +79,7 @@ func (x *Executor) Ahead(ctx context.Context, b *Batch, events []ploti.Event) er
 		return err
 	}
 	actx, cancel := context.WithCancel(ctx)
-	a := &ahead{x: x, cancel: cancel, done: make(chan struct{}), slots: make(chan struct{}, aheadFiles), items: map[string]*aheadItem{}}
+	a := &ahead{x: x, cancel: cancel, done: make(chan struct{}), slots: make(chan struct{}, aheadSlots(x.AheadBytes)), items: map[string]*aheadItem{}}
 	for i, j := range jobs {
 		it := &aheadItem{n: i, ready: make(chan struct{})}
 		a.items[aheadKey(j.id, j.version)] = it

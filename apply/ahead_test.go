@@ -101,11 +101,22 @@ func aheadFixture(t *testing.T, ids []string, changes func(i int) string) (*stor
 }
 
 // Issue 18, item 2: the walk fetches "the next page's merges' files while
-// this page commits", with the spool bounded. A page of twenty updates:
-// with no event applied yet, Ahead downloads no more than aheadFiles
-// changes files; applied in order, each update takes its file (each asked
+// this page commits", with the spool bounded ("Memory and spool stay
+// bounded and configurable"). A page of twenty updates: with no event
+// applied yet, Ahead downloads no more than aheadFiles changes files, or
+// as many of sharedMergeBytes as Executor.AheadBytes holds (the replica's
+// SpoolLimit); applied in order, each update takes its file (each asked
 // and downloaded once in all), and once the page commits no file is left.
 func TestAhead_fetchesAPagesMergesWithinItsBound(t *testing.T) {
+	for _, tc := range []struct {
+		limit int64
+		want  int64
+	}{{0, aheadFiles}, {256 << 20, aheadFiles}, {3*sharedMergeBytes + 1, 3}, {1 << 20, 1}} {
+		t.Run(fmt.Sprintf("AheadBytes %d", tc.limit), func(t *testing.T) { aheadWithinBound(t, tc.limit, tc.want) })
+	}
+}
+
+func aheadWithinBound(t *testing.T, limit, bound int64) {
 	ctx := context.Background()
 	var ids []string
 	for i := range 20 {
@@ -115,6 +126,7 @@ func TestAhead_fetchesAPagesMergesWithinItsBound(t *testing.T) {
 		return fmt.Sprintf(`SELECT * FROM (VALUES ('rec_1', 'p', %d, 'changed'), ('rec_60', 'p', 60, 'added'), ('rec_2', 'p', 2, 'removed'))
 			t(_ploti_record_id, _ploti_place_id, v, _ploti_change)`, 100+i)
 	})
+	x.AheadBytes = limit
 	b := NewBatch(db)
 	b.Share = true
 	b.Scope(ids)
@@ -122,12 +134,12 @@ func TestAhead_fetchesAPagesMergesWithinItsBound(t *testing.T) {
 	if err := x.Ahead(ctx, b, events); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); src.copies.Load() < aheadFiles && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(5 * time.Second); src.copies.Load() < bound && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}
 	time.Sleep(100 * time.Millisecond) // a download past the bound would land by now
-	if got := src.copies.Load(); got != aheadFiles {
-		t.Fatalf("before any event applied, %d changes files were downloaded ahead, want %d (the bound)", got, aheadFiles)
+	if got := src.copies.Load(); got != bound {
+		t.Fatalf("before any event applied, %d changes files were downloaded ahead, want %d (the bound)", got, bound)
 	}
 	for _, ev := range events {
 		if _, err := x.Apply(ctx, b, ev); err != nil {

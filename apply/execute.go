@@ -87,6 +87,12 @@ type Executor struct {
 	// (compared with the held rows by record id): the file has marks,
 	// which read the log (the replica sets it before each sync).
 	LogReloads bool
+	// AheadBytes bounds the changes files the walk fetches ahead of the
+	// merges that take them (Ahead): at most this many bytes' worth of
+	// files of sharedMergeBytes wait in the spool (aheadSlots; one at
+	// least, aheadFiles at most). The replica sets its SpoolLimit; 0:
+	// aheadFiles.
+	AheadBytes int64
 
 	freed int64 // bytes of tables swapped out since the last checkpoint (see swapped)
 }

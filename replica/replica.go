@@ -89,7 +89,9 @@ type Options struct {
 	Prefetch int
 	// SpoolLimit bounds the bytes of snapshots downloaded ahead and waiting
 	// for their load; default DefaultSpoolLimit. A dataset larger than it
-	// is downloaded alone.
+	// is downloaded alone. The walk's changes files fetched ahead of their
+	// merges stay within it too (apply.Executor.AheadBytes: files of at
+	// most 16 MiB, one at least).
 	SpoolLimit int64
 	// StreamMin is the least size of a snapshot (one Parquet file) that
 	// a DuckDB file loads while it downloads: its footer is asked for
@@ -246,7 +248,7 @@ func Open(ctx context.Context, path string, opts Options) (*Replica, error) {
 	}
 	r.memo = &linkMemo{API: api} // attachment links, from the answers a sync reads anyway
 	r.db, r.api = db, r.memo
-	r.exec = &apply.Executor{DB: db, Source: newSource(r.api, api, opts.StreamMin), OnMajor: opts.OnMajor, IDRefs: opts.IDReferences, Log: opts.Logger,
+	r.exec = &apply.Executor{DB: db, Source: newSource(r.api, api, opts.StreamMin), OnMajor: opts.OnMajor, IDRefs: opts.IDReferences, Log: opts.Logger, AheadBytes: opts.SpoolLimit,
 		History: keepsHistory(opts.History)}
 	if wa, ok := api.(WatchAPI); ok { // the client itself: the memo wraps only the feed's calls
 		r.watchAPI = wa
