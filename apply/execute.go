@@ -183,7 +183,7 @@ func (x *Executor) Apply(ctx context.Context, b *Batch, ev ploti.Event) (Result,
 	var v *ploti.Version
 	var schema *ploti.Schema
 	if b.Share && a.Kind == Merge {
-		if v, schema, err = x.versionAndSchemaAhead(ctx, b.ahead, true, d, a.Version, link); err != nil {
+		if v, schema, err = x.versionAndSchema(ctx, b.ahead, true, d, a.Version, link); err != nil {
 			res.Applied = false
 			return res, x.fail(ctx, b, d, a, ev.ID, err)
 		}
@@ -376,7 +376,7 @@ func (x *Executor) heavy(ctx context.Context, ah *ahead, d *storage.Dataset, a A
 			return d.RowCount, st, false, x.DB.Update(ctx, func(tx *storage.Tx) error { return tx.MarkApplied(ctx, eventID) })
 		}
 	}
-	v, schema, err := x.versionAndSchemaAhead(ctx, ah, version == a.Version, d, version, link)
+	v, schema, err := x.versionAndSchema(ctx, ah, version == a.Version, d, version, link)
 	if err != nil {
 		if a.Kind == ReloadCurrent && version != a.Version { // not the version the event named
 			err = notGone(err)
@@ -386,20 +386,15 @@ func (x *Executor) heavy(ctx context.Context, ah *ahead, d *storage.Dataset, a A
 	return x.heavyWith(ctx, d, a, v, schema, eventID, reason, noHolds)
 }
 
-// versionAndSchema asks the API for a version and its schema. A version
-// of the schema version the dataset holds has the columns and key the
-// registry keeps, so its schema file is not fetched (issue 18: a request
-// each, 40 ms over a good office link; schemas-and-holds.txt: "A new
-// dataset version with the same columns keeps the same schema version",
-// and "a number is never reused for a different shape").
-func (x *Executor) versionAndSchema(ctx context.Context, d *storage.Dataset, version int, link string) (*ploti.Version, *ploti.Schema, error) {
-	return x.versionAndSchemaAhead(ctx, nil, false, d, version, link)
-}
-
-// versionAndSchemaAhead is versionAndSchema taking the answer the page's
-// fetch ahead had for the version (Executor.Ahead), if it asked: a fault
-// it met is this event's. wait is ahead.version's.
-func (x *Executor) versionAndSchemaAhead(ctx context.Context, ah *ahead, wait bool, d *storage.Dataset, version int, link string) (*ploti.Version, *ploti.Schema, error) {
+// versionAndSchema is a version and its schema: the answer the page's
+// fetch ahead (ah, Executor.Ahead) had for the version, if it asked (a
+// fault it met is this event's; wait is ahead.version's), else the API's.
+// A version of the schema version the dataset holds has the columns and
+// key the registry keeps, so its schema file is not fetched (issue 18: a
+// request each, 40 ms over a good office link; schemas-and-holds.txt: "A
+// new dataset version with the same columns keeps the same schema
+// version", and "a number is never reused for a different shape").
+func (x *Executor) versionAndSchema(ctx context.Context, ah *ahead, wait bool, d *storage.Dataset, version int, link string) (*ploti.Version, *ploti.Schema, error) {
 	v, err := ah.version(ctx, d.ID, version, wait)
 	if err != nil {
 		return nil, nil, err

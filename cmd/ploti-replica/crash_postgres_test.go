@@ -69,7 +69,7 @@ func TestCrash_postgres(t *testing.T) {
 			return diff(fp, want[sc.from])
 		})
 	}
-	h.report(len(scenarios), len(scenarios)) // at least one a scenario
+	h.report(len(scenarios), crashKills(12, 12, len(scenarios))) // at least one a scenario
 }
 
 // pgFingerprint is fingerprint (crash_test.go) of a replica in

@@ -251,10 +251,7 @@ func TestCrashWatch(t *testing.T) {
 		})
 		os.Remove(path)
 	}
-	// A third of its scenarios resume no run (resumes: i%3), so a kill
-	// that outruns its child leaves one without a kill: the whole plan asks
-	// 25 kills of 34 scenarios, the third as many in proportion.
-	h.report(len(scenarios), map[bool]int{true: 25, false: len(scenarios) * 25 / 34}[*crashFull])
+	h.report(len(scenarios), crashKills(25, 34, len(scenarios)))
 }
 
 // heldIDs reads record ids a file's dataset table holds.

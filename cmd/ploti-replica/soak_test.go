@@ -54,6 +54,13 @@ func crashShare(n int) int {
 	return max(2, (n+2)/3)
 }
 
+// crashKills is the fewest kills a harness's run must land: want for the
+// whole plan of planned scenarios, in proportion for the share played
+// (a kill can outrun its child, so a scenario may land none).
+func crashKills(want, planned, played int) int {
+	return want * played / planned
+}
+
 // childTimeout bounds one child run (a large bootstrap on a busy machine
 // takes a minute or more).
 var childTimeout = 10 * time.Minute
