@@ -97,6 +97,7 @@ type Emulator struct {
 	rateOn    bool
 	limiter   limiter
 	faults    []*fault
+	faultHits map[FaultKind]int // hits taken, by kind (FaultHits)
 	lastSweep time.Time
 	coverage  map[string]bool // covered county ids; nil: everything
 	linkLife  time.Duration   // signed link lifetime; zero: LinkLifetime

@@ -99,6 +99,19 @@ func (e *Emulator) FailNext(pattern string, status, n int) {
 	e.Inject(f)
 }
 
+// FaultHits is how many requests injected faults have hit so far, by kind:
+// a fault injected but never matched by a request is not counted, so a
+// test can hold the client to what actually reached it.
+func (e *Emulator) FaultHits() map[FaultKind]int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make(map[FaultKind]int, len(e.faultHits))
+	for k, n := range e.faultHits {
+		out[k] = n
+	}
+	return out
+}
+
 // ClearFaults removes every injected fault.
 func (e *Emulator) ClearFaults() {
 	e.mu.Lock()
@@ -135,6 +148,10 @@ func (e *Emulator) takeFault(r *http.Request, file bool) *Fault {
 		if f.left > 0 {
 			f.left--
 		}
+		if e.faultHits == nil {
+			e.faultHits = map[FaultKind]int{}
+		}
+		e.faultHits[f.Kind]++
 		ff := f.Fault
 		return &ff
 	}

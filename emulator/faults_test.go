@@ -145,3 +145,22 @@ func TestEmulator_StartOnAndHandler(t *testing.T) {
 		t.Fatalf("temp dir left behind: %v", err)
 	}
 }
+
+// FaultHits counts the requests a fault hit, by kind; a fault no request
+// matched counts nothing.
+func TestEmulator_FaultHits(t *testing.T) {
+	em := mustEmulator(t)
+	mustSub(t, em, SubscriptionSpec{Places: []string{"fl-orange"}})
+	mustPublish(t, em, permits(10, "P-"))
+	em.Inject(Fault{Match: "/files/**", Kind: FaultStatus, Status: http.StatusInternalServerError, Count: 2})
+	em.Inject(Fault{Match: "/no/such/path", Kind: FaultReset})
+	link := snapshotURL(t, em).URL
+	for i, want := range []int{500, 500, 200} {
+		if st, _ := download(t, link); st != want {
+			t.Fatalf("download %d: status %d, want %d", i, st, want)
+		}
+	}
+	if got := em.FaultHits(); len(got) != 1 || got[FaultStatus] != 2 {
+		t.Fatalf("FaultHits = %v, want two status hits and no reset", got)
+	}
+}
