@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -666,5 +667,97 @@ func TestScenario_ReleaseAppliesSkippedIDMaps(t *testing.T) {
 		FROM my_notes n LEFT JOIN ds_permits p ON p._ploti_record_id = n.permit_record WHERE n.permit <> 'P-000'`).Scan(&wrong, &total))
 	if wrong != 0 || total != 39 {
 		t.Fatalf("references after a release over an id replacement: %d of %d wrong", wrong, total)
+	}
+}
+
+// countingTransport counts the API requests a replica makes, by method and
+// path.
+type countingTransport struct {
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	c.calls[req.Method+" "+req.URL.Path]++
+	c.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+func (c *countingTransport) take() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.calls
+	c.calls = map[string]int{}
+	return out
+}
+
+// subscriptions-manifest-files.txt: "A check that finds nothing new
+// publishes no version but still moves lastCheckedAt. A day past
+// nextCheckBy, the dataset is stale": a later check ends the staleness a
+// feed.dataset.stale recorded, with no version and no event to tell of it;
+// a dataset no check has reached since stays stale, and a missed check
+// after the good one makes it stale again. Two stale datasets are read
+// from the subscription's datasets list (one page), one by its own call,
+// and a dataset asked about within ten minutes is not asked again.
+func TestScenario_StaleEndsWithALaterCheck(t *testing.T) {
+	em := mustEmulator(t)
+	sub, _, _ := seedTwo(t, em)
+	tap := &countingTransport{calls: map[string]int{}}
+	r := mustOpen(t, em, sub, "", func(o *Options) {
+		o.Now = em.Now
+		o.HTTPClient = &http.Client{Transport: tap}
+	})
+	mustSync(t, r)
+	stale := func(id string) bool {
+		d := datasetRow(t, r, id)
+		if (d.StaleNextCheckBy != nil) != (d.StatusReason == storage.ReasonStale) || d.Status != storage.StatusCurrent {
+			t.Fatalf("%s: %s (%s), stale nextCheckBy %v", id, d.Status, d.StatusReason, d.StaleNextCheckBy)
+		}
+		return d.StaleNextCheckBy != nil
+	}
+	em.Advance(49 * time.Hour) // a missed check each: feed.dataset.stale
+	tap.take()
+	mustSync(t, r)
+	if !stale("ds_permits") || !stale("ds_parcels") {
+		t.Fatal("a missed check did not make the datasets stale")
+	}
+	if calls := tap.take(); calls["GET /v1/feeds/datasets"] != 1 || calls["GET /v1/feeds/datasets/ds_permits"]+calls["GET /v1/feeds/datasets/ds_parcels"] != 0 {
+		t.Fatalf("two stale datasets of two: want one list call and no dataset call, got %v", calls)
+	}
+	mustSync(t, r) // within ten minutes: not asked again
+	if calls := tap.take(); calls["GET /v1/feeds/datasets"] != 0 {
+		t.Fatalf("asked again within ten minutes: %v", calls)
+	}
+
+	must(t, em.Check("ds_permits")) // Ploti checks one source again: nothing new
+	em.Advance(11 * time.Minute)
+	mustSync(t, r)
+	if stale("ds_permits") {
+		t.Fatal("ds_permits: still stale after a check that moved lastCheckedAt")
+	}
+	if !stale("ds_parcels") {
+		t.Fatal("ds_parcels: no check reached it, yet it is no longer stale")
+	}
+	if calls := tap.take(); calls["GET /v1/feeds/datasets"] != 1 {
+		t.Fatalf("ten minutes later, two stale datasets of two: want one list call, got %v", calls)
+	}
+	st, err := r.Status(context.Background())
+	must(t, err)
+	for _, d := range st.Datasets {
+		if want := d.DatasetID == "ds_parcels"; d.Stale != want {
+			t.Fatalf("status of %s: stale %v, want %v", d.DatasetID, d.Stale, want)
+		}
+	}
+	em.Advance(11 * time.Minute)
+	mustSync(t, r)
+	if calls := tap.take(); calls["GET /v1/feeds/datasets/ds_parcels"] != 1 || calls["GET /v1/feeds/datasets"] != 0 {
+		t.Fatalf("one stale dataset of two: want its own call, got %v", calls)
+	}
+
+	em.Advance(49 * time.Hour) // the checked source is missed again
+	mustSync(t, r)
+	if !stale("ds_permits") {
+		t.Fatal("ds_permits: a missed check after the good one did not make it stale again")
 	}
 }

@@ -86,6 +86,9 @@ func (r *Replica) Sync(ctx context.Context) (SyncResult, error) {
 		clear(r.kept)
 		err = r.sync(ctx, sub, &res, end)
 		clear(r.kept)
+		if err == nil {
+			r.recheckStale(ctx, sub)
+		}
 		res.Cursor = sub.Cursor // the walk moves it only once a commit stored it
 	}
 	if err == nil && r.opts.Watch {
