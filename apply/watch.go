@@ -35,6 +35,14 @@ var (
 	// ErrReadWhole means a read of rows by id cannot be made (an id the
 	// API cannot name, rows that kept moving): the dataset is read whole.
 	ErrReadWhole = errors.New("rows cannot be read by id")
+	// ErrLeftCoverage and ErrPlanClosed mean the workspace's coverage
+	// (409 outside_coverage) or plan (409 not_deliverable) no longer
+	// opens a watched dataset ("Any kind of dataset can be watched ... as
+	// long as your workspace's coverage and plan open it"): its rows stay
+	// and stop updating, marked removed with the docs' own reasons
+	// left_coverage and plan_changed, and a later version is tried again.
+	ErrLeftCoverage = errors.New("the workspace's coverage no longer opens the dataset")
+	ErrPlanClosed   = errors.New("the workspace's plan no longer opens the dataset")
 )
 
 // Log messages of the DuckDB work of a watched dataset, logged (debug)
@@ -126,6 +134,9 @@ func (x *Executor) SyncWatched(ctx context.Context, d *storage.Dataset, latest *
 	// commit: the failure is recorded on the row as it was.
 	*d = before
 	d.Source = storage.SourceWatch
+	if reason := closedReason(err); reason != "" && ctx.Err() == nil {
+		return x.closedWatched(ctx, d, version, reason, err)
+	}
 	return res, x.failWatched(ctx, d, res.Kind, version, err)
 }
 
@@ -467,6 +478,34 @@ func (x *Executor) commitWatchedState(ctx context.Context, d *storage.Dataset, w
 	d.Status, d.StatusReason = storage.StatusCurrent, ""
 	err := x.DB.Update(ctx, func(tx *storage.Tx) error { return tx.PutDataset(ctx, d) })
 	return WatchResult{Kind: WatchSkip, Why: why, Version: d.Version, Rows: d.RowCount}, err
+}
+
+// closedReason is the removed reason of an error saying the workspace no
+// longer opens a dataset, "" for any other.
+func closedReason(err error) string {
+	switch {
+	case errors.Is(err, ErrLeftCoverage):
+		return storage.ReasonLeftCoverage
+	case errors.Is(err, ErrPlanClosed):
+		return storage.ReasonPlanChanged
+	}
+	return ""
+}
+
+// closedWatched records that the workspace no longer opens a watched
+// dataset: its rows and version stay, marked removed with the reason, and
+// the sync goes on without a failure (the watch is the member's to keep
+// or drop; Ploti's answer is not the replica's fault). Each sync the
+// watches list shows a version past the held one tries again, so the
+// dataset catches up once coverage or plan opens it again.
+func (x *Executor) closedWatched(ctx context.Context, d *storage.Dataset, version int, reason string, cause error) (WatchResult, error) {
+	if d.Status != storage.StatusRemoved || d.StatusReason != reason {
+		x.Log.Warn().Str("dataset", d.ID).Int("version", version).Err(cause).
+			Msg("the workspace no longer opens this watched dataset; its rows stay and stop updating")
+	}
+	d.Status, d.StatusReason = storage.StatusRemoved, reason
+	err := x.DB.Update(ctx, func(tx *storage.Tx) error { return tx.PutDataset(ctx, d) })
+	return WatchResult{Kind: WatchSkip, Why: reason, Version: d.Version, Rows: d.RowCount}, err
 }
 
 // failWatched records a watched dataset's failure: it keeps its last good

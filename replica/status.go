@@ -175,6 +175,10 @@ func explain(d DatasetStatus) string {
 			parts = append(parts, "no longer watched; its rows stay and stop updating (`ploti-replica watch add "+d.DatasetID+"` to follow it again)")
 			break
 		}
+		if d.Source == storage.SourceWatch {
+			parts = append(parts, "watched, but the workspace's coverage or plan no longer opens it ("+d.Reason+"); its rows stay and stop updating, and a sync after its next version tries again")
+			break
+		}
 		parts = append(parts, "left the subscription ("+d.Reason+"); its rows stay and stop updating")
 	case storage.StatusFailed:
 		parts = append(parts, "failed: "+d.Reason+"; the last good version stays and the next sync tries again")

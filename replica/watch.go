@@ -33,6 +33,10 @@ func classifyWatch(err error) error {
 		return nil
 	case errors.Is(err, fetch.ErrMalformed):
 		return fmt.Errorf("%w: %w", apply.ErrBadInput, err)
+	case errors.Is(err, fetch.ErrOutsideCoverage):
+		return fmt.Errorf("%w: %w", apply.ErrLeftCoverage, err)
+	case errors.Is(err, fetch.ErrNotDeliverable):
+		return fmt.Errorf("%w: %w", apply.ErrPlanClosed, err)
 	}
 	return err
 }
@@ -135,7 +139,7 @@ func (r *Replica) countWatch(out apply.WatchResult, res *SyncResult) {
 func (r *Replica) markUnwatched(ctx context.Context, all []*storage.Dataset, watched map[string]bool) error {
 	var gone []*storage.Dataset
 	for _, d := range all {
-		if d.Source == storage.SourceWatch && !watched[d.ID] && d.Status != storage.StatusRemoved {
+		if d.Source == storage.SourceWatch && !watched[d.ID] && (d.Status != storage.StatusRemoved || d.StatusReason != storage.ReasonUnwatched) {
 			d.Status, d.StatusReason = storage.StatusRemoved, storage.ReasonUnwatched
 			gone = append(gone, d)
 		}

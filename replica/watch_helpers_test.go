@@ -110,14 +110,21 @@ func mustOpenWatches(tb testing.TB, em *emulator.Emulator, path string, mod ...f
 // the last as a watch, and every row and column equals WatchTruth's.
 func assertWatched(tb testing.TB, r *Replica, em *emulator.Emulator, datasetID string, synced ...int) {
 	tb.Helper()
+	assertWatchedAs(tb, r, em, datasetID, storage.StatusCurrent, synced...)
+}
+
+// assertWatchedAs is assertWatched for a dataset whose registry status is
+// status (a watched dataset kept, removed, with its rows).
+func assertWatchedAs(tb testing.TB, r *Replica, em *emulator.Emulator, datasetID, status string, synced ...int) {
+	tb.Helper()
 	ctx := context.Background()
 	want := synced[len(synced)-1]
 	d, err := r.db.Dataset(ctx, datasetID)
 	if err != nil {
 		tb.Fatalf("registry row of %s: %v", datasetID, err)
 	}
-	if d.Source != storage.SourceWatch || d.Version != want || d.Status != storage.StatusCurrent {
-		tb.Fatalf("%s: source %s, version %d, status %s (%s); want watch, %d, current", datasetID, d.Source, d.Version, d.Status, d.StatusReason, want)
+	if d.Source != storage.SourceWatch || d.Version != want || d.Status != status {
+		tb.Fatalf("%s: source %s, version %d, status %s (%s); want watch, %d, %s", datasetID, d.Source, d.Version, d.Status, d.StatusReason, want, status)
 	}
 	truth, err := em.WatchTruth(ctx, datasetID, synced)
 	if err != nil {

@@ -336,3 +336,59 @@ func TestWatch_MovesOnDuringTheCatchUp(t *testing.T) {
 	}
 	assertWatched(t, r, em, dsWatched, em.PlotiVersions(dsWatched)[0].Version, latestPloti(t, em, dsWatched))
 }
+
+// watch-and-webhooks.txt: "Any kind of dataset can be watched ... as long
+// as your workspace's coverage and plan open it." A watched dataset the
+// coverage, then the plan, no longer opens (409 outside_coverage, 409
+// not_deliverable) keeps its rows and version, marked removed with the
+// docs' reasons left_coverage and plan_changed, and fails no sync; once
+// opened again, the next sync catches it up.
+func TestWatch_LeavesCoverageAndComesBack(t *testing.T) {
+	em := mustEmulator(t)
+	v1 := seedWatched(t, em, 30)
+	em.AddPlace(emulator.Place{ID: "fl-leon", Name: "Leon County, FL", Kind: "county", State: "fl"})
+	r := mustOpenWatches(t, em, "")
+	mustSync(t, r)
+	closed := func(reason string) {
+		t.Helper()
+		for range 2 { // the second sync tries again, with the same answer
+			res, err := r.Sync(context.Background())
+			if err != nil || len(res.Failed) != 0 {
+				t.Fatalf("sync with the watched dataset closed (%s): %+v, %v", reason, res, err)
+			}
+			d := datasetRow(t, r, dsWatched)
+			if d.Status != storage.StatusRemoved || d.StatusReason != reason || d.Version != v1 || d.RowCount != 30 {
+				t.Fatalf("closed (%s): %s (%s), version %d, %d rows; want removed (%s), version %d, 30 rows",
+					reason, d.Status, d.StatusReason, d.Version, d.RowCount, reason, v1)
+			}
+			assertWatchedAs(t, r, em, dsWatched, storage.StatusRemoved, v1)
+		}
+		st, err := r.Status(context.Background())
+		must(t, err)
+		if len(st.Datasets) != 1 || !strings.Contains(st.Datasets[0].Detail, "no longer opens it ("+reason+")") {
+			t.Fatalf("status of a closed watched dataset: %+v", st.Datasets)
+		}
+	}
+	em.SetCoverage([]string{"fl-leon"})
+	v2 := mustPublishRows(t, em, dsWatched, watchRows(1, 30)).PlotiVersion
+	closed(storage.ReasonLeftCoverage)
+
+	em.SetCoverage(nil)
+	must(t, em.SetPlanClosed(dsWatched, true))
+	closed(storage.ReasonPlanChanged)
+
+	must(t, em.SetPlanClosed(dsWatched, false))
+	if res := mustSync(t, r); res.WatchMerges != 1 || len(res.Failed) != 0 {
+		t.Fatalf("opened again: %+v, want a merge from the version it holds", res)
+	}
+	assertWatched(t, r, em, dsWatched, v1, v2)
+	if d := datasetRow(t, r, dsWatched); d.Status != storage.StatusCurrent || d.StatusReason != "" {
+		t.Fatalf("opened again: %s (%s)", d.Status, d.StatusReason)
+	}
+	must(t, em.Unwatch(dsWatched)) // the member's choice outranks Ploti's answer
+	em.SetCoverage([]string{"fl-leon"})
+	mustSync(t, r)
+	if d := datasetRow(t, r, dsWatched); d.Status != storage.StatusRemoved || d.StatusReason != storage.ReasonUnwatched {
+		t.Fatalf("unwatched: %s (%s)", d.Status, d.StatusReason)
+	}
+}

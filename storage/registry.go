@@ -686,4 +686,8 @@ const (
 	ReasonRebuilding           = "rebuilding"             // the manifest lists its files as being rebuilt
 	ReasonUnwatched            = "unwatched"              // a watched dataset no longer watched: its rows stay
 	ReasonNotLoadedYet         = "not_loaded_yet"         // listed by the manifest, not loaded by a bootstrap that stopped
+	// The docs' removed reasons the replica also gives a watched dataset
+	// whose calls answer 409 outside_coverage or not_deliverable.
+	ReasonLeftCoverage = "left_coverage"
+	ReasonPlanChanged  = "plan_changed"
 )
