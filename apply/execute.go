@@ -277,6 +277,9 @@ func (x *Executor) light(ctx context.Context, b *Batch, tx *storage.Tx, d *stora
 		d.Status, d.StatusReason = storage.StatusHeld, storage.ReasonMajorSchemaChange
 	case Removed:
 		d.Status, d.StatusReason, d.SkipUntilRemoved = storage.StatusRemoved, ev.Data.Reason, false
+		// Ploti checks a source only "while a subscription includes its
+		// dataset": a missed check of one removed says nothing any more.
+		d.StaleLastCheckedAt, d.StaleNextCheckBy = nil, nil
 		b.deleteHolds(d.ID, "")
 	case Stale:
 		d.StaleLastCheckedAt, d.StaleNextCheckBy = ev.Data.LastCheckedAt, ev.Data.NextCheckBy

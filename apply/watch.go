@@ -135,6 +135,12 @@ func (x *Executor) SyncWatched(ctx context.Context, d *storage.Dataset, latest *
 	*d = before
 	d.Source = storage.SourceWatch
 	if reason := closedReason(err); reason != "" && ctx.Err() == nil {
+		if fromFeed {
+			// Its version is still the feed's: kept as the feed's, the
+			// next try reads it whole again rather than walking Ploti's
+			// versions from a number that is not one of them.
+			d.Source = before.Source
+		}
 		return x.closedWatched(ctx, d, version, reason, err)
 	}
 	return res, x.failWatched(ctx, d, res.Kind, version, err)
@@ -493,11 +499,12 @@ func closedReason(err error) string {
 }
 
 // closedWatched records that the workspace no longer opens a watched
-// dataset: its rows and version stay, marked removed with the reason, and
-// the sync goes on without a failure (the watch is the member's to keep
-// or drop; Ploti's answer is not the replica's fault). Each sync the
-// watches list shows a version past the held one tries again, so the
-// dataset catches up once coverage or plan opens it again.
+// dataset: its rows and version stay (none when it was never loaded),
+// marked removed with the reason, and the sync goes on without a failure
+// (the watch is the member's to keep or drop; Ploti's answer is not the
+// replica's fault). Each sync the watches list shows a version past the
+// held one tries again (one call), so the dataset catches up once
+// coverage or plan opens it again.
 func (x *Executor) closedWatched(ctx context.Context, d *storage.Dataset, version int, reason string, cause error) (WatchResult, error) {
 	if d.Status != storage.StatusRemoved || d.StatusReason != reason {
 		x.Log.Warn().Str("dataset", d.ID).Int("version", version).Err(cause).

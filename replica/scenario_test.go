@@ -760,4 +760,19 @@ func TestScenario_StaleEndsWithALaterCheck(t *testing.T) {
 	if !stale("ds_permits") {
 		t.Fatal("ds_permits: a missed check after the good one did not make it stale again")
 	}
+
+	// "Ploti checks a source on schedule while a subscription includes
+	// its dataset": one that leaves while stale is removed, not stale.
+	must(t, em.PatchSubscription(sub, emulator.SubscriptionSpec{Places: []string{"fl-orange"}}))
+	mustSync(t, r)
+	if d := datasetRow(t, r, "ds_parcels"); d.Status != storage.StatusRemoved || d.StaleNextCheckBy != nil || d.StaleLastCheckedAt != nil {
+		t.Fatalf("ds_parcels left while stale: %s (%s), stale %v %v", d.Status, d.StatusReason, d.StaleLastCheckedAt, d.StaleNextCheckBy)
+	}
+	st, err = r.Status(context.Background())
+	must(t, err)
+	for _, d := range st.Datasets {
+		if d.DatasetID == "ds_parcels" && d.Stale {
+			t.Fatal("status: a removed dataset shows stale")
+		}
+	}
 }

@@ -39,6 +39,9 @@ func (r *Replica) recheckStale(ctx context.Context, sub *storage.Subscription) {
 			continue
 		}
 		feed++
+		if d.SkipUntilRemoved {
+			continue // left the subscription: no longer checked for it
+		}
 		if (d.StaleLastCheckedAt != nil || d.StaleNextCheckBy != nil) && now.Sub(r.staleAsked[d.ID]) >= staleRecheckEvery {
 			stale[d.ID] = d
 		}
@@ -55,9 +58,10 @@ func (r *Replica) recheckStale(ctx context.Context, sub *storage.Subscription) {
 	}
 	var cleared []*storage.Dataset
 	for id, d := range stale {
-		if _, ok := refresh[id]; ok {
-			r.staleAsked[id] = now
-		}
+		// Asked, answered or not: a dataset the list leaves out (no
+		// longer deliverable) or whose call failed waits its ten minutes
+		// too, or each sync would page the list again for it.
+		r.staleAsked[id] = now
 		if checkedSince(d, refresh[id]) {
 			d.StaleLastCheckedAt, d.StaleNextCheckBy = nil, nil
 			if d.StatusReason == storage.ReasonStale {

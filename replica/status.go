@@ -96,7 +96,7 @@ func ReadStatus(ctx context.Context, db *storage.DB) (*Status, error) {
 	for _, d := range ds {
 		st.Datasets = append(st.Datasets, DatasetStatus{DatasetID: d.ID, Table: d.Table, Title: d.Title, Source: d.Source, PlaceID: d.PlaceID,
 			Topic: d.Topic, Version: d.Version, SchemaVersion: d.SchemaVersion, KeyColumns: d.KeyColumns, Rows: d.RowCount,
-			Status: d.Status, Reason: d.StatusReason, Stale: d.StaleNextCheckBy != nil || d.StaleLastCheckedAt != nil,
+			Status: d.Status, Reason: d.StatusReason, Stale: d.Status != storage.StatusRemoved && (d.StaleNextCheckBy != nil || d.StaleLastCheckedAt != nil),
 			NextCheckBy: d.StaleNextCheckBy, LastError: d.LastError, UpdatedAt: d.UpdatedAt, Holds: byDS[d.ID]})
 		st.Datasets[len(st.Datasets)-1].Detail = explain(st.Datasets[len(st.Datasets)-1])
 	}
@@ -173,6 +173,10 @@ func explain(d DatasetStatus) string {
 	case storage.StatusRemoved:
 		if d.Reason == storage.ReasonUnwatched {
 			parts = append(parts, "no longer watched; its rows stay and stop updating (`ploti-replica watch add "+d.DatasetID+"` to follow it again)")
+			break
+		}
+		if d.Source == storage.SourceWatch && d.Version == 0 {
+			parts = append(parts, "watched, but the workspace's coverage or plan does not open it ("+d.Reason+"); nothing is loaded, and each sync tries again")
 			break
 		}
 		if d.Source == storage.SourceWatch {

@@ -385,10 +385,52 @@ func TestWatch_LeavesCoverageAndComesBack(t *testing.T) {
 	if d := datasetRow(t, r, dsWatched); d.Status != storage.StatusCurrent || d.StatusReason != "" {
 		t.Fatalf("opened again: %s (%s)", d.Status, d.StatusReason)
 	}
-	must(t, em.Unwatch(dsWatched)) // the member's choice outranks Ploti's answer
+	// Closed again, then unwatched: the member's choice outranks Ploti's
+	// answer.
 	em.SetCoverage([]string{"fl-leon"})
+	mustPublishRows(t, em, dsWatched, watchRows(2, 30))
+	mustSync(t, r)
+	if d := datasetRow(t, r, dsWatched); d.Status != storage.StatusRemoved || d.StatusReason != storage.ReasonLeftCoverage {
+		t.Fatalf("closed again: %s (%s)", d.Status, d.StatusReason)
+	}
+	must(t, em.Unwatch(dsWatched))
 	mustSync(t, r)
 	if d := datasetRow(t, r, dsWatched); d.Status != storage.StatusRemoved || d.StatusReason != storage.ReasonUnwatched {
-		t.Fatalf("unwatched: %s (%s)", d.Status, d.StatusReason)
+		t.Fatalf("unwatched while closed: %s (%s), want removed (unwatched)", d.Status, d.StatusReason)
 	}
+}
+
+// A dataset in the subscription and watched that leaves coverage: the
+// feed removes it (left_coverage) and the watch's read whole of it answers
+// 409. It stays the feed's, its version the feed's number (a later try
+// reads it whole, never walks Ploti's versions from it), and no sync
+// fails; back in coverage, the feed takes it again.
+func TestWatch_AlsoInTheSubscriptionLeavesCoverage(t *testing.T) {
+	em := mustEmulator(t)
+	seedWatched(t, em, 30)
+	em.AddPlace(emulator.Place{ID: "fl-leon", Name: "Leon County, FL", Kind: "county", State: "fl"})
+	sub, err := em.CreateSubscription(emulator.SubscriptionSpec{Places: []string{"fl-orange"}})
+	must(t, err)
+	r := mustOpen(t, em, sub, "", func(o *Options) { o.Watch = true })
+	mustSync(t, r)
+	feedVersion := datasetRow(t, r, dsWatched).Version
+	em.SetCoverage([]string{"fl-leon"})
+	for range 2 {
+		res, err := r.Sync(context.Background())
+		if err != nil || len(res.Failed) != 0 {
+			t.Fatalf("sync after it left coverage: %+v, %v", res, err)
+		}
+		d := datasetRow(t, r, dsWatched)
+		if d.Source != storage.SourceFeed || d.Status != storage.StatusRemoved || d.StatusReason != storage.ReasonLeftCoverage || d.Version != feedVersion {
+			t.Fatalf("left coverage: source %s, %s (%s), version %d; want feed, removed (left_coverage), %d",
+				d.Source, d.Status, d.StatusReason, d.Version, feedVersion)
+		}
+	}
+	em.SetCoverage(nil)
+	mustSync(t, r)
+	d := datasetRow(t, r, dsWatched)
+	if d.Source != storage.SourceFeed || d.Status != storage.StatusCurrent {
+		t.Fatalf("back in coverage: source %s, %s (%s)", d.Source, d.Status, d.StatusReason)
+	}
+	assertMatchesTruth(t, r, em, dsWatched, d.Version)
 }
