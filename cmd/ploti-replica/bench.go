@@ -77,7 +77,7 @@ reload. The table goes to stdout, then one summary line.
 	f.StringVar(&b.WatchRows, "watch-rows", "1000000", "the watched dataset's size (its whole read through rows, and a recorded version merged into it)")
 	f.StringVar(&b.Postgres, "postgres", env.Getenv("PLOTI_TEST_POSTGRES"), "a PostgreSQL superuser's URL for the postgres section (it makes a database of its own and drops it; default $PLOTI_TEST_POSTGRES; none: skipped)")
 	f.StringVar(&b.PostgresRows, "postgres-rows", "1000000", "the postgres section's snapshot size (20k with --quick)")
-	f.StringVar(&b.CPUProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file (DuckDB's time shows under the Go calls that ran its statements; go tool pprof reads it)")
+	f.StringVar(&b.CPUProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file (DuckDB's time shows under the Go calls that ran its statements; go tool pprof reads it), and the many section's catch-up run in a child process to FILE.catchup")
 	f.StringSliceVar(&b.Only, "only", nil, "measure only these sections: "+strings.Join(bench.Sections, ", ")+" (merge, history and publish run load too)")
 	return cmd
 }
@@ -133,6 +133,7 @@ func (b *benchCmd) run(ctx context.Context) error {
 		cfg.Exe = exe
 	}
 	if b.CPUProfile != "" {
+		cfg.CPUProfile = b.CPUProfile
 		f, err := os.Create(b.CPUProfile)
 		if err != nil {
 			return err

@@ -62,6 +62,10 @@ type Config struct {
 	// ManyTables is how many small tables the catalog measure builds;
 	// DefaultManyTables when zero.
 	ManyTables int
+	// CPUProfile, when set, is the run's own Go CPU profile (the caller's
+	// to start); the catch-up run in a child process (7c) writes its
+	// own beside it, with ".catchup" appended.
+	CPUProfile string
 	// Postgres is a PostgreSQL superuser's URL for the postgres section,
 	// which makes databases of its own there and drops them; the section
 	// is skipped, saying so, when it is empty.

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +35,7 @@ type childJob struct {
 	Files       []string
 	Threads     int
 	MemoryLimit string
+	CPUProfile  string // a Go CPU profile of the child's job, when set
 }
 
 // RunChild is the body of ChildCommand: it runs the job in the
@@ -44,11 +46,26 @@ func RunChild(ctx context.Context, w io.Writer) error {
 		return fmt.Errorf("%s: read job from $%s: %w", ChildCommand, childEnv, err)
 	}
 	eo := engineOpts{Threads: job.Threads, MemoryLimit: job.MemoryLimit}
+	if job.CPUProfile != "" {
+		f, err := os.Create(job.CPUProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	start := time.Now()
 	var err error
 	switch job.Mode {
 	case "sync":
-		_, err = syncWith(ctx, job.APIURL, job.APIKey, job.Sub, job.Path, eo)
+		var run syncRun
+		run, err = syncWith(ctx, job.APIURL, job.APIKey, job.Sub, job.Path, eo)
+		if err == nil {
+			fmt.Fprintf(w, "%s%d %d %d\n", syncPrefix, run.Total.Wall, run.Total.CPU, run.Result.EventsSeen)
+		}
 	case "raw-load":
 		_, err = rawLoad(ctx, job.Path, job.Table, job.Files, eo)
 	default:
@@ -84,6 +101,10 @@ func vmHWM() (int64, bool) {
 
 const peakPrefix = "peak_rss_bytes="
 
+// syncPrefix starts the line a "sync" child prints of its sync: the wall
+// and CPU nanoseconds of the open, sync and close, and the events seen.
+const syncPrefix = "sync_wall_cpu_events="
+
 // child runs a job in a child process and returns its peak RSS in bytes.
 func (r *run) child(ctx context.Context, job childJob) (float64, error) {
 	b, err := json.Marshal(job)
@@ -108,6 +129,35 @@ func (r *run) child(ctx context.Context, job childJob) (float64, error) {
 		}
 	}
 	return 0, errNoRSS
+}
+
+// childSync runs a "sync" job in a child process and returns what the
+// sync took there (wall and the child's CPU, its own process's alone) and
+// the events it saw.
+func (r *run) childSync(ctx context.Context, job childJob) (cost, int, error) {
+	job.Mode = "sync"
+	b, err := json.Marshal(job)
+	if err != nil {
+		return cost{}, 0, err
+	}
+	cmd := exec.CommandContext(ctx, r.cfg.Exe, ChildCommand)
+	cmd.Env = append(os.Environ(), childEnv+"="+string(b))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return cost{}, 0, fmt.Errorf("child sync: %w: %s", err, bytes.TrimSpace(out.Bytes()))
+	}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), syncPrefix); ok {
+			var wall, cpu int64
+			var events int
+			if _, err := fmt.Sscan(v, &wall, &cpu, &events); err != nil {
+				return cost{}, 0, fmt.Errorf("child sync: %q: %w", line, err)
+			}
+			return cost{time.Duration(wall), time.Duration(cpu)}, events, nil
+		}
+	}
+	return cost{}, 0, fmt.Errorf("child sync printed no %s line: %s", syncPrefix, bytes.TrimSpace(out.Bytes()))
 }
 
 var errNoRSS = errors.New("peak RSS of a child process is not available on this system")
