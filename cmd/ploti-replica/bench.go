@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -134,15 +133,11 @@ func (b *benchCmd) run(ctx context.Context) error {
 	}
 	if b.CPUProfile != "" {
 		cfg.CPUProfile = b.CPUProfile
-		f, err := os.Create(b.CPUProfile)
+		stop, err := bench.StartCPUProfile(b.CPUProfile)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	rep, err := bench.Run(ctx, cfg)
 	if err != nil {

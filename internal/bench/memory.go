@@ -47,15 +47,11 @@ func RunChild(ctx context.Context, w io.Writer) error {
 	}
 	eo := engineOpts{Threads: job.Threads, MemoryLimit: job.MemoryLimit}
 	if job.CPUProfile != "" {
-		f, err := os.Create(job.CPUProfile)
+		stop, err := StartCPUProfile(job.CPUProfile)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	start := time.Now()
 	var err error
@@ -80,6 +76,23 @@ func RunChild(ctx context.Context, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "%s done in %s\n%s%d\n", job.Mode, time.Since(start).Round(time.Millisecond), peakPrefix, peak)
 	return nil
+}
+
+// StartCPUProfile writes a Go CPU profile of the process to path until
+// the returned stop is called.
+func StartCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // vmHWM is the process's peak resident set in bytes, as /proc/self/status
