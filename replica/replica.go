@@ -173,8 +173,7 @@ type Replica struct {
 	// rebootstrap is set while Rebootstrap runs: the bootstrap reloads
 	// datasets at the version they hold too.
 	rebootstrap bool
-	memo        *linkMemo            // r.api, remembering attachment links (attachments.go)
-	staleAsked  map[string]time.Time // when recheckStale last asked about a dataset (stale.go)
+	memo        *linkMemo // r.api, remembering attachment links (attachments.go)
 	// rate and burst are the client's rate limit (rateLimited), read at
 	// Open; zero when it has none.
 	rate, burst int
@@ -248,7 +247,6 @@ func Open(ctx context.Context, path string, opts Options) (*Replica, error) {
 		r.rate, r.burst = l.CallsPerMinute()
 	}
 	r.memo = &linkMemo{API: api} // attachment links, from the answers a sync reads anyway
-	r.staleAsked = map[string]time.Time{}
 	r.db, r.api = db, r.memo
 	r.exec = &apply.Executor{DB: db, Source: newSource(r.api, api, opts.StreamMin), OnMajor: opts.OnMajor, IDRefs: opts.IDReferences, Log: opts.Logger, AheadBytes: opts.SpoolLimit,
 		History: keepsHistory(opts.History)}

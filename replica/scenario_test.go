@@ -697,9 +697,10 @@ func (c *countingTransport) take() map[string]int {
 // nextCheckBy, the dataset is stale": a later check ends the staleness a
 // feed.dataset.stale recorded, with no version and no event to tell of it;
 // a dataset no check has reached since stays stale, and a missed check
-// after the good one makes it stale again. Two stale datasets are read
-// from the subscription's datasets list (one page), one by its own call,
-// and a dataset asked about within ten minutes is not asked again.
+// after the good one makes it stale again. A stale dataset is asked about
+// once its registry row has rested an hour (never in the sync that
+// recorded it: a state-only event makes no call): two stale datasets from
+// the subscription's datasets list (one page), one by its own call.
 func TestScenario_StaleEndsWithALaterCheck(t *testing.T) {
 	em := mustEmulator(t)
 	sub, _, _ := seedTwo(t, em)
@@ -716,31 +717,38 @@ func TestScenario_StaleEndsWithALaterCheck(t *testing.T) {
 		}
 		return d.StaleNextCheckBy != nil
 	}
+	asked := func(what string, list, own int) {
+		t.Helper()
+		calls := tap.take()
+		if calls["GET /v1/feeds/datasets"] != list || calls["GET /v1/feeds/datasets/ds_permits"]+calls["GET /v1/feeds/datasets/ds_parcels"] != own {
+			t.Fatalf("%s: want %d datasets list and %d dataset calls, got %v", what, list, own, calls)
+		}
+	}
 	em.Advance(49 * time.Hour) // a missed check each: feed.dataset.stale
 	tap.take()
 	mustSync(t, r)
 	if !stale("ds_permits") || !stale("ds_parcels") {
 		t.Fatal("a missed check did not make the datasets stale")
 	}
-	if calls := tap.take(); calls["GET /v1/feeds/datasets"] != 1 || calls["GET /v1/feeds/datasets/ds_permits"]+calls["GET /v1/feeds/datasets/ds_parcels"] != 0 {
-		t.Fatalf("two stale datasets of two: want one list call and no dataset call, got %v", calls)
+	asked("the sync that recorded them stale", 0, 0)
+	em.Advance(61 * time.Minute)
+	mustSync(t, r)
+	asked("an hour later, two stale datasets of two", 1, 0)
+	if !stale("ds_permits") || !stale("ds_parcels") {
+		t.Fatal("no check since, yet no longer stale")
 	}
-	mustSync(t, r) // within ten minutes: not asked again
-	if calls := tap.take(); calls["GET /v1/feeds/datasets"] != 0 {
-		t.Fatalf("asked again within ten minutes: %v", calls)
-	}
+	mustSync(t, r)
+	asked("right after asking", 0, 0)
 
 	must(t, em.Check("ds_permits")) // Ploti checks one source again: nothing new
-	em.Advance(11 * time.Minute)
+	em.Advance(61 * time.Minute)
 	mustSync(t, r)
+	asked("an hour later, after a check", 1, 0)
 	if stale("ds_permits") {
 		t.Fatal("ds_permits: still stale after a check that moved lastCheckedAt")
 	}
 	if !stale("ds_parcels") {
 		t.Fatal("ds_parcels: no check reached it, yet it is no longer stale")
-	}
-	if calls := tap.take(); calls["GET /v1/feeds/datasets"] != 1 {
-		t.Fatalf("ten minutes later, two stale datasets of two: want one list call, got %v", calls)
 	}
 	st, err := r.Status(context.Background())
 	must(t, err)
@@ -749,11 +757,9 @@ func TestScenario_StaleEndsWithALaterCheck(t *testing.T) {
 			t.Fatalf("status of %s: stale %v, want %v", d.DatasetID, d.Stale, want)
 		}
 	}
-	em.Advance(11 * time.Minute)
+	em.Advance(61 * time.Minute)
 	mustSync(t, r)
-	if calls := tap.take(); calls["GET /v1/feeds/datasets/ds_parcels"] != 1 || calls["GET /v1/feeds/datasets"] != 0 {
-		t.Fatalf("one stale dataset of two: want its own call, got %v", calls)
-	}
+	asked("one stale dataset of two", 0, 1)
 
 	em.Advance(49 * time.Hour) // the checked source is missed again
 	mustSync(t, r)

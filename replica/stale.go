@@ -9,23 +9,29 @@ import (
 	"github.com/ploti-replica/ploti-replica/storage"
 )
 
-// staleRecheckEvery is how long a Replica waits before asking again about
-// a dataset still stale: Ploti checks a source on a schedule of hours, so
-// a daemon syncing every minute need not spend a call a minute on it.
-const staleRecheckEvery = 10 * time.Minute
+// staleRecheckEvery is how long a stale dataset's registry row stays
+// unchanged before a sync asks Ploti about it (again): Ploti checks a
+// source on a schedule of hours to a day, so asking more often spends
+// calls (and a sync of state-only events would make some) to learn
+// little. The row's updated_at keeps the time across processes: each
+// CLI sync is one.
+const staleRecheckEvery = time.Hour
 
 // recheckStale clears the staleness a feed.dataset.stale recorded once
 // Ploti has checked the source since (subscriptions-manifest-files.txt: "A
 // check that finds nothing new publishes no version but still moves
 // lastCheckedAt"): no event tells of such a check, so without asking, a
 // dataset whose source came back would show stale until its next version.
-// It asks the dataset's refresh only for the datasets recorded stale, one
-// call each, or the subscription's datasets list (200 a page) when that is
-// fewer calls. A dataset is no longer stale when its refresh.lastCheckedAt
-// is after the one its stale event carried (the last good check before the
-// miss); another missed check after that one sends another event, which
-// records it again. Best effort: a failure is logged and the next sync
-// asks again; it never fails a sync.
+// It asks the dataset's refresh only for the datasets recorded stale whose
+// registry rows no write has touched for staleRecheckEvery (never in the
+// sync that recorded the staleness), one call each, or the subscription's
+// datasets list (200 a page) when that is fewer calls. A dataset is no
+// longer stale when its refresh.lastCheckedAt is after the one its stale
+// event carried (the last good check before the miss); another missed
+// check after that one sends another event, which records it again. Every
+// row asked about is written back (cleared, or only its updated_at moved),
+// so the next ask waits its hour. Best effort: a failure is logged and a
+// later sync asks again; it never fails a sync.
 func (r *Replica) recheckStale(ctx context.Context, sub *storage.Subscription) {
 	all, err := r.db.Datasets(ctx)
 	if err != nil {
@@ -42,7 +48,7 @@ func (r *Replica) recheckStale(ctx context.Context, sub *storage.Subscription) {
 		if d.SkipUntilRemoved {
 			continue // left the subscription: no longer checked for it
 		}
-		if (d.StaleLastCheckedAt != nil || d.StaleNextCheckBy != nil) && now.Sub(r.staleAsked[d.ID]) >= staleRecheckEvery {
+		if (d.StaleLastCheckedAt != nil || d.StaleNextCheckBy != nil) && now.Sub(d.UpdatedAt) >= staleRecheckEvery {
 			stale[d.ID] = d
 		}
 	}
@@ -52,16 +58,14 @@ func (r *Replica) recheckStale(ctx context.Context, sub *storage.Subscription) {
 	refresh, err := r.refreshOf(ctx, sub.ID, stale, feed)
 	if err != nil {
 		if ctx.Err() == nil {
-			r.log.Warn().Err(err).Int("datasets", len(stale)).Msg("could not ask Ploti whether the stale datasets were checked since; the next sync asks again")
+			r.log.Warn().Err(err).Int("datasets", len(stale)).Msg("could not ask Ploti whether the stale datasets were checked since; a later sync asks again")
 		}
 		return
 	}
-	var cleared []*storage.Dataset
+	// Asked, answered or not: a dataset the list leaves out (no longer
+	// deliverable) or whose call failed waits its hour too.
+	var asked, cleared []*storage.Dataset
 	for id, d := range stale {
-		// Asked, answered or not: a dataset the list leaves out (no
-		// longer deliverable) or whose call failed waits its ten minutes
-		// too, or each sync would page the list again for it.
-		r.staleAsked[id] = now
 		if checkedSince(d, refresh[id]) {
 			d.StaleLastCheckedAt, d.StaleNextCheckBy = nil, nil
 			if d.StatusReason == storage.ReasonStale {
@@ -69,20 +73,11 @@ func (r *Replica) recheckStale(ctx context.Context, sub *storage.Subscription) {
 			}
 			cleared = append(cleared, d)
 		}
+		asked = append(asked, d)
 	}
-	if len(cleared) == 0 {
-		return
-	}
-	err = r.db.Update(ctx, func(tx *storage.Tx) error {
-		for _, d := range cleared {
-			if err := tx.PutDataset(ctx, d); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	err = r.db.Update(ctx, func(tx *storage.Tx) error { return tx.PutDatasets(ctx, asked) })
 	if err != nil {
-		r.log.Warn().Err(err).Msg("could not record that stale datasets were checked since")
+		r.log.Warn().Err(err).Msg("could not record what Ploti said of the stale datasets")
 		return
 	}
 	for _, d := range cleared {
@@ -108,7 +103,7 @@ func (r *Replica) refreshOf(ctx context.Context, subID string, stale map[string]
 			out[id] = d.Refresh
 		}
 		if failed != nil {
-			r.log.Warn().Err(failed).Msg("could not ask Ploti whether a stale dataset was checked since; the next sync asks again")
+			r.log.Warn().Err(failed).Msg("could not ask Ploti whether a stale dataset was checked since; a later sync asks again")
 		}
 		return out, nil
 	}

@@ -204,9 +204,10 @@ func (r *run) manyLog(ctx context.Context, f *manyFixture) error {
 	calls := user.CallCount()
 	cpv := float64(calls) / float64(l.updates)
 	walked := last.CallCount()
-	// After the walk, a sync asks once whether its stale datasets' sources
-	// were checked since (replica.recheckStale: a datasets list, 200 a
-	// page): calls of the sync, not of its state-only events.
+	// A sync asks whether stale datasets' sources were checked since only
+	// once their rows have rested an hour (replica.recheckStale: a datasets
+	// list, 200 a page): calls of a sync, never of its state-only events,
+	// counted apart should one be made.
 	other := walked - last.Calls["events"] - last.Calls["version"] - last.Calls["datasets"]
 	r.rep.target(Line{What: "7c. API calls per version the catch-up brings, rate limits on", Size: fmt.Sprintf("%d versions, %d state-only events", l.updates, l.events-l.updates),
 		Engine: fmt.Sprintf("%s; %d datasets loaded from the manifest, %d merged", callText(user.Calls), user.Result.SnapshotsLoaded, user.Result.ChangesMerged),
