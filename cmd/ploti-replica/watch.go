@@ -39,7 +39,7 @@ subscription is kept from the feed; the watch is then only a signal.`,
 (watch, or feed when the subscription keeps it) and whether it is behind.
 
 --json prints {"watches": [{"datasetId", "title", "watchedAt", "version",
-"promotedAt", "local": {"version", "source", "status", "rows"}, "behind"}]}.`,
+"promotedAt", "local": {"version", "source", "status", "reason", "rows"}, "behind"}]}.`,
 		RunE: func(c *cobra.Command, _ []string) error { return w.list(c.Context()) }}
 	for _, c := range []*cobra.Command{add, remove, list} {
 		w.register(c)
@@ -113,6 +113,7 @@ type localOut struct {
 	Version int    `json:"version,omitempty"`
 	Source  string `json:"source"`
 	Status  string `json:"status"`
+	Reason  string `json:"reason,omitempty"` // why removed: unwatched, left_coverage, plan_changed, …
 	Rows    int64  `json:"rows"`
 }
 
@@ -133,6 +134,9 @@ func (w *watchCmd) list(ctx context.Context) error {
 			behind := x.Version != nil
 			if d, ok := local[x.DatasetID]; ok {
 				o.Local = &localOut{Version: d.Version, Source: d.Source, Status: d.Status, Rows: d.Rows}
+				if d.Status == storage.StatusRemoved {
+					o.Local.Reason = d.Reason
+				}
 				// A feed dataset's version is a Data Feeds number: the
 				// feed's log says whether it is behind, not the watch.
 				behind = d.Source == storage.SourceWatch && x.Version != nil && (d.Version != *x.Version || d.Status != storage.StatusCurrent)
@@ -156,6 +160,9 @@ func (w *watchCmd) list(ctx context.Context) error {
 		held, source, status, behind := "-", "-", "-", "-"
 		if o.Local != nil {
 			source, status = o.Local.Source, o.Local.Status
+			if o.Local.Reason != "" {
+				status += " (" + o.Local.Reason + ")"
+			}
 			if o.Local.Version > 0 {
 				held = fmt.Sprint(o.Local.Version)
 			}

@@ -111,6 +111,35 @@ func TestWatch_commands(t *testing.T) {
 	}
 }
 
+// watch-and-webhooks.txt: "Any kind of dataset can be watched ... as long
+// as your workspace's coverage and plan open it." A watched dataset the
+// coverage no longer opens fails no sync (exit 0), and watch list and
+// status say why it stopped updating.
+func TestWatch_listSaysWhyItStopped(t *testing.T) {
+	em, vars := watchWorld(t)
+	if code, out, errs := cli(t, vars, "watch", "add", watchedDataset); code != exitOK {
+		t.Fatalf("watch add: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs := cli(t, vars, "sync"); code != exitOK {
+		t.Fatalf("sync: exit %d\n%s%s", code, out, errs)
+	}
+	em.SetCoverage([]string{"fl-leon"})
+	publishInspections(t, em, 1)
+	if code, out, errs := cli(t, vars, "sync"); code != exitOK {
+		t.Fatalf("sync with the watched dataset outside coverage: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, _ := cli(t, vars, "watch", "list")
+	if code != exitOK || !strings.Contains(out, "removed (left_coverage)") {
+		t.Fatalf("watch list of a dataset outside coverage:\n%s", out)
+	}
+	code, out, _ = cli(t, vars, "status", "--json")
+	var st replica.Status
+	if code != exitOK || json.Unmarshal([]byte(out), &st) != nil || len(st.Datasets) != 1 || st.Datasets[0].Reason != "left_coverage" ||
+		!strings.Contains(st.Datasets[0].Detail, "no longer opens it") {
+		t.Fatalf("status of a watched dataset outside coverage: %s", out)
+	}
+}
+
 // watch-and-webhooks.txt: "A member may watch 100 datasets." The 101st
 // gets Ploti's error in words.
 func TestWatch_limitInWords(t *testing.T) {
