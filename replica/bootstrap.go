@@ -322,6 +322,16 @@ func (r *Replica) describePending(ctx context.Context, subID string, b *apply.Ba
 		r.log.Debug().Err(err).Msg("count the registry's datasets")
 		known = len(ids)
 	}
+	r.lookUpDatasets(ctx, subID, ids, known, b.Describe)
+}
+
+// lookUpDatasets gives fn each dataset of ids as the API describes it: a
+// dataset call each, or the subscription's datasets list (200 a page) when
+// its pages are fewer (known: how many datasets the subscription holds),
+// read until each is found or the list ends. Best effort: a failed call
+// skips its dataset, a failed page ends the list, and a dataset the list
+// leaves out is not given.
+func (r *Replica) lookUpDatasets(ctx context.Context, subID string, ids []string, known int, fn func(*ploti.Dataset)) {
 	if pages := (known + fetch.MaxDatasetsLimit - 1) / fetch.MaxDatasetsLimit; len(ids) <= pages {
 		for _, id := range ids {
 			info, err := r.api.Dataset(ctx, id)
@@ -329,7 +339,7 @@ func (r *Replica) describePending(ctx context.Context, subID string, b *apply.Ba
 				r.log.Debug().Str("dataset", id).Err(err).Msg("describe dataset")
 				continue
 			}
-			b.Describe(info)
+			fn(info)
 		}
 		return
 	}
@@ -339,7 +349,7 @@ func (r *Replica) describePending(ctx context.Context, subID string, b *apply.Ba
 	}
 	r.listDatasets(ctx, subID, func(info *ploti.Dataset) bool {
 		if want[info.ID] {
-			b.Describe(info)
+			fn(info)
 			delete(want, info.ID)
 		}
 		return len(want) > 0

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/ploti-replica/ploti-replica/fetch"
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
 )
@@ -25,20 +24,20 @@ const staleRecheckEvery = time.Hour
 // It asks the dataset's refresh only for the datasets recorded stale whose
 // registry rows no write has touched for staleRecheckEvery (never in the
 // sync that recorded the staleness), one call each, or the subscription's
-// datasets list (200 a page) when that is fewer calls. A dataset is no
-// longer stale when its refresh.lastCheckedAt is after the one its stale
-// event carried (the last good check before the miss); another missed
-// check after that one sends another event, which records it again. Every
+// datasets list (200 a page) when that is fewer calls (lookUpDatasets, as
+// a page's new datasets are described). A dataset is no longer stale when
+// its refresh.lastCheckedAt is after the one its stale event carried (the
+// last good check before the miss); another missed check after that one
+// sends another event, which records it again. Every
 // row asked about is written back (cleared, or only its updated_at moved),
-// so the next ask waits its hour. Best effort: a failure is logged and a
-// later sync asks again; it never fails a sync.
+// so the next ask waits its hour. Best effort: it never fails a sync.
 func (r *Replica) recheckStale(ctx context.Context, sub *storage.Subscription) {
 	all, err := r.db.Datasets(ctx)
 	if err != nil {
 		r.log.Warn().Err(err).Msg("could not read the datasets to recheck the stale ones")
 		return
 	}
-	feed, stale := 0, map[string]*storage.Dataset{}
+	feed, stale, ids := 0, []*storage.Dataset{}, []string{}
 	now := r.opts.Now()
 	for _, d := range all {
 		if d.Source == storage.SourceWatch || d.Status == storage.StatusRemoved {
@@ -49,79 +48,37 @@ func (r *Replica) recheckStale(ctx context.Context, sub *storage.Subscription) {
 			continue // left the subscription: no longer checked for it
 		}
 		if (d.StaleLastCheckedAt != nil || d.StaleNextCheckBy != nil) && now.Sub(d.UpdatedAt) >= staleRecheckEvery {
-			stale[d.ID] = d
+			stale, ids = append(stale, d), append(ids, d.ID)
 		}
 	}
 	if len(stale) == 0 {
 		return
 	}
-	refresh, err := r.refreshOf(ctx, sub.ID, stale, feed)
-	if err != nil {
-		if ctx.Err() == nil {
-			r.log.Warn().Err(err).Int("datasets", len(stale)).Msg("could not ask Ploti whether the stale datasets were checked since; a later sync asks again")
-		}
+	refresh := map[string]*ploti.Refresh{}
+	r.lookUpDatasets(ctx, sub.ID, ids, feed, func(info *ploti.Dataset) { refresh[info.ID] = info.Refresh })
+	if ctx.Err() != nil {
 		return
 	}
 	// Asked, answered or not: a dataset the list leaves out (no longer
-	// deliverable) or whose call failed waits its hour too.
-	var asked, cleared []*storage.Dataset
-	for id, d := range stale {
-		if checkedSince(d, refresh[id]) {
+	// deliverable) or whose call failed waits its hour too, as after a
+	// failed list page (lookUpDatasets is best effort).
+	var cleared []*storage.Dataset
+	for _, d := range stale {
+		if checkedSince(d, refresh[d.ID]) {
 			d.StaleLastCheckedAt, d.StaleNextCheckBy = nil, nil
 			if d.StatusReason == storage.ReasonStale {
 				d.StatusReason = ""
 			}
 			cleared = append(cleared, d)
 		}
-		asked = append(asked, d)
 	}
-	err = r.db.Update(ctx, func(tx *storage.Tx) error { return tx.PutDatasets(ctx, asked) })
+	err = r.db.Update(ctx, func(tx *storage.Tx) error { return tx.PutDatasets(ctx, stale) })
 	if err != nil {
 		r.log.Warn().Err(err).Msg("could not record what Ploti said of the stale datasets")
 		return
 	}
 	for _, d := range cleared {
 		r.log.Info().Str("dataset", d.ID).Msg("Ploti checked the source since it was stale: no longer stale")
-	}
-}
-
-// refreshOf reads the refresh of the datasets in stale: a dataset call
-// each, or the subscription's datasets list when its pages are fewer.
-func (r *Replica) refreshOf(ctx context.Context, subID string, stale map[string]*storage.Dataset, feed int) (map[string]*ploti.Refresh, error) {
-	out := make(map[string]*ploti.Refresh, len(stale))
-	if pages := (feed + fetch.MaxDatasetsLimit - 1) / fetch.MaxDatasetsLimit; len(stale) <= pages {
-		var failed error // one dataset's failure leaves the others' answers
-		for id := range stale {
-			d, err := r.api.Dataset(ctx, id)
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil, ctx.Err()
-				}
-				failed = err
-				continue
-			}
-			out[id] = d.Refresh
-		}
-		if failed != nil {
-			r.log.Warn().Err(failed).Msg("could not ask Ploti whether a stale dataset was checked since; a later sync asks again")
-		}
-		return out, nil
-	}
-	q := fetch.DatasetsQuery{Subscription: subID, Limit: fetch.MaxDatasetsLimit}
-	for {
-		p, err := r.api.DatasetsPage(ctx, q)
-		if err != nil {
-			return nil, err
-		}
-		for _, d := range p.Datasets {
-			if stale[d.ID] != nil {
-				out[d.ID] = d.Refresh
-			}
-		}
-		if p.NextCursor == nil || *p.NextCursor == "" || *p.NextCursor == q.Cursor {
-			return out, nil
-		}
-		q.Cursor = *p.NextCursor
 	}
 }
 

@@ -118,20 +118,29 @@ const peakPrefix = "peak_rss_bytes="
 // and CPU nanoseconds of the open, sync and close, and the events seen.
 const syncPrefix = "sync_wall_cpu_events="
 
-// child runs a job in a child process and returns its peak RSS in bytes.
-func (r *run) child(ctx context.Context, job childJob) (float64, error) {
+// runChild runs a job in a child process and returns the lines it printed.
+func (r *run) runChild(ctx context.Context, job childJob) ([]string, error) {
 	b, err := json.Marshal(job)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, r.cfg.Exe, ChildCommand)
 	cmd.Env = append(os.Environ(), childEnv+"="+string(b))
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return 0, fmt.Errorf("child %s: %w: %s", job.Mode, err, bytes.TrimSpace(out.Bytes()))
+		return nil, fmt.Errorf("child %s: %w: %s", job.Mode, err, bytes.TrimSpace(out.Bytes()))
 	}
-	for _, line := range strings.Split(out.String(), "\n") {
+	return strings.Split(out.String(), "\n"), nil
+}
+
+// child runs a job in a child process and returns its peak RSS in bytes.
+func (r *run) child(ctx context.Context, job childJob) (float64, error) {
+	lines, err := r.runChild(ctx, job)
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range lines {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), peakPrefix); ok {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
@@ -149,18 +158,11 @@ func (r *run) child(ctx context.Context, job childJob) (float64, error) {
 // the events it saw.
 func (r *run) childSync(ctx context.Context, job childJob) (cost, int, error) {
 	job.Mode = "sync"
-	b, err := json.Marshal(job)
+	lines, err := r.runChild(ctx, job)
 	if err != nil {
 		return cost{}, 0, err
 	}
-	cmd := exec.CommandContext(ctx, r.cfg.Exe, ChildCommand)
-	cmd.Env = append(os.Environ(), childEnv+"="+string(b))
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return cost{}, 0, fmt.Errorf("child sync: %w: %s", err, bytes.TrimSpace(out.Bytes()))
-	}
-	for _, line := range strings.Split(out.String(), "\n") {
+	for _, line := range lines {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), syncPrefix); ok {
 			var wall, cpu int64
 			var events int
@@ -170,7 +172,7 @@ func (r *run) childSync(ctx context.Context, job childJob) (cost, int, error) {
 			return cost{time.Duration(wall), time.Duration(cpu)}, events, nil
 		}
 	}
-	return cost{}, 0, fmt.Errorf("child sync printed no %s line: %s", syncPrefix, bytes.TrimSpace(out.Bytes()))
+	return cost{}, 0, fmt.Errorf("child sync printed no %s line: %s", syncPrefix, strings.TrimSpace(strings.Join(lines, "\n")))
 }
 
 var errNoRSS = errors.New("peak RSS of a child process is not available on this system")
