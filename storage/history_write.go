@@ -29,6 +29,9 @@ func historyInsertColumns(cols []ploti.Column) string {
 // small; the table is not). A changed record keeps the origin of its
 // history. The history must have cols.
 func (tx *Tx) MergeHistory(ctx context.Context, hv HistoryVersion, cols []ploti.Column, files []string) error {
+	if err := tx.fitThreads(ctx, false); err != nil {
+		return err
+	}
 	rowsT := hv.rowsTable()
 	for _, file := range files {
 		fs := []string{file}
@@ -78,6 +81,9 @@ func (tx *Tx) MergeHistory(ctx context.Context, hv HistoryVersion, cols []ploti.
 // rebootstrap) replaces what that version opened for the records that
 // differ. It returns how many records differed.
 func (tx *Tx) ReloadHistory(ctx context.Context, hv HistoryVersion, cols []ploti.Column, mapVersions []int, logChanges bool) (int64, error) {
+	if err := tx.fitThreads(ctx, false); err != nil {
+		return 0, err
+	}
 	if err := tx.WidenHistory(ctx, hv.DatasetID, hv.Table, cols); err != nil {
 		return 0, err
 	}

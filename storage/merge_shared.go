@@ -32,6 +32,9 @@ type Merged struct {
 // row count before, or negative when unknown.
 func (tx *Tx) MergeDeferred(ctx context.Context, datasetID string, version int, table string, cols []ploti.Column, file string, rowsBefore int64) (Merged, error) {
 	m := Merged{DatasetID: datasetID, Version: version, File: file}
+	if err := tx.fitThreads(ctx, smallMerge(file, rowsBefore)); err != nil {
+		return m, err
+	}
 	cf, err := tx.probeChanges(ctx, cols, file)
 	if err != nil {
 		return m, err

@@ -61,13 +61,14 @@ type DB struct {
 	path      string
 	now       func() time.Time
 	readOnly  bool
-	storage   uint64    // DuckDB storage version of the file
-	pubSrc    *os.File  // the file opened by Publish; closed after DuckDB (see publishSource)
-	chained   bool      // Commit appends to _ploti.commit_log (walcheck.go)
-	readable  bool      // read back whole at open, or created by it (damaged.go)
-	geometry  string    // how the tables store geometry: GeometryNative or GeometryWKB
-	be        Backend   // another engine's database (backend.go), or nil for the DuckDB file
-	facts     factCache // changes files read ahead of their merges (inspect_changes.go)
+	storage   uint64      // DuckDB storage version of the file
+	pubSrc    *os.File    // the file opened by Publish; closed after DuckDB (see publishSource)
+	chained   bool        // Commit appends to _ploti.commit_log (walcheck.go)
+	readable  bool        // read back whole at open, or created by it (damaged.go)
+	geometry  string      // how the tables store geometry: GeometryNative or GeometryWKB
+	be        Backend     // another engine's database (backend.go), or nil for the DuckDB file
+	facts     factCache   // changes files read ahead of their merges (inspect_changes.go)
+	threads   threadCount // DuckDB's threads: as opened, and now (threads.go)
 }
 
 var lockRE = regexp.MustCompile(`(?i)conflicting lock|could not set lock`)
@@ -185,6 +186,10 @@ func open(ctx context.Context, path string, opts Options, existed bool) (*DB, er
 			return nil, err
 		}
 		db.chained = true
+		if err := db.readThreads(ctx); err != nil {
+			db.Close()
+			return nil, err
+		}
 		if err := db.readGeometry(ctx); err != nil {
 			db.Close()
 			return nil, err
@@ -452,6 +457,7 @@ func (tx *Tx) Commit() error {
 	if tx.be != nil {
 		return tx.be.Commit()
 	}
+	defer tx.db.allThreads()
 	if !tx.db.chained {
 		return tx.tx.Commit()
 	}
@@ -483,6 +489,7 @@ func (tx *Tx) Rollback() error {
 		return tx.be.Rollback()
 	}
 	err := tx.tx.Rollback()
+	tx.db.allThreads()
 	if errors.Is(err, sql.ErrTxDone) {
 		return nil
 	}

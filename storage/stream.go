@@ -80,6 +80,9 @@ func (tx *Tx) rowGroups(ctx context.Context, path string) ([]rowGroup, error) {
 func (tx *Tx) LoadSnapshotStream(ctx context.Context, table string, cols []ploti.Column, f GrowingFile, replace bool) (int64, error) {
 	files := []string{f.Path()}
 	name := strings.TrimSuffix(baseNames(files), ".part") // the file's name once verified
+	if err := tx.fitThreads(ctx, false); err != nil {
+		return 0, err
+	}
 	stopped := loadStopped(ctx, files)
 	groups, err := tx.rowGroups(ctx, f.Path())
 	if err != nil {

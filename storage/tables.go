@@ -104,6 +104,9 @@ func (tx *Tx) loadSnapshot(ctx context.Context, table string, cols []ploti.Colum
 	if len(files) == 0 {
 		return 0, &DataError{Detail: "version has no snapshot files"}
 	}
+	if err := tx.fitThreads(ctx, false); err != nil {
+		return 0, err
+	}
 	stopped := loadStopped(ctx, files)
 	sel, cols, err := tx.snapshotSelect(ctx, files, cols)
 	if err != nil {
@@ -272,6 +275,9 @@ type MergeStats struct {
 func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, table string, cols []ploti.Column, file string, rowsBefore int64) (MergeStats, error) {
 	var st MergeStats
 	name := filepath.Base(file)
+	if err := tx.fitThreads(ctx, smallMerge(file, rowsBefore)); err != nil {
+		return st, err
+	}
 	cf, err := tx.probeChanges(ctx, cols, file)
 	if err != nil {
 		return st, err

@@ -17,6 +17,9 @@ import (
 // empty table. It refuses null or repeated record ids and rows that do not
 // fit the columns (a DataError), and returns the row count.
 func (tx *Tx) LoadRows(ctx context.Context, table string, cols []ploti.Column, files []string) (int64, error) {
+	if err := tx.fitThreads(ctx, false); err != nil {
+		return 0, err
+	}
 	t := "main." + Ident(table)
 	if len(files) == 0 {
 		ddl, err := tx.db.emptyTableSQL(t, cols)
@@ -117,6 +120,9 @@ type WatchMerge struct {
 // version as it was.
 func (tx *Tx) MergeWatch(ctx context.Context, m WatchMerge) (MergeStats, error) {
 	var st MergeStats
+	if err := tx.fitThreads(ctx, false); err != nil {
+		return st, err
+	}
 	t := "main." + Ident(m.Table)
 	id := Ident(ColRecordID)
 	if len(m.Held)+len(m.New) > 0 {
