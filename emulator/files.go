@@ -157,14 +157,26 @@ func (e *Emulator) SetRanges(on bool) { e.noRanges.Store(!on) }
 func (e *Emulator) fileGone(rel string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for _, d := range e.datasets {
-		if !strings.HasPrefix(rel, "files/"+d.tag+"/") {
-			continue
-		}
+	gone := func(d *dataset) bool {
 		for _, v := range d.versions {
 			if v.filesGone && strings.HasPrefix(rel, fmt.Sprintf("files/%s/v%d/", d.tag, v.num)) {
 				return true
 			}
+		}
+		return false
+	}
+	// A dataset's tag is d and its place in dsOrder, from 1: one look-up,
+	// not a look at every dataset (a catch-up over 2,000 datasets asked
+	// for 3,600 files, and the loop cost the bench's serving 4.9 s).
+	tag, _, _ := strings.Cut(strings.TrimPrefix(rel, "files/"), "/")
+	if n, err := strconv.Atoi(strings.TrimPrefix(tag, "d")); err == nil && n >= 1 && n <= len(e.dsOrder) {
+		if d := e.datasets[e.dsOrder[n-1]]; d != nil && d.tag == tag {
+			return gone(d)
+		}
+	}
+	for _, d := range e.datasets {
+		if strings.HasPrefix(rel, "files/"+d.tag+"/") && gone(d) {
+			return true
 		}
 	}
 	return false
