@@ -17,6 +17,9 @@ import (
 // the files' ids are checked by the load that follows, in the same
 // transaction. It returns how many changes it logged.
 func (tx *Tx) LogSnapshotDiff(ctx context.Context, datasetID string, version int, table string, cols []ploti.Column, files []string) (int64, error) {
+	if err := tx.fitThreads(ctx, smallFiles(files)); err != nil {
+		return 0, err
+	}
 	_, types, err := tx.fileColumns(ctx, files)
 	if err != nil {
 		return 0, &DataError{File: baseNames(files), Detail: "not a readable Parquet snapshot: " + err.Error()}

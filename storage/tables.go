@@ -104,7 +104,7 @@ func (tx *Tx) loadSnapshot(ctx context.Context, table string, cols []ploti.Colum
 	if len(files) == 0 {
 		return 0, &DataError{Detail: "version has no snapshot files"}
 	}
-	if err := tx.fitThreads(ctx, false); err != nil {
+	if err := tx.fitThreads(ctx, smallFiles(files)); err != nil {
 		return 0, err
 	}
 	stopped := loadStopped(ctx, files)

@@ -22,11 +22,12 @@ import (
 // DuckDB's worker threads outside any of the engine's calls had used 27 s
 // of CPU against DuckDB alone's 11.
 //
-// So a transaction that merges a small changes file into a small table
-// runs with one DuckDB thread from that merge on, and goes back to the
-// file's own count (Options.Threads, or DuckDB's default: the cores) for
-// anything large in it (a snapshot load, a large merge, a watched
-// dataset's rows, a history version) and when it ends. DuckDB's threads
+// So a transaction that merges a small changes file into a small table,
+// or loads (or diffs, catching up from the manifest) a small snapshot,
+// runs with one DuckDB thread from there on, and goes back to the file's
+// own count (Options.Threads, or DuckDB's default: the cores) for
+// anything large in it (a larger load or merge, a watched dataset's rows,
+// a history version) and when it ends. DuckDB's threads
 // setting belongs to the open file, not to a connection: a reader on
 // another connection meanwhile runs with one thread too.
 
@@ -66,8 +67,23 @@ func smallMerge(file string, rowsBefore int64) bool {
 	if rowsBefore < 0 || rowsBefore > smallTableRows {
 		return false
 	}
-	st, err := os.Stat(file)
-	return err == nil && st.Size() <= smallChangesBytes
+	return smallFiles([]string{file})
+}
+
+// smallFiles tells whether files are small enough for one thread: at most
+// smallChangesBytes in all. A small snapshot's load (a table of one row
+// group) is small work too: a statewide bootstrap loads thousands of them
+// while the next ones download.
+func smallFiles(files []string) bool {
+	var n int64
+	for _, f := range files {
+		st, err := os.Stat(f)
+		if err != nil {
+			return false
+		}
+		n += st.Size()
+	}
+	return n <= smallChangesBytes
 }
 
 // fitThreads sets the file's thread count for the work the transaction

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -19,6 +20,10 @@ func TestTx_smallMergesRunOnOneThread(t *testing.T) {
 	}
 	defer db.Close()
 	snap := mustParquet(t, db, snapQuery)
+	big := mustParquet(t, db, strings.Replace(strings.Replace(snapQuery, "range(5)", "range(200000)", 1), "'P' || i AS permit", "md5(i::VARCHAR) || md5((i + 1)::VARCHAR) AS permit", 1))
+	if smallFiles([]string{big}) {
+		t.Fatal("the large snapshot is small")
+	}
 	changes := func(id, change string) string {
 		return mustParquet(t, db, "SELECT '"+id+"' AS _ploti_record_id, '"+change+"' AS _ploti_change, 'fl-orange' AS _ploti_place_id, 'P' AS permit, "+
 			"1.00::DECIMAL(14,2) AS valuation, TIMESTAMPTZ '2026-03-01 00:00:00+00' AS issued, ['x'] AS tags, 'POINT (1 1)'::GEOMETRY AS geometry")
@@ -72,12 +77,25 @@ func TestTx_smallMergesRunOnOneThread(t *testing.T) {
 	if got := now(tx); got != 1 {
 		t.Fatalf("threads in a small merge = %d, want 1", got)
 	}
-	// A load in the same transaction has them all back.
-	if _, err := tx.CreateSnapshot(ctx, "permits2", testCols, []string{snap}); err != nil {
+	// A large load in the same transaction has them all back; a small
+	// one runs on one.
+	if _, err := tx.CreateSnapshot(ctx, "permits2", testCols, []string{big}); err != nil {
 		t.Fatal(err)
 	}
 	if got := now(tx); got != 3 {
-		t.Fatalf("threads in a load after a small merge = %d, want 3", got)
+		t.Fatalf("threads in a large load after a small merge = %d, want 3", got)
+	}
+	if _, err := tx.CreateSnapshot(ctx, "permits3", testCols, []string{snap}); err != nil {
+		t.Fatal(err)
+	}
+	if got := now(tx); got != 1 {
+		t.Fatalf("threads in a small load = %d, want 1", got)
+	}
+	if _, err := tx.LogSnapshotDiff(ctx, "ds3", 2, "permits3", testCols, []string{big}); err != nil {
+		t.Fatal(err)
+	}
+	if got := now(tx); got != 3 {
+		t.Fatalf("threads in the diff of a large snapshot = %d, want 3", got)
 	}
 	if _, err := tx.MergeChanges(ctx, "ds", 5, "permits", testCols, changes("r4", "changed"), 5); err != nil {
 		t.Fatal(err)
