@@ -42,7 +42,7 @@ const smallChangesBytes = 4 << 20
 // threadCount is the file's DuckDB thread count as configured, and the
 // count its statements run with now.
 type threadCount struct {
-	all int          // as opened: the --threads option, or DuckDB's default
+	all int          // as opened: Options.Threads, or DuckDB's default
 	now atomic.Int64 // what SET threads last asked for
 }
 
