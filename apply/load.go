@@ -315,6 +315,27 @@ func (x *Executor) loadShares(ctx context.Context, ps []*Prepared, shared []int,
 	}
 }
 
+// checkSharedIDs counts the record ids of the one-file snapshots of a
+// shared load with one read of them all, where the engine can
+// (storage.SnapshotIDChecker): each load then refuses on its counts
+// instead of reading its ids again.
+func checkSharedIDs(ctx context.Context, tx *storage.Tx, ps []*Prepared, idx []int) error {
+	c, ok := tx.Tables().(storage.SnapshotIDChecker)
+	if !ok {
+		return nil
+	}
+	var files []string
+	for _, i := range idx {
+		if len(ps[i].paths) == 1 {
+			files = append(files, ps[i].paths[0])
+		}
+	}
+	if len(files) < 2 {
+		return nil
+	}
+	return c.CheckSnapshotIDs(ctx, files)
+}
+
 // loadShared loads ps[i] for each i of idx in one transaction. The
 // registry rows change only once it commits.
 func (x *Executor) loadShared(ctx context.Context, ps []*Prepared, idx []int) error {
@@ -322,6 +343,9 @@ func (x *Executor) loadShared(ctx context.Context, ps []*Prepared, idx []int) er
 	loaded := map[string]int{} // the version each dataset loads, for the holds it ends
 	var freed int64
 	err := x.DB.Update(ctx, func(tx *storage.Tx) error {
+		if err := checkSharedIDs(ctx, tx, ps, idx); err != nil {
+			return err
+		}
 		for k, i := range idx {
 			p := ps[i]
 			d := cloneDataset(p.Dataset)

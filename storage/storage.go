@@ -434,6 +434,7 @@ type Tx struct {
 	db  *DB
 	be  BackendTx // the Backend's transaction, or nil for the DuckDB file
 	Now time.Time
+	ids map[string]idCounts // snapshots' ids counted ahead (CheckSnapshotIDs)
 }
 
 // Begin starts a transaction.

@@ -116,7 +116,7 @@ func (tx *Tx) loadSnapshot(ctx context.Context, table string, cols []ploti.Colum
 	// is done and its memory free before the load fills DuckDB's buffers
 	// (issue 6: checking the loaded table added a sixth to the peak RSS).
 	src := parquetSource(files)
-	n, nulls, dups, err := tx.checkRecordIDs(ctx, fmt.Sprintf("(SELECT CAST(%[1]s AS VARCHAR) AS %[1]s FROM %[2]s)", Ident(ColRecordID), src))
+	n, nulls, dups, err := tx.snapshotIDs(ctx, files)
 	if err != nil {
 		if serr := stopped(err); serr != nil {
 			return 0, serr
