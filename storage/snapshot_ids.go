@@ -44,17 +44,22 @@ func (tx *Tx) CheckSnapshotIDs(ctx context.Context, files []string) error {
 		return fmt.Errorf("check record ids of %d snapshots: %w", len(files), err)
 	}
 	defer rows.Close()
-	got := make(map[string]idCounts, len(files))
+	asked := make(map[string]bool, len(files))
 	for _, f := range files {
-		got[f] = idCounts{} // a file of no rows has no group
+		asked[f] = true
 	}
+	// Only a file DuckDB names as it was asked for is kept; any other
+	// (a file of no rows has no group) is checked by its own load.
+	got := make(map[string]idCounts, len(files))
 	for rows.Next() {
 		var f string
 		var c idCounts
 		if err := rows.Scan(&f, &c.n, &c.nulls, &c.dups); err != nil {
 			return fmt.Errorf("check record ids of %d snapshots: %w", len(files), err)
 		}
-		got[f] = c
+		if asked[f] {
+			got[f] = c
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("check record ids of %d snapshots: %w", len(files), err)

@@ -12,8 +12,8 @@ import (
 // The ids of a shared load's snapshots, counted together, refuse what each
 // load's own check refuses (DESIGN.md invariant 4: a row set that violates
 // the key is refused): null ids, an id twice in one row group or across
-// row groups, and a file of no rows counts none. A count kept by
-// CheckSnapshotIDs is used once, by the load of its file.
+// row groups. A count kept by CheckSnapshotIDs is used once, by the load
+// of its file; a file of no rows (no group in the count) is not kept.
 func TestTx_checkSnapshotIDsCountsAsEachLoadDoes(t *testing.T) {
 	ctx := context.Background()
 	db, err := Open(ctx, filepath.Join(t.TempDir(), "t.duckdb"), Options{Geometry: testGeometry})
@@ -46,9 +46,16 @@ func TestTx_checkSnapshotIDsCountsAsEachLoadDoes(t *testing.T) {
 	if err := tx.CheckSnapshotIDs(ctx, list); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]idCounts{"good": {5, 0, 0}, "empty": {0, 0, 0}, "nulls": {5, 2, 0}, "dups": {6, 0, 1}, "across": {10000, 0, 1}}
+	want := map[string]idCounts{"good": {5, 0, 0}, "nulls": {5, 2, 0}, "dups": {6, 0, 1}, "across": {10000, 0, 1}}
 	for name, f := range files {
 		got, ok := tx.ids[f]
+		if name == "empty" {
+			// A file of no rows has no group: its load counts its ids itself.
+			if ok {
+				t.Fatalf("empty: kept %+v", got)
+			}
+			continue
+		}
 		if !ok || got != want[name] {
 			t.Fatalf("%s: counted %+v (kept %v), want %+v", name, got, ok, want[name])
 		}
