@@ -12,8 +12,10 @@ import (
 // The ids of a shared load's snapshots, counted together, refuse what each
 // load's own check refuses (DESIGN.md invariant 4: a row set that violates
 // the key is refused): null ids, an id twice in one row group or across
-// row groups. A count kept by CheckSnapshotIDs is used once, by the load
-// of its file; a file of no rows (no group in the count) is not kept.
+// row groups, in files of other schemas and id types, a file asked for
+// twice counted once. A count kept by CheckSnapshotIDs is used once, by
+// the load of its file; a file of no rows (no group in the count) is not
+// kept.
 func TestTx_checkSnapshotIDsCountsAsEachLoadDoes(t *testing.T) {
 	ctx := context.Background()
 	db, err := Open(ctx, filepath.Join(t.TempDir(), "t.duckdb"), Options{Geometry: testGeometry})
@@ -34,10 +36,13 @@ func TestTx_checkSnapshotIDsCountsAsEachLoadDoes(t *testing.T) {
 		t.Fatal(err)
 	}
 	files["across"] = many
+	// Another dataset's schema: integer ids, other columns.
+	files["ints"] = mustParquet(t, db, "SELECT i AS _ploti_record_id, 'x' || i AS other FROM range(7) t(i) UNION ALL SELECT 3, 'again'")
 	var list []string
 	for _, f := range files {
 		list = append(list, f)
 	}
+	list = append(list, files["good"]) // asked twice: read once
 	tx, err := db.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +51,7 @@ func TestTx_checkSnapshotIDsCountsAsEachLoadDoes(t *testing.T) {
 	if err := tx.CheckSnapshotIDs(ctx, list); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]idCounts{"good": {5, 0, 0}, "nulls": {5, 2, 0}, "dups": {6, 0, 1}, "across": {10000, 0, 1}}
+	want := map[string]idCounts{"good": {5, 0, 0}, "nulls": {5, 2, 0}, "dups": {6, 0, 1}, "across": {10000, 0, 1}, "ints": {8, 0, 1}}
 	for name, f := range files {
 		got, ok := tx.ids[f]
 		if name == "empty" {
@@ -74,6 +79,10 @@ func TestTx_checkSnapshotIDsCountsAsEachLoadDoes(t *testing.T) {
 	}
 	if _, ok := tx.ids[files["good"]]; ok {
 		t.Fatal("the load did not use the kept count")
+	}
+	// A second load of the same file checks it itself.
+	if n, err := tx.CreateSnapshot(ctx, "good_again", testCols, []string{files["good"]}); err != nil || n != 5 {
+		t.Fatalf("second load of good: %d rows, %v", n, err)
 	}
 	if _, ok := tx.ids[files["dups"]]; ok {
 		t.Fatal("the refused load did not use the kept count")
