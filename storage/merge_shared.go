@@ -129,7 +129,16 @@ func countChanges(ctx context.Context, q querier, files []string) (map[string]ch
 
 // changesByFile reads changes files' record ids and kinds of change, as
 // VARCHAR, with each row's file in zz_ploti_file.
-func changesByFile(files []string) string {
-	return fmt.Sprintf("(SELECT CAST(%[1]s AS VARCHAR) AS %[1]s, CAST(%[2]s AS VARCHAR) AS %[2]s, zz_ploti_file FROM read_parquet(%[3]s, hive_partitioning = false, union_by_name = true, filename = 'zz_ploti_file'))",
-		Ident(ColRecordID), Ident(ColChange), fileList(files))
+func changesByFile(files []string) string { return byFile(files, ColRecordID, ColChange) }
+
+// byFile reads columns of files whose schemas may differ (other
+// datasets'), by name and as VARCHAR, with each row's file in
+// zz_ploti_file.
+func byFile(files []string, cols ...string) string {
+	var sel strings.Builder
+	for _, c := range cols {
+		fmt.Fprintf(&sel, "CAST(%[1]s AS VARCHAR) AS %[1]s, ", Ident(c))
+	}
+	return fmt.Sprintf("(SELECT %szz_ploti_file FROM read_parquet(%s, hive_partitioning = false, union_by_name = true, filename = 'zz_ploti_file'))",
+		sel.String(), fileList(files))
 }

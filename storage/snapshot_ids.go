@@ -53,9 +53,7 @@ func (tx *Tx) CheckSnapshotIDs(ctx context.Context, files []string) error {
 	}
 	id := Ident(ColRecordID)
 	rows, err := tx.tx.QueryContext(ctx, fmt.Sprintf(`SELECT zz_ploti_file, count(*), count(*) - count(%[1]s), count(%[1]s) - count(DISTINCT %[1]s)
-		FROM (SELECT CAST(%[1]s AS VARCHAR) AS %[1]s, zz_ploti_file
-			FROM read_parquet(%[2]s, hive_partitioning = false, union_by_name = true, filename = 'zz_ploti_file'))
-		GROUP BY zz_ploti_file`, id, fileList(once)))
+		FROM %[2]s GROUP BY zz_ploti_file`, id, byFile(once, ColRecordID)))
 	if err != nil {
 		return fmt.Errorf("check record ids of %d snapshots: %w", len(once), err)
 	}
@@ -90,5 +88,10 @@ func (tx *Tx) snapshotIDs(ctx context.Context, files []string) (n, nulls, dups i
 			return c.n, c.nulls, c.dups, nil
 		}
 	}
-	return tx.checkRecordIDs(ctx, fmt.Sprintf("(SELECT CAST(%[1]s AS VARCHAR) AS %[1]s FROM %[2]s)", Ident(ColRecordID), parquetSource(files)))
+	return tx.checkRecordIDs(ctx, recordIDsOf(parquetSource(files)))
+}
+
+// recordIDsOf is a query of rel's record ids as VARCHAR, for checkRecordIDs.
+func recordIDsOf(rel string) string {
+	return fmt.Sprintf("(SELECT CAST(%[1]s AS VARCHAR) AS %[1]s FROM %[2]s)", Ident(ColRecordID), rel)
 }

@@ -64,7 +64,7 @@ func TestTx_checkSnapshotIDsCountsAsEachLoadDoes(t *testing.T) {
 		if !ok || got != want[name] {
 			t.Fatalf("%s: counted %+v (kept %v), want %+v", name, got, ok, want[name])
 		}
-		n, nulls, dups, err := tx.checkRecordIDs(ctx, fmt.Sprintf("(SELECT CAST(%[1]s AS VARCHAR) AS %[1]s FROM %[2]s)", Ident(ColRecordID), parquetSource([]string{f})))
+		n, nulls, dups, err := tx.checkRecordIDs(ctx, recordIDsOf(parquetSource([]string{f})))
 		if err != nil || (idCounts{n, nulls, dups}) != got {
 			t.Fatalf("%s: counted together %+v, alone %d %d %d (%v)", name, got, n, nulls, dups, err)
 		}

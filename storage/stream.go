@@ -153,7 +153,7 @@ func (tx *Tx) LoadSnapshotStream(ctx context.Context, table string, cols []ploti
 	if err := f.Done(ctx); err != nil {
 		return 0, fmt.Errorf("load %s: %w", name, err)
 	}
-	n, nulls, dups, err := tx.checkRecordIDs(ctx, fmt.Sprintf("(SELECT CAST(%[1]s AS VARCHAR) AS %[1]s FROM main.%[2]s)", Ident(ColRecordID), Ident(table)))
+	n, nulls, dups, err := tx.checkRecordIDs(ctx, recordIDsOf("main."+Ident(table)))
 	if err != nil {
 		if serr := stopped(err); serr != nil {
 			return 0, serr
