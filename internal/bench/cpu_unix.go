@@ -3,6 +3,7 @@
 package bench
 
 import (
+	"os"
 	"syscall"
 	"time"
 )
@@ -20,4 +21,23 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// kernelNow is the process's kernel CPU time and minor page faults so far.
+func kernelNow() kernel {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return kernel{}
+	}
+	return kernel{time.Duration(ru.Stime.Nano()), ru.Minflt}
+}
+
+// childKernel is a finished child process's kernel CPU time and minor
+// page faults.
+func childKernel(ps *os.ProcessState) kernel {
+	ru, ok := ps.SysUsage().(*syscall.Rusage)
+	if !ok || ru == nil {
+		return kernel{}
+	}
+	return kernel{time.Duration(ru.Stime.Nano()), ru.Minflt}
 }

@@ -118,25 +118,26 @@ const peakPrefix = "peak_rss_bytes="
 // and CPU nanoseconds of the open, sync and close, and the events seen.
 const syncPrefix = "sync_wall_cpu_events="
 
-// runChild runs a job in a child process and returns the lines it printed.
-func (r *run) runChild(ctx context.Context, job childJob) ([]string, error) {
+// runChild runs a job in a child process and returns the lines it printed
+// and the child's kernel time and page faults.
+func (r *run) runChild(ctx context.Context, job childJob) ([]string, kernel, error) {
 	b, err := json.Marshal(job)
 	if err != nil {
-		return nil, err
+		return nil, kernel{}, err
 	}
 	cmd := exec.CommandContext(ctx, r.cfg.Exe, ChildCommand)
 	cmd.Env = append(os.Environ(), childEnv+"="+string(b))
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("child %s: %w: %s", job.Mode, err, bytes.TrimSpace(out.Bytes()))
+		return nil, kernel{}, fmt.Errorf("child %s: %w: %s", job.Mode, err, bytes.TrimSpace(out.Bytes()))
 	}
-	return strings.Split(out.String(), "\n"), nil
+	return strings.Split(out.String(), "\n"), childKernel(cmd.ProcessState), nil
 }
 
 // child runs a job in a child process and returns its peak RSS in bytes.
 func (r *run) child(ctx context.Context, job childJob) (float64, error) {
-	lines, err := r.runChild(ctx, job)
+	lines, _, err := r.runChild(ctx, job)
 	if err != nil {
 		return 0, err
 	}
@@ -154,25 +155,25 @@ func (r *run) child(ctx context.Context, job childJob) (float64, error) {
 }
 
 // childSync runs a "sync" job in a child process and returns what the
-// sync took there (wall and the child's CPU, its own process's alone) and
-// the events it saw.
-func (r *run) childSync(ctx context.Context, job childJob) (cost, int, error) {
+// sync took there (wall and the child's CPU, its own process's alone), the
+// child's kernel time and page faults, and the events it saw.
+func (r *run) childSync(ctx context.Context, job childJob) (cost, kernel, int, error) {
 	job.Mode = "sync"
-	lines, err := r.runChild(ctx, job)
+	lines, k, err := r.runChild(ctx, job)
 	if err != nil {
-		return cost{}, 0, err
+		return cost{}, k, 0, err
 	}
 	for _, line := range lines {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), syncPrefix); ok {
 			var wall, cpu int64
 			var events int
 			if _, err := fmt.Sscan(v, &wall, &cpu, &events); err != nil {
-				return cost{}, 0, fmt.Errorf("child sync: %q: %w", line, err)
+				return cost{}, k, 0, fmt.Errorf("child sync: %q: %w", line, err)
 			}
-			return cost{time.Duration(wall), time.Duration(cpu)}, events, nil
+			return cost{time.Duration(wall), time.Duration(cpu)}, k, events, nil
 		}
 	}
-	return cost{}, 0, fmt.Errorf("child sync printed no %s line: %s", syncPrefix, strings.TrimSpace(strings.Join(lines, "\n")))
+	return cost{}, k, 0, fmt.Errorf("child sync printed no %s line: %s", syncPrefix, strings.TrimSpace(strings.Join(lines, "\n")))
 }
 
 var errNoRSS = errors.New("peak RSS of a child process is not available on this system")
