@@ -22,6 +22,7 @@ import (
 // dataset.
 type pageCache struct {
 	rows       map[string]*storage.Dataset // registry rows, by dataset id
+	stored     map[string]*storage.Dataset // the rows as the registry holds them (read, or written by this transaction or a committed one)
 	holds      map[string][]storage.Hold   // holds, by dataset id
 	stale      map[string]bool             // ids to read again (see forget)
 	known      map[string]bool             // with a scope: the ids read (rows holds them, or they have none)
@@ -54,7 +55,8 @@ func (b *Batch) cached(ctx context.Context) (*pageCache, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &pageCache{rows: make(map[string]*storage.Dataset, len(all)), holds: map[string][]storage.Hold{}, stale: map[string]bool{}}
+	c := &pageCache{rows: make(map[string]*storage.Dataset, len(all)), stored: make(map[string]*storage.Dataset, len(all)),
+		holds: map[string][]storage.Hold{}, stale: map[string]bool{}}
 	if b.scope != nil {
 		c.known = map[string]bool{}
 		for _, id := range b.scope {
@@ -62,7 +64,7 @@ func (b *Batch) cached(ctx context.Context) (*pageCache, error) {
 		}
 	}
 	for _, d := range all {
-		c.rows[d.ID] = d
+		c.rows[d.ID], c.stored[d.ID] = d, cloneDataset(d)
 	}
 	for _, h := range holds {
 		c.holds[h.DatasetID] = append(c.holds[h.DatasetID], h)
@@ -107,6 +109,7 @@ func cloneDataset(d *storage.Dataset) *storage.Dataset {
 func (b *Batch) forget(id string) {
 	if c := b.cache; c != nil {
 		delete(c.rows, id)
+		delete(c.stored, id)
 		delete(c.holds, id)
 		c.stale[id] = true
 	}
@@ -117,7 +120,7 @@ func (b *Batch) forget(id string) {
 // statements per update in a catch-up of small updates).
 func (b *Batch) remember(d *storage.Dataset) {
 	if c := b.cache; c != nil {
-		c.rows[d.ID] = cloneDataset(d)
+		c.rows[d.ID], c.stored[d.ID] = cloneDataset(d), cloneDataset(d)
 		c.holds[d.ID] = nil
 		delete(c.stale, d.ID)
 		if c.known != nil {
@@ -137,10 +140,11 @@ func (b *Batch) reload(ctx context.Context, id string) error {
 	switch {
 	case errors.Is(err, storage.ErrNoDataset):
 		delete(c.rows, id)
+		delete(c.stored, id)
 	case err != nil:
 		return err
 	default:
-		c.rows[id] = d
+		c.rows[id], c.stored[id] = d, cloneDataset(d)
 	}
 	holds, err := tx.Holds(ctx, id)
 	if err != nil {
@@ -201,12 +205,26 @@ func (b *Batch) writeBack(ctx context.Context) error {
 		return nil
 	}
 	tx := b.tx
-	rows := make([]*storage.Dataset, len(c.dirtyRows))
-	for i, id := range c.dirtyRows {
-		rows[i] = c.rows[id]
+	// Rows whose title, schema and the like are as the registry holds
+	// them (a page of stale events: all of them) have their states
+	// written alone; the others are written whole.
+	var states, whole []*storage.Dataset
+	for _, id := range c.dirtyRows {
+		d := c.rows[id]
+		if was := c.stored[id]; was != nil && storage.SameDescription(d, was) {
+			states = append(states, d)
+		} else {
+			whole = append(whole, d)
+		}
 	}
-	if err := tx.PutDatasets(ctx, rows); err != nil {
+	if err := tx.PutDatasetStates(ctx, states); err != nil {
 		return err
+	}
+	if err := tx.PutDatasets(ctx, whole); err != nil {
+		return err
+	}
+	for _, id := range c.dirtyRows {
+		c.stored[id] = cloneDataset(c.rows[id])
 	}
 	// One statement releases the holds of every dataset the page touched
 	// (a page of merges released each one's in a statement of its own:

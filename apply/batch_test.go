@@ -292,3 +292,62 @@ func TestBatch_ScopeReadsThePagesDatasetsOnly(t *testing.T) {
 		}
 	}
 }
+
+// Issue 18: a page's rows whose title, schema and the like did not change
+// have their states written alone (storage.PutDatasetStates). What the
+// batch takes for "as the registry holds it" must follow every write: a
+// title a page gives, and the old title given back on the next page, in
+// the same batch (its cache outlives the commit), both land.
+func TestBatch_WritesTheDescriptionsItChangesAcrossPages(t *testing.T) {
+	at := time.Date(2026, 11, 2, 3, 4, 5, 0, time.UTC)
+	ctx := context.Background()
+	db := seedRegistry(t, at)
+	ids := []string{"ds_a", "ds_b", "ds_c", "ds_d"} // states go alone for two rows or more
+	if err := db.Update(ctx, func(tx *storage.Tx) error {
+		return tx.PutDatasets(ctx, []*storage.Dataset{{ID: "ds_c", Table: "ds_c", Version: 1, Status: storage.StatusCurrent},
+			{ID: "ds_d", Table: "ds_d", Version: 1, Status: storage.StatusCurrent}})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	x := &Executor{DB: db}
+	b := NewBatch(db)
+	defer b.Abort()
+	page := func(n int, titles map[string]string) {
+		t.Helper()
+		for _, id := range ids {
+			checked := at.Add(time.Duration(n) * time.Hour)
+			e := feedEvent(ploti.EventStale, id, nil, func(d *ploti.EventData) { d.LastCheckedAt, d.NextCheckBy = &checked, &checked })
+			e.ID, e.Timestamp = fmt.Sprintf("evt_%d_%s", n, id), at
+			if _, err := x.Apply(ctx, b, e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for id, title := range titles {
+			b.Describe(&ploti.Dataset{ID: id, Title: title})
+		}
+		if err := b.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			d, err := db.Dataset(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := at.Add(time.Duration(n) * time.Hour)
+			if d.StaleLastCheckedAt == nil || !d.StaleLastCheckedAt.Equal(want) {
+				t.Fatalf("page %d: %s's stale check %v, want %v", n, id, d.StaleLastCheckedAt, want)
+			}
+			if title, ok := titles[id]; ok && d.Title != title {
+				t.Fatalf("page %d: %s's title %q, want %q", n, id, d.Title, title)
+			}
+		}
+	}
+	page(1, nil)
+	page(2, map[string]string{"ds_a": "Permits"})
+	page(3, nil)
+	page(4, map[string]string{"ds_a": "", "ds_b": "Parcels"})
+	page(5, map[string]string{"ds_a": ""})
+	if d, _ := db.Dataset(ctx, "ds_b"); d == nil || d.Title != "Parcels" || len(d.Columns) != 1 {
+		t.Fatalf("ds_b after five pages: %+v", d)
+	}
+}

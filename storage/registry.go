@@ -398,12 +398,7 @@ func (tx *Tx) PutDatasets(ctx context.Context, ds []*Dataset) error {
 	// page of 500 state-only events wrote 1.18 MB of WAL with all columns
 	// set, 15 KB with these two statements (issue 18;
 	// TestTx_PutDatasets_logsSchemasOnlyWhereTheyChange).
-	res, err := tx.tx.ExecContext(ctx, `UPDATE _ploti.datasets SET version = v.version, previous_version = v.previous_version,
-			row_count = v.row_count, status = v.status, status_reason = v.status_reason, updated_at = v.updated_at,
-			stale_last_checked_at = v.stale_last_checked_at, stale_next_check_by = v.stale_next_check_by,
-			last_error = v.last_error, failed_at = v.failed_at
-		FROM `+values+`
-		WHERE _ploti.datasets.dataset_id = v.dataset_id`, args...)
+	res, err := tx.putStates(ctx, values, args)
 	if err != nil {
 		return fmt.Errorf("put %d datasets: %w", len(ds), err)
 	}
@@ -429,6 +424,59 @@ func (tx *Tx) PutDatasets(ctx context.Context, ds []*Dataset) error {
 		return fmt.Errorf("put %d datasets: %w", len(ds), err)
 	}
 	return nil
+}
+
+// putStates is PutDatasets' first UPDATE: the columns that change with
+// versions and states, in the rows of v the registry holds.
+func (tx *Tx) putStates(ctx context.Context, values string, args []any) (sql.Result, error) {
+	return tx.tx.ExecContext(ctx, `UPDATE _ploti.datasets SET version = v.version, previous_version = v.previous_version,
+			row_count = v.row_count, status = v.status, status_reason = v.status_reason, updated_at = v.updated_at,
+			stale_last_checked_at = v.stale_last_checked_at, stale_next_check_by = v.stale_next_check_by,
+			last_error = v.last_error, failed_at = v.failed_at
+		FROM `+values+`
+		WHERE _ploti.datasets.dataset_id = v.dataset_id`, args...)
+}
+
+// PutDatasetStates writes registry rows whose seldom-changing columns are
+// as the registry holds them (SameDescription with the row as read or
+// last written): their versions and states alone, with PutDatasets' first
+// UPDATE, not its second, which compares every row's columns (the schema
+// as JSON above all) to find none changed (issue 18: 0.59 s of the
+// 2,000-dataset catch-up's CPU, one such UPDATE a page of ~500 rows).
+// Rows the registry does not hold are written whole, as PutDatasets does.
+func (tx *Tx) PutDatasetStates(ctx context.Context, ds []*Dataset) error {
+	if len(ds) < 2 || slices.ContainsFunc(ds, func(d *Dataset) bool { return d.Table == "" }) {
+		return tx.PutDatasets(ctx, ds)
+	}
+	values, args, err := tx.datasetRows(ds)
+	if err != nil {
+		return err
+	}
+	res, err := tx.putStates(ctx, values, args)
+	if err != nil {
+		return fmt.Errorf("put %d datasets' states: %w", len(ds), err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == int64(len(ds)) {
+		return nil
+	}
+	return tx.PutDatasets(ctx, ds) // some are new: their rows whole
+}
+
+// SameDescription reports whether two rows of a dataset agree in the
+// columns PutDatasetStates leaves as they are: the table, title, place,
+// topic, schema version, keys, columns, skip_until_removed and source.
+func SameDescription(a, b *Dataset) bool {
+	if a.ID != b.ID || a.Table != b.Table || a.Title != b.Title || a.PlaceID != b.PlaceID || a.Topic != b.Topic ||
+		a.SchemaVersion != b.SchemaVersion || !slices.Equal(a.KeyColumns, b.KeyColumns) ||
+		a.SkipUntilRemoved != b.SkipUntilRemoved || a.Source == "" || a.Source != b.Source || len(a.Columns) != len(b.Columns) {
+		return false
+	}
+	ca, err := json.Marshal(a.Columns)
+	if err != nil {
+		return false
+	}
+	cb, err := json.Marshal(b.Columns)
+	return err == nil && bytes.Equal(ca, cb)
 }
 
 // registryCols are the registry's columns in the order PutDatasets' rows
