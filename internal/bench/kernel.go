@@ -2,6 +2,9 @@ package bench
 
 import (
 	"fmt"
+	"runtime/metrics"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -46,4 +49,46 @@ func (ks kernels) String() string {
 		s += k.String()
 	}
 	return s
+}
+
+// gcCost is Go's collector's work in the bench's process: its cycles and
+// the CPU the runtime counts for it (an estimate of the runtime's, with
+// assists), to tell the engine's own CPU in the bench's process from the
+// collector's over the emulator's heap.
+type gcCost struct {
+	Cycles uint64
+	CPU    time.Duration
+}
+
+var gcSamples = []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/cpu/classes/gc/total:cpu-seconds"}}
+
+// gcNow is the collector's work so far.
+func gcNow() gcCost {
+	s := slices.Clone(gcSamples)
+	metrics.Read(s)
+	var g gcCost
+	if s[0].Value.Kind() == metrics.KindUint64 {
+		g.Cycles = s[0].Value.Uint64()
+	}
+	if s[1].Value.Kind() == metrics.KindFloat64 {
+		g.CPU = time.Duration(s[1].Value.Float64() * float64(time.Second))
+	}
+	return g
+}
+
+func (g gcCost) sub(o gcCost) gcCost { return gcCost{g.Cycles - o.Cycles, g.CPU - o.CPU} }
+
+// String reads "42 GC cycles, 1.20 s".
+func (g gcCost) String() string { return fmt.Sprintf("%d GC cycles, %s", g.Cycles, secs(g.CPU)) }
+
+// gcText is each run's, in order.
+func gcText(gs []gcCost) string {
+	if len(gs) == 0 {
+		return "–"
+	}
+	parts := make([]string, len(gs))
+	for i, g := range gs {
+		parts[i] = g.String()
+	}
+	return strings.Join(parts, "; ")
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/ploti-replica/ploti-replica/emulator"
@@ -140,16 +139,18 @@ func (r *run) manyLog(ctx context.Context, f *manyFixture) error {
 	if err := r.manyLogWarmUp(ctx, f, l); err != nil {
 		return err
 	}
-	var eng, net, raw Costs
-	var engK, rawK kernels
+	var eng, net, raw, apart Costs
+	var engK, rawK, apartK kernels
+	var gcs []gcCost
 	var rate Quantity
 	var last syncRun
 	var engBytes, rawBytes int64 // the files' sizes after the catch-up, closed
+	var serving []time.Duration
 	for i := range r.cfg.Repeat {
 		steps := []func() error{
 			func() error {
-				k := kernelNow()
-				defer func() { engK = append(engK, kernelNow().sub(k)) }()
+				k, g := kernelNow(), gcNow()
+				defer func() { engK, gcs = append(engK, kernelNow().sub(k)), append(gcs, gcNow().sub(g)) }()
 				run, err := r.manyCatchUp(ctx, f, l, r.eo, &engBytes)
 				// The whole sync: its API calls and downloads on loopback
 				// overlap the engine's work (a page's merges are fetched
@@ -174,16 +175,27 @@ func (r *run) manyLog(ctx context.Context, f *manyFixture) error {
 				return err
 			},
 		}
-		if i%2 == 1 {
-			slices.Reverse(steps)
+		if r.cfg.Exe != "" {
+			steps = append(steps, func() error {
+				c, k, s, err := r.manyCatchUpApart(ctx, f, l, i == 0)
+				apart.Add(c)
+				apartK, serving = append(apartK, k), append(serving, s)
+				return err
+			})
 		}
+		// Each side goes first in turn.
+		steps = append(steps[i%len(steps):], steps[:i%len(steps)]...)
 		for _, s := range steps {
 			if err := s(); err != nil {
 				return err
 			}
 		}
-		r.logf("many catch-up, run %d: engine %s (API calls and downloads within it, %s in all; %s), DuckDB alone %s (%s)", i+1,
-			secs(eng.Wall.Runs[i]), secs(net.Wall.Runs[i]), engK[i], secs(raw.Wall.Runs[i]), rawK[i])
+		r.logf("many catch-up, run %d: engine %s (API calls and downloads within it, %s in all; %s; %s), DuckDB alone %s (%s)", i+1,
+			secs(eng.Wall.Runs[i]), secs(net.Wall.Runs[i]), engK[i], gcs[i], secs(raw.Wall.Runs[i]), rawK[i])
+		if len(apart.Wall.Runs) > i {
+			r.logf("many catch-up, run %d, the engine apart: %s wall, %s of its CPU (%s), the emulator's serving %s", i+1,
+				secs(apart.Wall.Runs[i]), secs(apart.CPU.Runs[i]), apartK[i], secs(serving[i]))
+		}
 	}
 	// As a user runs it: the rate limits on, over the imitated link.
 	limited := r.eo
@@ -202,16 +214,10 @@ func (r *run) manyLog(ctx context.Context, f *manyFixture) error {
 		Engine: fmt.Sprintf("%s; API calls and downloads within it, %s in all", eng.String(), net.Wall.String()),
 		Versus: "events a second: " + rate.Format(func(v float64) string { return fmt.Sprintf("%.0f", v) }), Ratio: perSec, CPURatio: math.NaN()}, 2000, false)
 	r.rep.Summary["many_events_per_s"] = perSec
-	ratio, cpu := ratios(eng, raw)
-	r.rep.target(Line{What: "7c. the same against DuckDB alone (the engine's loopback API calls and downloads included)", Size: size, Engine: eng.String(),
-		Versus: "DuckDB alone, a transaction a page: " + raw.String(), Ratio: ratio, CPURatio: cpu}, 1.3, true)
-	r.rep.Summary["many_updates_vs_raw"] = ratio
-	r.rep.add(Line{What: "7c. the same runs' kernel time and page faults (the process's: the emulator's serving with the engine's)", Size: size,
-		Engine: engK.String(), Versus: "DuckDB alone: " + rawK.String(),
+	r.manyUpdatesLines(size, eng, raw, apart, gcs, serving)
+	r.rep.add(Line{What: "7c. the same runs' kernel time and page faults (in the bench's process: the emulator's serving with the engine's)", Size: size,
+		Engine: engK.String() + apartText(apartK), Versus: "DuckDB alone: " + rawK.String(),
 		Ratio: float64(median(faultCounts(engK))) / float64(median(faultCounts(rawK))), CPURatio: math.NaN()})
-	if err := r.manyCatchUpApart(ctx, f, l, raw); err != nil {
-		return err
-	}
 	calls := user.CallCount()
 	cpv := float64(calls) / float64(l.updates)
 	walked := last.CallCount()
@@ -285,46 +291,65 @@ func (r *run) manyCatchUp(ctx context.Context, f *manyFixture, l *manyLogFixture
 	return run, err
 }
 
-// manyCatchUpApart runs the same catch-up once more with the engine in a
-// process of its own, the emulator serving it from the bench's: the
-// child's CPU is the engine's alone (its fetchers and downloads
-// included), the bench's meanwhile is the emulator's serving, which a real
-// server spends elsewhere. On two cores the two still share the machine,
-// so the wall time is not freed of the serving; the CPU split says how
-// much of the in-process line's CPU was the emulator's.
-func (r *run) manyCatchUpApart(ctx context.Context, f *manyFixture, l *manyLogFixture, raw Costs) error {
-	if r.cfg.Exe == "" {
-		r.rep.note("7c: the catch-up with the engine in a process of its own not measured (no binary to run child processes)")
-		return nil
+// manyUpdatesLines reports the catch-up against DuckDB alone applying the
+// same files. The engine in a process of its own, as users run it, carries
+// the target (decision 59): in the bench's process the engine shares a Go
+// runtime, its collector and its memory with the emulator, which holds and
+// serves every dataset's files. Without a binary to run, the in-process
+// runs carry it.
+func (r *run) manyUpdatesLines(size string, eng, raw, apart Costs, gcs []gcCost, serving []time.Duration) {
+	versus := "DuckDB alone, a transaction a page: " + raw.String()
+	ratio, cpu := ratios(eng, raw)
+	in := Line{What: "7c. the same against DuckDB alone, the engine in the bench's process (its loopback API calls and downloads included)", Size: size,
+		Engine: fmt.Sprintf("%s; Go's collector: %s", eng.String(), gcText(gcs)), Versus: versus, Ratio: ratio, CPURatio: cpu}
+	if len(apart.Wall.Runs) == 0 {
+		r.rep.target(in, 1.3, true)
+		r.rep.Summary["many_updates_vs_raw"] = ratio
+		return
 	}
+	r.rep.add(in)
+	ratio, cpu = ratios(apart, raw)
+	r.rep.target(Line{What: "7c. the same with the engine in a process of its own, as users run it (the emulator serving from the bench's, on the same two cores)",
+		Size:   size,
+		Engine: fmt.Sprintf("%s (the engine's process alone); the emulator's serving meanwhile: cpu %s", apart.String(), secs(median(serving))),
+		Versus: versus, Ratio: ratio, CPURatio: cpu}, 1.3, true)
+	r.rep.Summary["many_updates_vs_raw"] = ratio
+}
+
+// apartText is the child processes' kernel figures, if any ran.
+func apartText(ks kernels) string {
+	if len(ks) == 0 {
+		return ""
+	}
+	return "; the engine apart: " + ks.String()
+}
+
+// manyCatchUpApart runs the same catch-up with the engine in a process of
+// its own, the emulator serving it from the bench's: the child's CPU is
+// the engine's alone (its fetchers and downloads included), the bench's
+// meanwhile (serving) is the emulator's, which a real server spends
+// elsewhere. On two cores the two still share the machine, so the wall
+// time is not freed of the serving.
+func (r *run) manyCatchUpApart(ctx context.Context, f *manyFixture, l *manyLogFixture, first bool) (c cost, k kernel, serving time.Duration, err error) {
 	p := r.path("many-log-apart")
 	defer removeDB(p)
 	if _, err := copyEngineDB(ctx, f.engine, p); err != nil {
-		return err
+		return c, k, 0, err
 	}
 	settle()
-	serving := cpuTime()
-	prof, profiled := "", ""
-	if r.cfg.CPUProfile != "" {
-		prof, profiled = r.cfg.CPUProfile+".catchup", ", under the CPU profiler"
+	serving = cpuTime()
+	prof := ""
+	if r.cfg.CPUProfile != "" && first {
+		prof = r.cfg.CPUProfile + ".catchup"
+		r.logf("many catch-up apart: its first run under the CPU profiler (%s)", prof)
 	}
-	eng, k, events, err := r.childSync(ctx, childJob{APIURL: f.em.URL(), APIKey: f.em.APIKey(), Sub: f.sub, Path: p,
+	c, k, events, err := r.childSync(ctx, childJob{APIURL: f.em.URL(), APIKey: f.em.APIKey(), Sub: f.sub, Path: p,
 		Threads: r.eo.Threads, MemoryLimit: r.eo.MemoryLimit, CPUProfile: prof})
 	serving = cpuTime() - serving
-	if err != nil {
-		return err
+	if err == nil && events != l.events {
+		err = fmt.Errorf("catch-up in a child saw %d of %d events: %w", events, l.events, errMismatch)
 	}
-	if events != l.events {
-		return fmt.Errorf("catch-up in a child saw %d of %d events: %w", events, l.events, errMismatch)
-	}
-	r.logf("many catch-up with the engine apart: %s wall, %s of its CPU (%s), the emulator's serving %s", secs(eng.Wall), secs(eng.CPU), k, secs(serving))
-	rawWall, rawCPU := raw.Wall.Median(), raw.CPU.Median()
-	r.rep.add(Line{What: "7c. the same with the engine in a process of its own (the emulator serving from the bench's, on the same two cores)",
-		Size:   fmt.Sprintf("%d events over %d datasets; one run%s", l.events, len(f.ids), profiled),
-		Engine: fmt.Sprintf("%s; cpu %s (the engine's process alone; %s); the emulator's serving meanwhile: cpu %s", secs(eng.Wall), secs(eng.CPU), k, secs(serving)),
-		Versus: "DuckDB alone, a transaction a page: " + raw.String(),
-		Ratio:  eng.Wall.Seconds() / rawWall.Seconds(), CPURatio: eng.CPU.Seconds() / rawCPU.Seconds()})
-	return nil
+	return c, k, serving, err
 }
 
 // limiterWait is the least time the client's rate limiter lets calls
