@@ -294,9 +294,9 @@ func (r *run) manyCatchUp(ctx context.Context, f *manyFixture, l *manyLogFixture
 // manyUpdatesLines reports the catch-up against DuckDB alone applying the
 // same files. The engine in a process of its own, as users run it, carries
 // the target (decision 59): in the bench's process the engine shares a Go
-// runtime, its collector and its memory with the emulator, which holds and
-// serves every dataset's files. Without a binary to run, the in-process
-// runs carry it.
+// runtime and an address space with the emulator, which holds and serves
+// every dataset's files; Go's collector's share is shown beside it.
+// Without a binary to run, the in-process runs carry it.
 func (r *run) manyUpdatesLines(size string, eng, raw, apart Costs, gcs []gcCost, serving []time.Duration) {
 	versus := "DuckDB alone, a transaction a page: " + raw.String()
 	ratio, cpu := ratios(eng, raw)
