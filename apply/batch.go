@@ -97,6 +97,11 @@ func (b *Batch) dataset(ctx context.Context, id string) (*storage.Dataset, []sto
 	return cloneDataset(d), slices.Clone(c.holds[id]), nil
 }
 
+// cloneDataset copies a registry row and its slices. A column's pointers
+// (an array's items, a number's precision, a geometry's type) stay
+// shared with the cache's rows, so they are replaced, never edited in
+// place: an edit in place would change the row remembered as stored too,
+// and a schema change would be seen as no change (PutDatasetStates).
 func cloneDataset(d *storage.Dataset) *storage.Dataset {
 	cp := *d
 	cp.KeyColumns = slices.Clone(d.KeyColumns)

@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"slices"
 	"testing"
 
@@ -52,6 +54,59 @@ func TestRegistry_PutDatasets(t *testing.T) {
 			if d.ID != w.ID || d.Status != w.Status || d.Title != w.Title || !slices.Equal(d.KeyColumns, w.KeyColumns) || len(d.Columns) != len(w.Columns) {
 				t.Fatalf("round %d: row %+v, want %+v", i+1, d, w)
 			}
+		}
+	}
+}
+
+// PutDatasetStates writes only the states of rows it finds (their
+// descriptions as they were, whatever the rows given say) and inserts new
+// rows whole, in PostgreSQL as in the DuckDB file
+// (storage.TestTx_PutDatasetStates_writesStatesAndNewRowsWhole).
+func TestRegistry_PutDatasetStates(t *testing.T) {
+	ctx := context.Background()
+	db, err := OpenDB(ctx, pgtest.DB(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	cols := []ploti.Column{col("permit", ploti.TypeString), col("valuation", ploti.TypeNumber)}
+	row := func(id, title string, version int) *storage.Dataset {
+		return &storage.Dataset{ID: id, Table: id, Title: title, Version: version, Status: storage.StatusCurrent, KeyColumns: []string{"permit"}, Columns: cols}
+	}
+	steps := []struct {
+		put  []*storage.Dataset
+		want map[string]string
+	}{
+		{[]*storage.Dataset{row("ds_a", "A", 1), row("ds_b", "B", 1)}, nil}, // PutDatasets
+		{[]*storage.Dataset{row("ds_a", "not written", 2), row("ds_b", "not written", 3)}, map[string]string{"ds_a": "A v2", "ds_b": "B v3"}},
+		{[]*storage.Dataset{row("ds_a", "A2", 4), row("ds_c", "C", 1)}, map[string]string{"ds_a": "A2 v4", "ds_b": "B v3", "ds_c": "C v1"}},
+	}
+	for i, s := range steps {
+		err := db.Update(ctx, func(tx *storage.Tx) error {
+			if i == 0 {
+				return tx.PutDatasets(ctx, s.put)
+			}
+			return tx.PutDatasetStates(ctx, s.put)
+		})
+		if err != nil {
+			t.Fatalf("step %d: %v", i+1, err)
+		}
+		if s.want == nil {
+			continue
+		}
+		ds, err := db.Datasets(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, d := range ds {
+			got[d.ID] = fmt.Sprintf("%s v%d", d.Title, d.Version)
+			if len(d.Columns) != len(cols) {
+				t.Fatalf("step %d: %s has %d columns, want %d", i+1, d.ID, len(d.Columns), len(cols))
+			}
+		}
+		if !maps.Equal(got, s.want) {
+			t.Fatalf("step %d: %v, want %v", i+1, got, s.want)
 		}
 	}
 }
