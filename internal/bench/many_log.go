@@ -139,63 +139,9 @@ func (r *run) manyLog(ctx context.Context, f *manyFixture) error {
 	if err := r.manyLogWarmUp(ctx, f, l); err != nil {
 		return err
 	}
-	var eng, net, raw, apart Costs
-	var engK, rawK, apartK kernels
-	var gcs []gcCost
-	var rate Quantity
-	var last syncRun
-	var engBytes, rawBytes int64 // the files' sizes after the catch-up, closed
-	var serving []time.Duration
-	for i := range r.cfg.Repeat {
-		steps := []func() error{
-			func() error {
-				k, g := kernelNow(), gcNow()
-				defer func() { engK, gcs = append(engK, kernelNow().sub(k)), append(gcs, gcNow().sub(g)) }()
-				run, err := r.manyCatchUp(ctx, f, l, r.eo, &engBytes)
-				// The whole sync: its API calls and downloads on loopback
-				// overlap the engine's work (a page's merges are fetched
-				// ahead), so subtracting their sum would flatter it.
-				eng.Add(run.Total)
-				net.Add(run.Network())
-				rate.Add(float64(run.Result.EventsSeen) / run.Total.Wall.Seconds())
-				last = run
-				return err
-			},
-			func() error {
-				p := r.path("many-log-raw")
-				defer removeDB(p)
-				if err := copyDB(f.raw, p); err != nil {
-					return err
-				}
-				k := kernelNow()
-				d, err := r.rawMergePages(ctx, p, l.pages)
-				rawK = append(rawK, kernelNow().sub(k))
-				raw.Add(d)
-				rawBytes = fileSize(p)
-				return err
-			},
-		}
-		if r.cfg.Exe != "" {
-			steps = append(steps, func() error {
-				c, k, s, err := r.manyCatchUpApart(ctx, f, l, i == 0)
-				apart.Add(c)
-				apartK, serving = append(apartK, k), append(serving, s)
-				return err
-			})
-		}
-		// Each side goes first in turn.
-		steps = append(steps[i%len(steps):], steps[:i%len(steps)]...)
-		for _, s := range steps {
-			if err := s(); err != nil {
-				return err
-			}
-		}
-		r.logf("many catch-up, run %d: engine %s (API calls and downloads within it, %s in all; %s; %s), DuckDB alone %s (%s)", i+1,
-			secs(eng.Wall.Runs[i]), secs(net.Wall.Runs[i]), engK[i], gcs[i], secs(raw.Wall.Runs[i]), rawK[i])
-		if len(apart.Wall.Runs) > i {
-			r.logf("many catch-up, run %d, the engine apart: %s wall, %s of its CPU (%s), the emulator's serving %s", i+1,
-				secs(apart.Wall.Runs[i]), secs(apart.CPU.Runs[i]), apartK[i], secs(serving[i]))
-		}
+	t, err := r.manyLogTurns(ctx, f, l)
+	if err != nil {
+		return err
 	}
 	// As a user runs it: the rate limits on, over the imitated link.
 	limited := r.eo
@@ -208,39 +154,124 @@ func (r *run) manyLog(ctx context.Context, f *manyFixture) error {
 		return err
 	}
 	r.logf("many catch-up with the rate limits on, over the wire: %s, %s", secs(user.Total.Wall), callText(user.Calls))
-	perSec := rate.Median()
+	perSec := t.rate.Median()
 	size := fmt.Sprintf("%d events over %d datasets, %d updates of ~%.0f rows", l.events, len(f.ids), l.updates, l.rowsEach)
 	r.rep.target(Line{What: "7c. catch-up of a statewide log (stale events, small updates), loopback, rate limits off", Size: size,
-		Engine: fmt.Sprintf("%s; API calls and downloads within it, %s in all", eng.String(), net.Wall.String()),
-		Versus: "events a second: " + rate.Format(func(v float64) string { return fmt.Sprintf("%.0f", v) }), Ratio: perSec, CPURatio: math.NaN()}, 2000, false)
+		Engine: fmt.Sprintf("%s; API calls and downloads within it, %s in all", t.eng.String(), t.net.Wall.String()),
+		Versus: "events a second: " + t.rate.Format(func(v float64) string { return fmt.Sprintf("%.0f", v) }), Ratio: perSec, CPURatio: math.NaN()}, 2000, false)
 	r.rep.Summary["many_events_per_s"] = perSec
-	r.manyUpdatesLines(size, eng, raw, apart, gcs, serving)
+	r.manyUpdatesLines(size, t)
 	r.rep.add(Line{What: "7c. the same runs' kernel time and page faults (in the bench's process: the emulator's serving with the engine's)", Size: size,
-		Engine: engK.String() + apartText(apartK), Versus: "DuckDB alone: " + rawK.String(),
-		Ratio: float64(median(faultCounts(engK))) / float64(median(faultCounts(rawK))), CPURatio: math.NaN()})
+		Engine: t.engK.String() + apartText(t.apartK), Versus: "DuckDB alone: " + t.rawK.String(),
+		Ratio: float64(median(faultCounts(t.engK))) / float64(median(faultCounts(t.rawK))), CPURatio: math.NaN()})
+	r.manyLogCallLines(f, l, t, user, size)
+	r.rep.add(Line{What: "7c. file bytes after the catch-up", Size: fmt.Sprintf("%d tables, after the bootstrap: engine %s, DuckDB alone %s", len(f.ids),
+		mib(float64(fileSize(f.engine))), mib(float64(fileSize(f.raw)))),
+		Engine: fmt.Sprintf("merges: %s; from the manifest: %s", mib(float64(t.engBytes)), mib(float64(userBytes))),
+		Versus: "DuckDB alone's merges: " + mib(float64(t.rawBytes)), Ratio: float64(t.engBytes) / float64(t.rawBytes), CPURatio: math.NaN()})
+	return nil
+}
+
+// logTurns are the measured catch-ups of the log, run by run: the engine
+// in the bench's process, DuckDB alone, and the engine in a process of
+// its own.
+type logTurns struct {
+	eng, net, raw, apart Costs
+	engK, rawK, apartK   kernels
+	gcs                  []gcCost
+	serving              []time.Duration // the emulator's CPU while the engine apart ran
+	rate                 Quantity
+	last                 syncRun // the in-process engine's last run
+	engBytes, rawBytes   int64   // the files' sizes after the catch-up, closed
+}
+
+// manyLogTurns runs the catch-up r.cfg.Repeat times each way, each side
+// going first in turn.
+func (r *run) manyLogTurns(ctx context.Context, f *manyFixture, l *manyLogFixture) (*logTurns, error) {
+	t := &logTurns{}
+	for i := range r.cfg.Repeat {
+		steps := []func() error{
+			func() error {
+				k, g := kernelNow(), gcNow()
+				defer func() { t.engK, t.gcs = append(t.engK, kernelNow().sub(k)), append(t.gcs, gcNow().sub(g)) }()
+				run, err := r.manyCatchUp(ctx, f, l, r.eo, &t.engBytes)
+				// The whole sync: its API calls and downloads on loopback
+				// overlap the engine's work (a page's merges are fetched
+				// ahead), so subtracting their sum would flatter it.
+				t.eng.Add(run.Total)
+				t.net.Add(run.Network())
+				t.rate.Add(float64(run.Result.EventsSeen) / run.Total.Wall.Seconds())
+				t.last = run
+				return err
+			},
+			func() error {
+				d, k, err := r.rawCatchUp(ctx, f, l, "many-log-raw", &t.rawBytes)
+				t.raw.Add(d)
+				t.rawK = append(t.rawK, k)
+				return err
+			},
+		}
+		if r.cfg.Exe != "" {
+			steps = append(steps, func() error {
+				c, k, s, err := r.manyCatchUpApart(ctx, f, l, i == 0)
+				t.apart.Add(c)
+				t.apartK, t.serving = append(t.apartK, k), append(t.serving, s)
+				return err
+			})
+		}
+		steps = append(steps[i%len(steps):], steps[:i%len(steps)]...)
+		for _, s := range steps {
+			if err := s(); err != nil {
+				return nil, err
+			}
+		}
+		r.logf("many catch-up, run %d: engine %s (API calls and downloads within it, %s in all; %s; %s), DuckDB alone %s (%s)", i+1,
+			secs(t.eng.Wall.Runs[i]), secs(t.net.Wall.Runs[i]), t.engK[i], t.gcs[i], secs(t.raw.Wall.Runs[i]), t.rawK[i])
+		if len(t.apart.Wall.Runs) > i {
+			r.logf("many catch-up, run %d, the engine apart: %s wall, %s of its CPU (%s), the emulator's serving %s", i+1,
+				secs(t.apart.Wall.Runs[i]), secs(t.apart.CPU.Runs[i]), t.apartK[i], secs(t.serving[i]))
+		}
+	}
+	return t, nil
+}
+
+// manyLogCallLines reports the catch-up's API calls and its wall time
+// under Ploti's rate limits.
+func (r *run) manyLogCallLines(f *manyFixture, l *manyLogFixture, t *logTurns, user syncRun, size string) {
 	calls := user.CallCount()
 	cpv := float64(calls) / float64(l.updates)
-	walked := last.CallCount()
+	walked := t.last.CallCount()
 	// A sync asks whether stale datasets' sources were checked since only
 	// once their rows have rested an hour (replica.recheckStale: a datasets
 	// list, 200 a page): calls of a sync, never of its state-only events,
 	// counted apart should one be made.
-	other := walked - last.Calls["events"] - last.Calls["version"] - last.Calls["datasets"]
+	other := walked - t.last.Calls["events"] - t.last.Calls["version"] - t.last.Calls["datasets"]
 	r.rep.target(Line{What: "7c. API calls per version the catch-up brings, rate limits on", Size: fmt.Sprintf("%d versions, %d state-only events", l.updates, l.events-l.updates),
 		Engine: fmt.Sprintf("%s; %d datasets loaded from the manifest, %d merged", callText(user.Calls), user.Result.SnapshotsLoaded, user.Result.ChangesMerged),
-		Versus: fmt.Sprintf("limits off (a merge each): %s; calls for state-only events: %d (the stale datasets rechecked after the walk: %d datasets pages)", callText(last.Calls), other, last.Calls["datasets"]),
+		Versus: fmt.Sprintf("limits off (a merge each): %s; calls for state-only events: %d (the stale datasets rechecked after the walk: %d datasets pages)", callText(t.last.Calls), other, t.last.Calls["datasets"]),
 		Ratio:  cpv, CPURatio: math.NaN()}, 1.0, true)
 	r.rep.Summary["calls_per_version"] = cpv
 	r.rep.add(Line{What: "7c. the catch-up's wall time under Ploti's rate limits, over the link", Size: size,
 		Engine: fmt.Sprintf("%s (%d API calls)", secs(user.Total.Wall), calls),
 		Versus: fmt.Sprintf("with the limits off, on loopback: %s; a merge each under the limits would wait at least %s (the client's limiter alone, %d calls)",
-			secs(eng.Wall.Median()), secs(limiterWait(last.Calls)), walked),
+			secs(t.eng.Wall.Median()), secs(limiterWait(t.last.Calls)), walked),
 		Ratio: math.NaN()})
-	r.rep.add(Line{What: "7c. file bytes after the catch-up", Size: fmt.Sprintf("%d tables, after the bootstrap: engine %s, DuckDB alone %s", len(f.ids),
-		mib(float64(fileSize(f.engine))), mib(float64(fileSize(f.raw)))),
-		Engine: fmt.Sprintf("merges: %s; from the manifest: %s", mib(float64(engBytes)), mib(float64(userBytes))),
-		Versus: "DuckDB alone's merges: " + mib(float64(rawBytes)), Ratio: float64(engBytes) / float64(rawBytes), CPURatio: math.NaN()})
-	return nil
+}
+
+// rawCatchUp applies the log's files with DuckDB alone to a copy of its
+// bootstrapped file: its cost, kernel time and page faults, and the
+// file's size after.
+func (r *run) rawCatchUp(ctx context.Context, f *manyFixture, l *manyLogFixture, name string, size *int64) (cost, kernel, error) {
+	p := r.path(name)
+	defer removeDB(p)
+	if err := copyDB(f.raw, p); err != nil {
+		return cost{}, kernel{}, err
+	}
+	k := kernelNow()
+	d, err := r.rawMergePages(ctx, p, l.pages)
+	k = kernelNow().sub(k)
+	*size = fileSize(p)
+	return d, k, err
 }
 
 // manyLogWarmUp applies the log's files once with DuckDB alone, untimed,
@@ -252,17 +283,12 @@ func (r *run) manyLog(ctx context.Context, f *manyFixture) error {
 // catch-up's page faults"): without this, whichever side ran first was
 // slower by up to 17 s of kernel time.
 func (r *run) manyLogWarmUp(ctx context.Context, f *manyFixture, l *manyLogFixture) error {
-	p := r.path("many-log-warm-up")
-	defer removeDB(p)
-	if err := copyDB(f.raw, p); err != nil {
-		return err
-	}
-	k := kernelNow()
-	d, err := r.rawMergePages(ctx, p, l.pages)
+	var size int64
+	d, k, err := r.rawCatchUp(ctx, f, l, "many-log-warm-up", &size)
 	if err != nil {
 		return err
 	}
-	r.logf("many catch-up, warm-up (DuckDB alone, not measured): %s (%s)", secs(d.Wall), kernelNow().sub(k))
+	r.logf("many catch-up, warm-up (DuckDB alone, not measured): %s (%s)", secs(d.Wall), k)
 	return nil
 }
 
@@ -297,21 +323,21 @@ func (r *run) manyCatchUp(ctx context.Context, f *manyFixture, l *manyLogFixture
 // runtime and an address space with the emulator, which holds and serves
 // every dataset's files; Go's collector's share is shown beside it.
 // Without a binary to run, the in-process runs carry it.
-func (r *run) manyUpdatesLines(size string, eng, raw, apart Costs, gcs []gcCost, serving []time.Duration) {
-	versus := "DuckDB alone, a transaction a page: " + raw.String()
-	ratio, cpu := ratios(eng, raw)
+func (r *run) manyUpdatesLines(size string, t *logTurns) {
+	versus := "DuckDB alone, a transaction a page: " + t.raw.String()
+	ratio, cpu := ratios(t.eng, t.raw)
 	in := Line{What: "7c. the same against DuckDB alone, the engine in the bench's process (its loopback API calls and downloads included)", Size: size,
-		Engine: fmt.Sprintf("%s; Go's collector: %s", eng.String(), gcText(gcs)), Versus: versus, Ratio: ratio, CPURatio: cpu}
-	if len(apart.Wall.Runs) == 0 {
+		Engine: fmt.Sprintf("%s; Go's collector: %s", t.eng.String(), gcText(t.gcs)), Versus: versus, Ratio: ratio, CPURatio: cpu}
+	if len(t.apart.Wall.Runs) == 0 {
 		r.rep.target(in, 1.3, true)
 		r.rep.Summary["many_updates_vs_raw"] = ratio
 		return
 	}
 	r.rep.add(in)
-	ratio, cpu = ratios(apart, raw)
+	ratio, cpu = ratios(t.apart, t.raw)
 	r.rep.target(Line{What: "7c. the same with the engine in a process of its own, as users run it (the emulator serving from the bench's, on the same two cores)",
 		Size:   size,
-		Engine: fmt.Sprintf("%s (the engine's process alone); the emulator's serving meanwhile: cpu %s", apart.String(), secs(median(serving))),
+		Engine: fmt.Sprintf("%s (the engine's process alone); the emulator's serving meanwhile: cpu %s", t.apart.String(), secs(median(t.serving))),
 		Versus: versus, Ratio: ratio, CPURatio: cpu}, 1.3, true)
 	r.rep.Summary["many_updates_vs_raw"] = ratio
 }
