@@ -160,10 +160,7 @@ func (w *webhooksCmd) list(ctx context.Context) error {
 	tw := tabwriter.NewWriter(w.env.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tURL\tSUBSCRIPTION\tEVENTS\tENABLED")
 	for _, h := range hooks {
-		events := "all feed events"
-		if len(h.Events) > 0 {
-			events = strings.Join(h.Events, ",")
-		}
+		events := webhookEvents(h)
 		enabled := "yes"
 		if h.Enabled != nil && !*h.Enabled {
 			enabled = "no"
@@ -211,4 +208,18 @@ func missedFeedEvents(sub string, events []string) []string {
 		}
 	}
 	return missed
+}
+
+// webhookEvents is what a webhook receives: "A webhook made for a Data
+// Feeds subscription receives only that subscription's feed events. Every
+// other webhook receives these three kinds of event" (watch-and-webhooks).
+func webhookEvents(h ploti.Webhook) string {
+	switch {
+	case len(h.Events) > 0:
+		return strings.Join(h.Events, ",")
+	case h.SubscriptionID != "":
+		return "the subscription's feed events"
+	default:
+		return "dataset.changed, data_request.*, research_request.*"
+	}
 }

@@ -45,3 +45,35 @@ func TestWebhooksAndSubscriptions(t *testing.T) {
 		t.Fatalf("subscriptions list:\n%s", out)
 	}
 }
+
+// "A webhook made for a Data Feeds subscription receives only that
+// subscription's feed events. Every other webhook receives these three
+// kinds of event" (watch-and-webhooks.txt): `webhooks list` says which a
+// webhook gets, not "all feed events" for a member's.
+func TestWebhooksList_saysWhatEachWebhookReceives(t *testing.T) {
+	_, d, vars := demoWorld(t)
+	for _, args := range [][]string{
+		{"webhooks", "create", "--url", "https://example.invalid/feed"},
+		{"webhooks", "create", "--url", "https://example.invalid/member", "--member"},
+	} {
+		if code, out, errs := cli(t, vars, args...); code != exitOK {
+			t.Fatalf("%v: exit %d\n%s\n%s", args, code, out, errs)
+		}
+	}
+	_, out, _ := cli(t, vars, "webhooks", "list")
+	for _, line := range strings.Split(out, "\n") {
+		switch {
+		case strings.Contains(line, "/feed"):
+			if !strings.Contains(line, d.SubscriptionID) || !strings.Contains(line, "the subscription's feed events") {
+				t.Errorf("the subscription's webhook: %q", line)
+			}
+		case strings.Contains(line, "/member"):
+			if !strings.Contains(line, "dataset.changed, data_request.*, research_request.*") || strings.Contains(line, "feed events") {
+				t.Errorf("the member's webhook: %q", line)
+			}
+		}
+	}
+	if !strings.Contains(out, "/feed") || !strings.Contains(out, "/member") {
+		t.Fatalf("list:\n%s", out)
+	}
+}
