@@ -245,6 +245,12 @@ func unavailable(d *storage.Dataset, u ploti.Unavailable) *storage.Dataset {
 	if d.Status == storage.StatusCurrent && d.Version > 0 && u.Reason != storage.ReasonRebuilding {
 		return nil
 	}
+	// Held for review here (a major schema change, decision 4): the user's
+	// release loads Ploti's version then, whatever the manifest says of its
+	// files now, so the row keeps its status and why.
+	if d.Status == storage.StatusHeld && d.Version > 0 {
+		return nil
+	}
 	// A dataset listed again is delivered again: it is no longer removed.
 	d.SkipUntilRemoved = false
 	switch {

@@ -215,3 +215,61 @@ func TestScenario_RebootstrapAfterAForeignCursor(t *testing.T) {
 	}
 	assertMatchesTruth(t, r, em, "ds_permits", 3)
 }
+
+// A dataset held here for review (a major schema change, decision 4) that
+// a reload from the manifest finds "Files being rebuilt" stays held for
+// its reason: its release loads Ploti's version, so it does not wait for
+// the files, and no later sync asks the manifest again for it ("Ask for
+// the manifest again in a few minutes to load it" is for datasets the
+// reload would load; the manifest is a heavy call, 20 a minute).
+func TestScenario_HeldDatasetKeepsItsReasonThroughARebuild(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, permits, parcels := seedTwo(t, em)
+	fast := func(o *Options) {
+		o.FetchOptions = func(f *fetch.Options) {
+			f.MaxAttempts, f.RetryMinWait, f.RetryMaxWait = 2, time.Millisecond, time.Millisecond
+		}
+	}
+	r := mustOpen(t, em, sub, "", fast)
+	api := &countingAPI{API: r.api}
+	r.api, r.exec.Source = api, &source{api: api}
+	mustSync(t, r)
+	cols := append(append([]emulator.Column{}, permitCols[:4]...), permitCols[5]) // drop final: MAJOR
+	rows := permits(1)
+	for _, row := range rows {
+		delete(row, "final")
+	}
+	major, err := em.Publish(ctx, "ds_permits", rows, emulator.WithSchema(cols, []string{"permit"}), emulator.SkipReview())
+	must(t, err)
+	mustSync(t, r)
+	held := func(when string) {
+		t.Helper()
+		if d := datasetRow(t, r, "ds_permits"); d.Status != storage.StatusHeld || d.Version != 1 || d.StatusReason != storage.ReasonMajorSchemaChange {
+			t.Fatalf("%s: %s v%d (%s), want held at version 1 (%s)", when, d.Status, d.Version, d.StatusReason, storage.ReasonMajorSchemaChange)
+		}
+	}
+	held("after the major change")
+	// The cursor expires while Ploti rebuilds the permits' files: the sync
+	// reloads from a manifest that lists them as unavailable.
+	must(t, em.SetRebuilding("ds_permits", true))
+	_, err = em.Publish(ctx, "ds_parcels", parcels(1))
+	must(t, err)
+	em.Advance(91 * 24 * time.Hour)
+	_, err = em.Publish(ctx, "ds_parcels", parcels(2))
+	must(t, err)
+	if res := mustSync(t, r); !res.Bootstrapped {
+		t.Fatalf("want a reload from the manifest after 410: %+v", res)
+	}
+	held("after the reload during the rebuild")
+	must(t, em.SetRebuilding("ds_permits", false))
+	before := api.n("manifest")
+	mustSync(t, r)
+	mustSync(t, r)
+	if n := api.n("manifest") - before; n != 0 {
+		t.Fatalf("two syncs after the rebuild asked the manifest %d times for a dataset held for review", n)
+	}
+	held("after the rebuild")
+	must(t, r.Release(ctx, "ds_permits"))
+	assertMatchesTruth(t, r, em, "ds_permits", major.Version)
+}

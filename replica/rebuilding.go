@@ -37,7 +37,9 @@ func (r *Replica) reloadRebuilt(ctx context.Context, sub *storage.Subscription, 
 	}
 	waiting := map[string]*storage.Dataset{}
 	for _, d := range all {
-		if d.StatusReason == storage.ReasonRebuilding && d.Status != storage.StatusRemoved && !d.SkipUntilRemoved {
+		// A held row waits for its release, not for the files (unavailable;
+		// a file from before that rule may hold one).
+		if d.StatusReason == storage.ReasonRebuilding && d.Status != storage.StatusRemoved && d.Status != storage.StatusHeld && !d.SkipUntilRemoved {
 			waiting[d.ID] = d
 		}
 	}
