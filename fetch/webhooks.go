@@ -2,50 +2,56 @@ package fetch
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/ploti-replica/ploti-replica/ploti"
 )
-
-// nonceTag marks the description of a webhook CreateWebhook made, with
-// the nonce of the try that made it.
-const nonceTag = "ploti-replica create "
 
 // CreateWebhook creates a webhook: for a subscription's feed events, or,
 // without SubscriptionID, a member webhook (dataset.changed for the
 // datasets the member watches, and the member's request events). The
 // answer carries the signing secret, once: keep it.
 //
-// It never leaves two webhooks, nor one whose signing secret nobody holds. Ploti shows the secret only in the answer
-// to the create, and the create takes no idempotency key, so a try that
-// fails after the request may have reached Ploti (ErrAmbiguous: the
-// connection lost or timed out after sending, a 5xx) is never blindly
-// retried. The webhook's description carries a nonce of the try; after an
-// ambiguous failure the client lists the member's webhooks, recognises its
-// own by the URL and that nonce, deletes it (its secret went with the lost
-// answer) and tries again, at most MaxAttempts times in all.
+// It never leaves two webhooks, nor one whose signing secret nobody
+// holds. Ploti shows the secret only in the answer to the create, and the
+// create takes no idempotency key, so a try that fails after the request
+// may have reached Ploti (ErrAmbiguous: the connection lost or timed out
+// after sending, a 5xx) is never blindly retried. The client lists the
+// member's webhooks before its first try; after an ambiguous failure it
+// lists them again, recognises the one the try made as a webhook to the
+// same URL and subscription that was not there before, deletes it (its
+// secret went with the lost answer) and tries again, at most MaxAttempts
+// times in all. The description is the caller's, as given (decision 18).
+// When the list before cannot be read, the create is tried once.
 func (c *Client) CreateWebhook(ctx context.Context, w ploti.Webhook) (*ploti.Webhook, error) {
+	// Without that list (it could not be read), a lost answer is not
+	// recovered: the error says what to look for.
+	var had map[string]bool
+	before, listErr := c.Webhooks(ctx)
+	if listErr == nil {
+		had = map[string]bool{}
+		for _, h := range before {
+			had[h.ID] = true
+		}
+	}
 	b := c.newBackoff()
 	for attempt := 1; ; attempt++ {
-		try := w
-		nonce := newNonce()
-		try.Description = strings.TrimSpace(w.Description + " [" + nonceTag + nonce + "]")
-		hook, err := c.createWebhook(ctx, try)
+		hook, err := c.createWebhook(ctx, w)
 		if err == nil {
 			return hook, nil
 		}
 		if !errors.Is(err, ErrAmbiguous) {
 			return nil, err
 		}
-		if gone, ferr := c.forgetLostWebhook(ctx, try.URL, nonce); ferr != nil {
+		if had == nil {
+			return nil, fmt.Errorf("%w (a webhook to %s may exist without its secret: see webhooks list and delete it; the list before the create could not be read: %w)", err, w.URL, listErr)
+		}
+		if gone, ferr := c.forgetLostWebhook(ctx, w, had); ferr != nil {
 			return nil, fmt.Errorf("%w; then, finding out whether it was created: %w", err, ferr)
-		} else if gone != "" {
-			c.log.Warn().Str(logOp, "create webhook").Str("webhook", gone).Msg("the answer to a create was lost: deleted the webhook it made, whose secret went with it")
+		} else if len(gone) > 0 {
+			c.log.Warn().Str(logOp, "create webhook").Strs("webhook", gone).Msg("the answer to a create was lost: deleted the webhook it made, whose secret went with it")
 		}
 		if attempt >= c.maxAttempts {
 			return nil, fmt.Errorf("%w (gave up after %d attempts; none left a webhook)", err, attempt)
@@ -70,28 +76,24 @@ func (c *Client) createWebhook(ctx context.Context, w ploti.Webhook) (*ploti.Web
 	return &out, nil
 }
 
-// forgetLostWebhook finds the webhook a try with nonce made, if it made
-// one, and deletes it; it returns its id ("" when there was none). Its
-// errors name the webhook, so that the user can delete it by hand.
-func (c *Client) forgetLostWebhook(ctx context.Context, url, nonce string) (string, error) {
+// forgetLostWebhook finds the webhooks a lost try made (to w's URL and
+// subscription, and not among had, the member's webhooks before the first
+// try), if it made one, and deletes them; it returns their ids. Its errors
+// name what to look for, so that the user can delete it by hand.
+func (c *Client) forgetLostWebhook(ctx context.Context, w ploti.Webhook, had map[string]bool) ([]string, error) {
 	hooks, err := c.Webhooks(ctx)
 	if err != nil {
-		return "", fmt.Errorf("list webhooks: %w (a webhook to %s whose description holds %q may exist without its secret: delete it)", err, url, nonce)
+		return nil, fmt.Errorf("list webhooks: %w (a webhook to %s may exist without its secret: delete it)", err, w.URL)
 	}
+	var gone []string
 	for _, h := range hooks {
-		if h.URL != url || !strings.Contains(h.Description, nonceTag+nonce) {
+		if had[h.ID] || h.URL != w.URL || h.SubscriptionID != w.SubscriptionID {
 			continue
 		}
 		if err := c.DeleteWebhook(ctx, h.ID); err != nil && !errors.Is(err, ErrNotFound) {
-			return "", fmt.Errorf("delete webhook %s, created without its secret reaching us: %w (delete it yourself)", h.ID, err)
+			return gone, fmt.Errorf("delete webhook %s, created without its secret reaching us: %w (delete it yourself)", h.ID, err)
 		}
-		return h.ID, nil
+		gone = append(gone, h.ID)
 	}
-	return "", nil
-}
-
-func newNonce() string {
-	b := make([]byte, 8)
-	rand.Read(b)
-	return hex.EncodeToString(b)
+	return gone, nil
 }

@@ -15,8 +15,9 @@ import (
 // A POST /v1/webhooks that fails after it may have reached Ploti is not
 // retried blindly: the secret is returned "once when the webhook is
 // created" (feed-events.txt), so a second POST would leave a webhook whose
-// secret nobody holds. The client lists the webhooks, recognises its own
-// by URL and the description's nonce, deletes it and creates again.
+// secret nobody holds. The client lists the webhooks before, recognises
+// its own after as a new one to the same URL and subscription, deletes it
+// and creates again.
 func TestClient_CreateWebhook_neverTwo(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -32,17 +33,22 @@ func TestClient_CreateWebhook_neverTwo(t *testing.T) {
 			em, c := manageWorld(t)
 			sub, err := em.CreateSubscription(emulator.SubscriptionSpec{Places: []string{"fl-orange"}})
 			must(t, err)
+			// A webhook to the same URL made before is not the lost one.
+			old, err := c.CreateWebhook(ctx, ploti.Webhook{URL: "https://example.org/hook", Description: "replica", SubscriptionID: sub})
+			must(t, err)
 			em.Inject(tc.fault)
 			hook, err := c.CreateWebhook(ctx, ploti.Webhook{URL: "https://example.org/hook", Description: "replica", SubscriptionID: sub})
 			if err != nil {
 				t.Fatalf("create: %v", err)
 			}
 			hooks := em.Webhooks()
-			if len(hooks) != 1 || hooks[0].ID != hook.ID || !strings.HasPrefix(hook.Secret, "whsec_") {
-				t.Fatalf("webhooks = %+v, answer %s; want exactly the one whose secret came back", hooks, hook.ID)
+			if len(hooks) != 2 || hooks[0].ID != old.ID || hooks[1].ID != hook.ID || !strings.HasPrefix(hook.Secret, "whsec_") {
+				t.Fatalf("webhooks = %+v, answer %s; want the one made before (%s) and the one whose secret came back", hooks, hook.ID, old.ID)
 			}
-			if !strings.HasPrefix(hooks[0].Description, "replica [ploti-replica create ") {
-				t.Fatalf("description %q carries no nonce", hooks[0].Description)
+			// "webhooks create takes the address and an optional
+			// description" (watch-and-webhooks.txt): the member's, as given.
+			if hooks[1].Description != "replica" {
+				t.Fatalf("description %q, want the caller's %q", hooks[1].Description, "replica")
 			}
 		})
 	}
@@ -65,12 +71,23 @@ func TestClient_CreateWebhook_refusals(t *testing.T) {
 	// Every try ambiguous and the list unreadable: the error says what to
 	// look for.
 	em.Inject(emulator.Fault{Match: "POST /v1/webhooks", Kind: emulator.FaultCutOff})
-	em.Inject(emulator.Fault{Match: "GET /v1/webhooks", Kind: emulator.FaultStatus, Status: 404, Code: "not_found"})
+	em.Inject(emulator.Fault{Match: "GET /v1/webhooks", Kind: emulator.FaultStatus, Status: 404, Code: "not_found", Skip: 1})
 	_, err = c.CreateWebhook(ctx, ploti.Webhook{URL: "https://example.org/b", SubscriptionID: sub})
 	if !errors.Is(err, fetch.ErrAmbiguous) || !strings.Contains(err.Error(), "may exist without its secret: delete it") {
 		t.Fatalf("ambiguous and unlisted: %v", err)
 	}
 	if got := len(em.Webhooks()); got != 2 {
 		t.Fatalf("webhooks = %d, want 2 (a and the one b's lost answer left)", got)
+	}
+	// The list before unreadable: one try, and a lost answer is not
+	// recovered blindly.
+	em.Inject(emulator.Fault{Match: "GET /v1/webhooks", Kind: emulator.FaultStatus, Status: 404, Code: "not_found"})
+	em.Inject(emulator.Fault{Match: "POST /v1/webhooks", Kind: emulator.FaultCutOff})
+	_, err = c.CreateWebhook(ctx, ploti.Webhook{URL: "https://example.org/c", SubscriptionID: sub})
+	if !errors.Is(err, fetch.ErrAmbiguous) || !strings.Contains(err.Error(), "see webhooks list and delete it") {
+		t.Fatalf("ambiguous with no list before: %v", err)
+	}
+	if got := len(em.Webhooks()); got != 3 {
+		t.Fatalf("webhooks = %d, want 3 (c's one try made one)", got)
 	}
 }
