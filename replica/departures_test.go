@@ -273,3 +273,63 @@ func TestScenario_HeldDatasetKeepsItsReasonThroughARebuild(t *testing.T) {
 	must(t, r.Release(ctx, "ds_permits"))
 	assertMatchesTruth(t, r, em, "ds_permits", major.Version)
 }
+
+// subscriptions-manifest-files.txt: "No released version yet:
+// {"datasetId","reason"}, with its status as the reason: building, held,
+// failed or awaiting_release." A bootstrap registers such a dataset as
+// pending with that reason, and later syncs neither fail nor repair it.
+func TestScenario_ManifestUnavailableReasonsArePendingReasons(t *testing.T) {
+	ctx := context.Background()
+	for _, status := range []string{"building", "held", "failed", "awaiting_release"} {
+		t.Run(status, func(t *testing.T) {
+			em := mustEmulator(t)
+			sub, _, _ := seedTwo(t, em)
+			must(t, em.AddDataset(emulator.DatasetSpec{ID: "ds_new", Title: "New", PlaceID: "fl-orange", KeyColumns: []string{"permit"}, Columns: permitCols}))
+			must(t, em.SetDatasetStatus("ds_new", status))
+			r := mustOpen(t, em, sub, "")
+			for i := range 2 {
+				res, err := r.Sync(ctx)
+				if err != nil || len(res.Failed) != 0 {
+					t.Fatalf("sync %d: %v, failed %v", i+1, err, res.Failed)
+				}
+				if d := datasetRow(t, r, "ds_new"); d.Status != storage.StatusPending || d.StatusReason != status || d.Version != 0 {
+					t.Fatalf("sync %d: ds_new %s v%d (%s), want pending (%s)", i+1, d.Status, d.Version, d.StatusReason, status)
+				}
+			}
+			assertMatchesTruth(t, r, em, "ds_permits", 1)
+		})
+	}
+}
+
+// subscriptions-manifest-files.txt: "A dataset is listed only while the
+// subscription still delivers it and your workspace's coverage and plan
+// still open it." A reload from the manifest (after a 410) that no longer
+// lists a dataset marks it removed, not_in_manifest, and keeps its rows.
+func TestScenario_ReloadMarksADatasetNoLongerListedRemoved(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, permits, _ := seedTwo(t, em)
+	r := mustOpen(t, em, sub, "")
+	mustSync(t, r)
+	var before int
+	must(t, r.DB().QueryRow("SELECT count(*) FROM ds_parcels").Scan(&before))
+	_, err := em.Publish(ctx, "ds_permits", permits(1))
+	must(t, err)
+	em.Advance(91 * 24 * time.Hour)
+	must(t, em.SetDeliverable("ds_parcels", false))
+	_, err = em.Publish(ctx, "ds_permits", permits(2))
+	must(t, err)
+	if res := mustSync(t, r); !res.Bootstrapped {
+		t.Fatalf("want a reload from the manifest after 410: %+v", res)
+	}
+	d := datasetRow(t, r, "ds_parcels")
+	if d.Status != storage.StatusRemoved || d.StatusReason != storage.ReasonNotInManifest {
+		t.Fatalf("ds_parcels: %s (%s), want removed (%s)", d.Status, d.StatusReason, storage.ReasonNotInManifest)
+	}
+	var after int
+	must(t, r.DB().QueryRow("SELECT count(*) FROM ds_parcels").Scan(&after))
+	if after != before || before == 0 {
+		t.Fatalf("ds_parcels rows: %d, want the %d it held", after, before)
+	}
+	assertMatchesTruth(t, r, em, "ds_permits", 3)
+}
