@@ -247,9 +247,14 @@ func unavailable(d *storage.Dataset, u ploti.Unavailable) *storage.Dataset {
 	}
 	// Held for review here (a major schema change, decision 4): the user's
 	// release loads Ploti's version then, whatever the manifest says of its
-	// files now, so the row keeps its status and why.
+	// files now, so the row keeps its status and why; listed, it is
+	// delivered again (below) if it was skipped.
 	if d.Status == storage.StatusHeld && d.Version > 0 {
-		return nil
+		if !d.SkipUntilRemoved {
+			return nil
+		}
+		d.SkipUntilRemoved, d.StatusReason = false, storage.ReasonMajorSchemaChange
+		return d
 	}
 	// A dataset listed again is delivered again: it is no longer removed.
 	d.SkipUntilRemoved = false

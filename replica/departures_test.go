@@ -11,6 +11,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/apply"
 	"github.com/ploti-replica/ploti-replica/emulator"
 	"github.com/ploti-replica/ploti-replica/fetch"
+	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
 )
 
@@ -332,4 +333,24 @@ func TestScenario_ReloadMarksADatasetNoLongerListedRemoved(t *testing.T) {
 		t.Fatalf("ds_parcels rows: %d, want the %d it held", after, before)
 	}
 	assertMatchesTruth(t, r, em, "ds_permits", 3)
+}
+
+// unavailable leaves a dataset held here for review as it is, whatever the
+// manifest says of its files; one skipped until its removed (it had left)
+// is delivered again, still held for its review.
+func TestUnavailable_heldForReview(t *testing.T) {
+	held := func(skip bool) *storage.Dataset {
+		return &storage.Dataset{ID: "ds_a", Version: 1, Status: storage.StatusHeld, StatusReason: storage.ReasonMajorSchemaChange, SkipUntilRemoved: skip}
+	}
+	skipped := held(true)
+	skipped.StatusReason = storage.ReasonLeftSubscription
+	got := unavailable(skipped, ploti.Unavailable{DatasetID: "ds_a", Reason: storage.ReasonRebuilding})
+	if got == nil || got.SkipUntilRemoved || got.Status != storage.StatusHeld || got.StatusReason != storage.ReasonMajorSchemaChange {
+		t.Fatalf("held and skipped: %+v, want delivered again, held (%s)", got, storage.ReasonMajorSchemaChange)
+	}
+	for _, reason := range []string{storage.ReasonRebuilding, "failed"} {
+		if got := unavailable(held(false), ploti.Unavailable{DatasetID: "ds_a", Reason: reason}); got != nil {
+			t.Fatalf("held, %s: %+v, want the row left as it is", reason, got)
+		}
+	}
 }
