@@ -354,3 +354,32 @@ func TestUnavailable_heldForReview(t *testing.T) {
 		}
 	}
 }
+
+// feed-events.txt, feed.dataset.removed: the dataset has left and its rows
+// stay. A dataset that failed (a spoiled changes file) and then left fails
+// its repair at the next sync's start, before the walk reaches its
+// removed: that sync ends clean, not partial, with the dataset removed.
+func TestScenario_AFailedDatasetThatLeftDoesNotMakeTheSyncPartial(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, _, parcels := seedTwo(t, em)
+	r := mustOpen(t, em, sub, "")
+	mustSync(t, r)
+	rel, err := em.Publish(ctx, "ds_parcels", parcels(1))
+	must(t, err)
+	must(t, em.SpoilFile(ctx, "ds_parcels", rel.Version, "changes", 0, truncateHalf))
+	if _, err := r.Sync(ctx); !errors.Is(err, ErrPartial) {
+		t.Fatalf("a spoiled changes file should fail the dataset: %v", err)
+	}
+	must(t, em.SetDeliverable("ds_parcels", false))
+	res, err := r.Sync(ctx)
+	d := datasetRow(t, r, "ds_parcels")
+	if err != nil || len(res.Failed) != 0 || d.Status != storage.StatusRemoved {
+		t.Fatalf("after it left: %v, failed %v, ds_parcels %s (%s); want a clean sync and ds_parcels removed", err, res.Failed, d.Status, d.StatusReason)
+	}
+	var result string
+	must(t, r.DB().QueryRow("SELECT result FROM _ploti.sync_runs ORDER BY run_id DESC LIMIT 1").Scan(&result))
+	if result != "ok" {
+		t.Fatalf("the run's row says %q, want ok", result)
+	}
+}

@@ -492,6 +492,11 @@ func (r *Replica) applyEvent(ctx context.Context, b *apply.Batch, seen map[strin
 		res.Failed = appendOnce(res.Failed, ae.DatasetID)
 	case err != nil:
 		return fmt.Errorf("apply %s (%s, %s): %w", ev.ID, ev.Type, ev.Data.DatasetID, err)
+	case out.Action.Kind == apply.Removed:
+		// Left the subscription: a failure of its earlier in this sync (its
+		// repair, an event before) no longer makes the sync partial; its
+		// rows stay, as any removed dataset's.
+		res.Failed = slices.DeleteFunc(res.Failed, func(id string) bool { return id == ev.Data.DatasetID })
 	}
 	r.count(out, res)
 	r.log.Debug().Str("event", ev.ID).Str("type", ev.Type).Str("dataset", ev.Data.DatasetID).
