@@ -56,42 +56,17 @@ func (d *demoCmd) run(ctx context.Context) error {
 		return &usageError{fmt.Errorf("--%w", err)}
 	}
 	db := backends.IsDatabase(d.DB)
-	if db {
-		if err := checkDemoDatabase(ctx, d.DB); err != nil {
-			return err
-		}
-	} else {
-		if err := storage.CheckFolder(d.DB); err != nil {
-			return err
-		}
-		if !d.Force {
-			if err := checkDemoFile(ctx, d.DB); err != nil {
-				return err
-			}
-		}
+	if err := d.checkTarget(ctx, db); err != nil {
+		return err
 	}
 	em, err := emulator.New(emulator.Options{NoRateLimit: true})
 	if err != nil {
 		return err
 	}
 	defer em.Close()
-	if err := em.Start(); err != nil {
-		return err
-	}
-	world, err := emulator.SeedDemoCatalog(em)
+	world, err := d.startWorld(em, db)
 	if err != nil {
 		return err
-	}
-	if err := em.AddDataset(demoWatchedSpec); err != nil {
-		return err
-	}
-	for _, p := range []string{d.DB, d.DB + ".wal", d.DB + ".attachments", storage.SummaryPath(d.DB)} {
-		if db {
-			break
-		}
-		if err := os.RemoveAll(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("demo: replace %s: %w", p, err)
-		}
 	}
 	fmt.Fprintf(w, "emulator on %s: a workspace covering two Florida counties, no subscription yet\n", em.URL())
 	if world.SubscriptionID, err = d.subscribe(ctx, em); err != nil {
@@ -104,6 +79,71 @@ func (d *demoCmd) run(ctx context.Context) error {
 	if err := markDemoFile(ctx, d.DB); err != nil {
 		return err
 	}
+	if err := d.rounds(ctx, em, world, db, start); err != nil {
+		return err
+	}
+	if err := d.show(ctx, w); err != nil {
+		return err
+	}
+	if err := d.step(ctx, em, "your watches beside what the file holds of them:", "watch", "list", "--db", d.DB); err != nil {
+		return err
+	}
+	if err := d.step(ctx, em, "what the file holds of the permits, and their data dictionary:", "datasets", "show", emulator.DemoPermits, "--versions", "3", "--db", d.DB); err != nil {
+		return err
+	}
+	if db {
+		d.hintDatabase(w, backends.Name(d.DB))
+		return nil
+	}
+	if err := d.history(ctx, em); err != nil {
+		return err
+	}
+	d.hintQueries(w)
+	return nil
+}
+
+// checkTarget refuses a file or database the demo must not overwrite.
+func (d *demoCmd) checkTarget(ctx context.Context, db bool) error {
+	if db {
+		return checkDemoDatabase(ctx, d.DB)
+	}
+	if err := storage.CheckFolder(d.DB); err != nil {
+		return err
+	}
+	if d.Force {
+		return nil
+	}
+	return checkDemoFile(ctx, d.DB)
+}
+
+// startWorld starts the emulator with the demo's catalog and watched
+// dataset, and removes a file an earlier demo left (with its log,
+// attachments and status).
+func (d *demoCmd) startWorld(em *emulator.Emulator, db bool) (*emulator.Demo, error) {
+	if err := em.Start(); err != nil {
+		return nil, err
+	}
+	world, err := emulator.SeedDemoCatalog(em)
+	if err != nil {
+		return nil, err
+	}
+	if err := em.AddDataset(demoWatchedSpec); err != nil {
+		return nil, err
+	}
+	if db {
+		return world, nil
+	}
+	for _, p := range []string{d.DB, d.DB + ".wal", d.DB + ".attachments", storage.SummaryPath(d.DB)} {
+		if err := os.RemoveAll(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("demo: replace %s: %w", p, err)
+		}
+	}
+	return world, nil
+}
+
+// rounds publishes three versions of each dataset, syncing after each.
+func (d *demoCmd) rounds(ctx context.Context, em *emulator.Emulator, world *emulator.Demo, db bool, start time.Time) error {
+	w := d.env.Stdout
 	// The demo keeps history for its datasets (issue 16): it ends with a
 	// record's story and what changed between the first and last version.
 	opts := replica.Options{APIURL: em.URL(), APIKey: em.APIKey(), SubscriptionID: world.SubscriptionID, Watch: true, Geometry: d.Geometry,
@@ -137,22 +177,11 @@ func (d *demoCmd) run(ctx context.Context) error {
 		}
 		fmt.Fprintln(w)
 	}
-	if err := d.show(ctx, w); err != nil {
-		return err
-	}
-	if err := d.step(ctx, em, "your watches beside what the file holds of them:", "watch", "list", "--db", d.DB); err != nil {
-		return err
-	}
-	if err := d.step(ctx, em, "what the file holds of the permits, and their data dictionary:", "datasets", "show", emulator.DemoPermits, "--versions", "3", "--db", d.DB); err != nil {
-		return err
-	}
-	if db {
-		d.hintDatabase(w, name)
-		return nil
-	}
-	if err := d.history(ctx, em); err != nil {
-		return err
-	}
+	return nil
+}
+
+// hintQueries prints queries to try on the demo's file.
+func (d *demoCmd) hintQueries(w io.Writer) {
 	sel, why := demoGeometryQuery(d.Geometry)
 	fmt.Fprintf(w, `
 Query it (the file is closed now, so any client may open it):
@@ -165,7 +194,6 @@ Query it (the file is closed now, so any client may open it):
   go run ./cmd/ploti-replica changes --mark me --db %[1]s                        # what changed since you last looked
   go run ./cmd/ploti-replica status --db %[1]s
 `, d.DB, sel, why)
-	return nil
 }
 
 // demoWatched is a statewide dataset outside the demo's subscription (which
