@@ -132,18 +132,7 @@ func (x *Executor) Apply(ctx context.Context, b *Batch, ev ploti.Event) (Result,
 	a := Decide(st, ev, x.onMajor())
 	res := Result{Action: a}
 	if a.Kind == Skip {
-		if d != nil && bringsHeld(d, ev) && (d.StaleLastCheckedAt != nil || d.StaleNextCheckBy != nil) {
-			// The version held came with this event (loaded ahead of the
-			// walk, from a later snapshot, or applied before a replay): a
-			// missed check recorded before it is over, as when the event
-			// is applied (heldVersion).
-			d.StaleLastCheckedAt, d.StaleNextCheckBy = nil, nil
-			if d.StatusReason == storage.ReasonStale {
-				d.StatusReason = ""
-			}
-			b.putDataset(d)
-		}
-		return res, b.markApplied(ctx, ev.ID)
+		return res, x.skip(ctx, b, d, ev)
 	}
 	if d == nil {
 		d = &storage.Dataset{ID: ev.Data.DatasetID, Status: storage.StatusPending}
@@ -154,34 +143,62 @@ func (x *Executor) Apply(ctx context.Context, b *Batch, ev ploti.Event) (Result,
 	}
 	res.Applied = true
 	if !a.Kind.Heavy() {
-		if a.Kind == AlterSchema {
-			// DDL that fails aborts its transaction: give it one with
-			// nothing else in it, so a failure costs only this dataset.
-			if err := b.Flush(); err != nil {
-				return res, err
-			}
+		return x.applyLight(ctx, b, d, a, ev, res)
+	}
+	return x.applyHeavy(ctx, b, d, a, ev, len(holds) == 0, res)
+}
+
+// skip marks an event that changes nothing applied.
+func (x *Executor) skip(ctx context.Context, b *Batch, d *storage.Dataset, ev ploti.Event) error {
+	if d != nil && bringsHeld(d, ev) && (d.StaleLastCheckedAt != nil || d.StaleNextCheckBy != nil) {
+		// The version held came with this event (loaded ahead of the
+		// walk, from a later snapshot, or applied before a replay): a
+		// missed check recorded before it is over, as when the event
+		// is applied (heldVersion).
+		d.StaleLastCheckedAt, d.StaleNextCheckBy = nil, nil
+		if d.StatusReason == storage.ReasonStale {
+			d.StatusReason = ""
 		}
-		tx, err := b.Tx(ctx)
-		if err != nil {
+		b.putDataset(d)
+	}
+	return b.markApplied(ctx, ev.ID)
+}
+
+// applyLight carries out an action that loads no file, in the batch's
+// transaction.
+func (x *Executor) applyLight(ctx context.Context, b *Batch, d *storage.Dataset, a Action, ev ploti.Event, res Result) (Result, error) {
+	if a.Kind == AlterSchema {
+		// DDL that fails aborts its transaction: give it one with
+		// nothing else in it, so a failure costs only this dataset.
+		if err := b.Flush(); err != nil {
 			return res, err
 		}
-		if err := x.light(ctx, b, tx, d, a, ev); err != nil {
-			if a.Kind != AlterSchema {
-				return res, err
-			}
-			b.Abort()
-			res.Applied = false
-			return res, x.fail(ctx, b, d, a, ev.ID, err)
-		}
-		return res, b.markApplied(ctx, ev.ID)
 	}
+	tx, err := b.Tx(ctx)
+	if err != nil {
+		return res, err
+	}
+	if err := x.light(ctx, b, tx, d, a, ev); err != nil {
+		if a.Kind != AlterSchema {
+			return res, err
+		}
+		b.Abort()
+		res.Applied = false
+		return res, x.fail(ctx, b, d, a, ev.ID, err)
+	}
+	return res, b.markApplied(ctx, ev.ID)
+}
+
+// applyHeavy carries out a load or a merge: a small merge shares the
+// batch's transaction, anything else commits in its own.
+func (x *Executor) applyHeavy(ctx context.Context, b *Batch, d *storage.Dataset, a Action, ev ploti.Event, noHolds bool, res Result) (Result, error) {
 	link := ""
 	if ev.Data.Links != nil {
 		link = ev.Data.Links.Version
 	}
-	noHolds := len(holds) == 0
 	var v *ploti.Version
 	var schema *ploti.Schema
+	var err error
 	if b.Share && a.Kind == Merge {
 		if v, schema, err = x.versionAndSchema(ctx, b.ahead, true, d, a.Version, link); err != nil {
 			res.Applied = false

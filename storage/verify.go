@@ -68,16 +68,45 @@ func (c *SnapshotComparison) load(ctx context.Context, cols []ploti.Column, file
 		return err
 	}
 	c.snap, c.rel, c.SnapshotRows = snap, c.tx.db.tableRel(c.table), n
-	mine, err := c.tx.columnsOf(ctx, c.table, c.rel)
+	mine, theirs, err := c.columns(ctx)
 	if err != nil {
 		return err
+	}
+	var th, sh []string
+	if c.TableRows, th, err = c.hashes(ctx, c.rel); err != nil {
+		return err
+	}
+	if _, sh, err = c.hashes(ctx, c.snap); err != nil {
+		return err
+	}
+	c.Same = len(c.Columns) == 0 && c.TableRows == c.SnapshotRows
+	var differ []string
+	for i, col := range c.common {
+		if th[i] != sh[i] {
+			c.Same = false
+			if col != ColRecordID {
+				differ = append(differ, col)
+			}
+		}
+	}
+	if len(differ) == 0 {
+		return nil
+	}
+	return c.cellDiffs(ctx, differ, mine, theirs)
+}
+
+// columns reads both sides' columns and their types: a column one side
+// lacks or types otherwise goes to Columns, the rest to common, the
+// record id first.
+func (c *SnapshotComparison) columns(ctx context.Context) (mine, theirs map[string]string, err error) {
+	if mine, err = c.tx.columnsOf(ctx, c.table, c.rel); err != nil {
+		return nil, nil, err
 	}
 	if len(mine) == 0 {
-		return fmt.Errorf("compare %s: %w: no such table", c.table, ErrBadData)
+		return nil, nil, fmt.Errorf("compare %s: %w: no such table", c.table, ErrBadData)
 	}
-	theirs, err := c.tx.columnsOf(ctx, verifyScratch, c.snap)
-	if err != nil {
-		return err
+	if theirs, err = c.tx.columnsOf(ctx, verifyScratch, c.snap); err != nil {
+		return nil, nil, err
 	}
 	var names []string
 	for name := range theirs {
@@ -101,46 +130,34 @@ func (c *SnapshotComparison) load(ctx context.Context, cols []ploti.Column, file
 		}
 	}
 	if len(c.common) == 0 || c.common[0] != ColRecordID {
-		return fmt.Errorf("compare %s: %w: no %s column on both sides", c.table, ErrBadData, ColRecordID)
+		return nil, nil, fmt.Errorf("compare %s: %w: no %s column on both sides", c.table, ErrBadData, ColRecordID)
 	}
-	hashes := func(t string) (int64, []string, error) {
-		parts := []string{"count(*)::VARCHAR"}
-		for _, col := range c.common {
-			parts = append(parts, fmt.Sprintf("coalesce(sum(%s)::VARCHAR, '')", c.tx.db.pairHash(Ident(ColRecordID), Ident(col))))
-		}
-		out := make([]any, len(parts))
-		vals := make([]string, len(parts))
-		for i := range out {
-			out[i] = &vals[i]
-		}
-		if err := c.tx.tx.QueryRowContext(ctx, "SELECT "+strings.Join(parts, ", ")+" FROM "+t).Scan(out...); err != nil {
-			return 0, nil, fmt.Errorf("hash %s: %w", t, err)
-		}
-		var n int64
-		fmt.Sscan(vals[0], &n)
-		return n, vals[1:], nil
+	return mine, theirs, nil
+}
+
+// hashes is relation t's row count and, for each common column, the sum
+// of its cells' hashes paired with their record ids.
+func (c *SnapshotComparison) hashes(ctx context.Context, t string) (int64, []string, error) {
+	parts := []string{"count(*)::VARCHAR"}
+	for _, col := range c.common {
+		parts = append(parts, fmt.Sprintf("coalesce(sum(%s)::VARCHAR, '')", c.tx.db.pairHash(Ident(ColRecordID), Ident(col))))
 	}
-	var th, sh []string
-	if c.TableRows, th, err = hashes(c.rel); err != nil {
-		return err
+	out := make([]any, len(parts))
+	vals := make([]string, len(parts))
+	for i := range out {
+		out[i] = &vals[i]
 	}
-	if _, sh, err = hashes(c.snap); err != nil {
-		return err
+	if err := c.tx.tx.QueryRowContext(ctx, "SELECT "+strings.Join(parts, ", ")+" FROM "+t).Scan(out...); err != nil {
+		return 0, nil, fmt.Errorf("hash %s: %w", t, err)
 	}
-	c.Same = len(c.Columns) == 0 && c.TableRows == c.SnapshotRows
-	var differ []string
-	for i, col := range c.common {
-		if th[i] != sh[i] {
-			c.Same = false
-			if col != ColRecordID {
-				differ = append(differ, col)
-			}
-		}
-	}
-	if len(differ) == 0 {
-		return nil
-	}
-	// Which cells differ, column by column, among the rows both hold.
+	var n int64
+	fmt.Sscan(vals[0], &n)
+	return n, vals[1:], nil
+}
+
+// cellDiffs counts which cells differ, column by column, among the rows
+// both sides hold.
+func (c *SnapshotComparison) cellDiffs(ctx context.Context, differ []string, mine, theirs map[string]string) error {
 	var parts []string
 	for _, col := range differ {
 		id := Ident(col)
