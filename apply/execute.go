@@ -217,13 +217,19 @@ func (x *Executor) applyHeavy(ctx context.Context, b *Batch, d *storage.Dataset,
 	if err := b.Flush(); err != nil {
 		return res, err
 	}
-	var committed bool
+	var hd heavyDone
 	if v != nil { // asked for above already
-		res.Rows, res.Stats, committed, err = x.heavyWith(ctx, d, a, v, schema, ev.ID, ev.Data.Reason, noHolds)
+		hd, err = x.heavyWith(ctx, d, a, v, schema, ev.ID, ev.Data.Reason, noHolds)
 	} else {
-		res.Rows, res.Stats, committed, err = x.heavy(ctx, b.ahead, d, a, link, ev.ID, ev.Data.Reason, noHolds)
+		hd, err = x.heavy(ctx, b.ahead, d, a, link, ev.ID, ev.Data.Reason, noHolds)
 	}
-	if committed {
+	res.Rows, res.Stats = hd.rows, hd.stats
+	if hd.loaded && a.Kind == Merge {
+		// Its changes could not be merged (no changes files, a column
+		// the table types otherwise): counted as what ran.
+		res.Action.Kind = Load
+	}
+	if hd.committed {
 		b.remember(d) // the row its transaction wrote, and no holds
 	} else {
 		b.forget(d.ID) // its own transaction may have written the row and holds
@@ -381,19 +387,27 @@ func (x *Executor) fail(ctx context.Context, b *Batch, d *storage.Dataset, a Act
 	return err
 }
 
-// heavy loads or merges in a transaction of its own. committed tells that
-// it wrote d as the dataset's registry row, with no holds. noHolds says the
+// heavyDone is what a load or merge did: the table's rows after it, a
+// merge's counts, whether it committed d as the dataset's registry row
+// with no holds, and whether it loaded a snapshot.
+type heavyDone struct {
+	rows              int64
+	stats             storage.MergeStats
+	committed, loaded bool
+}
+
+// heavy loads or merges in a transaction of its own. noHolds says the
 // dataset has none to end.
-func (x *Executor) heavy(ctx context.Context, ah *ahead, d *storage.Dataset, a Action, link, eventID, reason string, noHolds bool) (rows int64, st storage.MergeStats, committed bool, err error) {
+func (x *Executor) heavy(ctx context.Context, ah *ahead, d *storage.Dataset, a Action, link, eventID, reason string, noHolds bool) (heavyDone, error) {
 	version := a.Version
 	if a.Kind == ReloadCurrent {
 		cur, err := x.Source.Current(ctx, d.ID)
 		if err != nil {
-			return 0, st, false, notGone(err)
+			return heavyDone{}, notGone(err)
 		}
 		version, link = cur, ""
 		if d.Version == cur && d.Status == storage.StatusCurrent {
-			return d.RowCount, st, false, x.DB.Update(ctx, func(tx *storage.Tx) error { return tx.MarkApplied(ctx, eventID) })
+			return heavyDone{rows: d.RowCount}, x.DB.Update(ctx, func(tx *storage.Tx) error { return tx.MarkApplied(ctx, eventID) })
 		}
 	}
 	v, schema, err := x.versionAndSchema(ctx, ah, version == a.Version, d, version, link)
@@ -401,7 +415,7 @@ func (x *Executor) heavy(ctx context.Context, ah *ahead, d *storage.Dataset, a A
 		if a.Kind == ReloadCurrent && version != a.Version { // not the version the event named
 			err = notGone(err)
 		}
-		return 0, st, false, err
+		return heavyDone{}, err
 	}
 	return x.heavyWith(ctx, d, a, v, schema, eventID, reason, noHolds)
 }
@@ -444,16 +458,16 @@ func heldSchema(d *storage.Dataset, v *ploti.Version) *ploti.Schema {
 }
 
 // heavyWith is heavy once the version and its schema are known.
-func (x *Executor) heavyWith(ctx context.Context, d *storage.Dataset, a Action, v *ploti.Version, schema *ploti.Schema, eventID, reason string, noHolds bool) (rows int64, st storage.MergeStats, committed bool, err error) {
+func (x *Executor) heavyWith(ctx context.Context, d *storage.Dataset, a Action, v *ploti.Version, schema *ploti.Schema, eventID, reason string, noHolds bool) (heavyDone, error) {
 	if a.CheckMajor && schema.ChangeFromPrevious.IsMajor() || a.Kind == ReloadCurrent && x.review(d, schema) {
-		return 0, st, false, x.holdFromSchema(ctx, d, v, schema, eventID)
+		return heavyDone{}, x.holdFromSchema(ctx, d, v, schema, eventID)
 	}
-	if a.Kind == Merge && len(v.Files.Changes) > 0 && sameOrAdded(d.Columns, schema.Columns) {
-		st, err = x.merge(ctx, d, v, schema, eventID, noHolds)
-		return st.Rows, st, err == nil, err
+	if a.Kind == Merge && len(v.Files.Changes) > 0 && tableOrder(d.Columns, schema) != nil {
+		st, err := x.merge(ctx, d, v, schema, eventID, noHolds)
+		return heavyDone{rows: st.Rows, stats: st, committed: err == nil}, err
 	}
-	rows, err = x.load(ctx, d, v, schema, eventID, reason)
-	return rows, st, err == nil, err
+	rows, err := x.load(ctx, d, v, schema, eventID, reason)
+	return heavyDone{rows: rows, committed: err == nil, loaded: true}, err
 }
 
 // commitVersion writes the registry row for a newly held version, ends

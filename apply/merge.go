@@ -24,7 +24,7 @@ const sharedMergeBytes = 16 << 20
 // change to review, and small changes files of known size.
 func shareable(d *storage.Dataset, a Action, v *ploti.Version, schema *ploti.Schema) bool {
 	if a.CheckMajor && schema.ChangeFromPrevious.IsMajor() || len(v.Files.Changes) == 0 ||
-		len(schema.Columns) != len(d.Columns) || !sameOrAdded(d.Columns, schema.Columns) || d.Table == "" {
+		len(schema.Columns) != len(d.Columns) || tableOrder(d.Columns, schema) == nil || d.Table == "" {
 		return false
 	}
 	var n int64
@@ -45,6 +45,7 @@ func shareable(d *storage.Dataset, a Action, v *ploti.Version, schema *ploti.Sch
 // it was; an error in the transaction returns ErrRetryPage.
 func (x *Executor) sharedMerge(ctx context.Context, b *Batch, d *storage.Dataset, v *ploti.Version, schema *ploti.Schema, eventID string, noHolds bool) (storage.MergeStats, error) {
 	var total storage.MergeStats
+	schema = tableOrder(d.Columns, schema) // shareable: not nil
 	paths, ok, err := b.ahead.files(ctx, d.ID, v)
 	if !ok {
 		paths, err = x.Source.Download(ctx, v, "changes")
@@ -92,26 +93,44 @@ func (x *Executor) sharedMerge(ctx context.Context, b *Batch, d *storage.Dataset
 	return total, b.markApplied(ctx, eventID)
 }
 
-// sameOrAdded reports whether the new columns keep the old ones in order
-// and only add, so a changes file can be merged into the table.
-func sameOrAdded(old, cols []ploti.Column) bool {
-	if len(cols) < len(old) {
-		return false
+// tableOrder is schema with its columns in the table's order, or nil when
+// a changes file cannot be merged into the table: the schema drops or
+// retypes a column the table has. The columns the table has come first, as
+// it has them, then the schema's new ones in the schema's order: a MINOR
+// change may add a column anywhere ("A MINOR change comes with a version
+// that has changes to apply, compared over the columns both versions
+// have"), but ALTER TABLE adds it at the table's end (decision 60).
+func tableOrder(held []ploti.Column, schema *ploti.Schema) *ploti.Schema {
+	byName := make(map[string]ploti.Column, len(schema.Columns))
+	for _, c := range schema.Columns {
+		byName[c.Name] = c
 	}
-	for i, c := range old {
-		if cols[i].Name != c.Name {
-			return false
+	cols := make([]ploti.Column, 0, len(schema.Columns))
+	have := make(map[string]bool, len(held))
+	for _, c := range held {
+		nc, ok := byName[c.Name]
+		if !ok {
+			return nil
 		}
 		a, _ := storage.DuckType(c.Type)
-		b, _ := storage.DuckType(cols[i].Type)
+		b, _ := storage.DuckType(nc.Type)
 		if a != b {
-			return false
+			return nil
+		}
+		cols, have[c.Name] = append(cols, nc), true
+	}
+	for _, c := range schema.Columns {
+		if !have[c.Name] {
+			cols = append(cols, c)
 		}
 	}
-	return true
+	out := *schema
+	out.Columns = cols
+	return &out
 }
 
 func (x *Executor) merge(ctx context.Context, d *storage.Dataset, v *ploti.Version, schema *ploti.Schema, eventID string, noHolds bool) (storage.MergeStats, error) {
+	schema = tableOrder(d.Columns, schema) // heavyWith: not nil; new columns last
 	paths, err := x.Source.Download(ctx, v, "changes")
 	if err != nil {
 		return storage.MergeStats{}, err

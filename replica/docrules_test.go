@@ -145,3 +145,52 @@ func TestDocRule_DelayedWithNoVersionStaysPending(t *testing.T) {
 	}
 	assertMatchesTruth(t, r, em, "ds_new", 1)
 }
+
+// schemas-and-holds.txt: "A MINOR change comes with a version that has
+// changes to apply, compared over the columns both versions have. A
+// changed row carries the new column. Records that did not change keep the
+// value your table gives a new column, usually null, until you reload."
+// The new column here sits between two old ones in Ploti's schema: the
+// version is still merged (the table gains the column at its end, decision
+// 60), unchanged rows keep null, and its changes are logged. It used to be
+// loaded from the snapshot, filling every row, with nothing in
+// _ploti.changes.
+func TestDocRule_AMinorColumnAddedMidSchemaIsMerged(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, permits, _ := seedTwo(t, em)
+	r := mustOpen(t, em, sub, "")
+	mustSync(t, r)
+	cols := append(append([]emulator.Column{}, permitCols[:2]...), emulator.Column{Name: "units", Type: "integer"})
+	cols = append(cols, permitCols[2:]...)
+	rel, err := em.Publish(ctx, "ds_permits", withUnits(permits(1), 2), emulator.WithSchema(cols, []string{"permit"}))
+	must(t, err)
+	if rel.SchemaBump != "minor" || rel.Held || rel.ResyncRequired {
+		t.Fatalf("emulator: want a released MINOR change with changes to apply, got %+v", rel)
+	}
+	res := mustSync(t, r)
+	if res.ChangesMerged != 1 || res.SnapshotsLoaded != 0 {
+		t.Fatalf("a MINOR change comes with changes to apply: want one merge, got %+v", res)
+	}
+	var logged, filled int64
+	must(t, r.DB().QueryRow("SELECT count(*) FROM _ploti.changes WHERE dataset_id = 'ds_permits' AND version = ?", rel.Version).Scan(&logged))
+	if want := rel.Added + rel.Changed + rel.Removed; logged != want {
+		t.Fatalf("_ploti.changes holds %d rows for v%d, want its %d changes", logged, rel.Version, want)
+	}
+	must(t, r.DB().QueryRow("SELECT count(*) FILTER (WHERE units IS NOT NULL) FROM ds_permits").Scan(&filled))
+	if filled > rel.Added+rel.Changed {
+		t.Fatalf("%d rows have units, more than the %d rows the changes file brings", filled, rel.Added+rel.Changed)
+	}
+	assertMatchesTruth(t, r, em, "ds_permits", rel.Version)
+	d := datasetRow(t, r, "ds_permits")
+	if d.SchemaVersion != rel.SchemaVersion || len(d.Columns) != len(cols) || d.Columns[len(d.Columns)-1].Name != "units" {
+		t.Fatalf("registry: schema %s columns %v, want %s with units last, as in the table", d.SchemaVersion, d.Columns, rel.SchemaVersion)
+	}
+	// A next version of the same schema merges too.
+	rel, err = em.Publish(ctx, "ds_permits", withUnits(permits(2), 3), emulator.WithSchema(cols, []string{"permit"}))
+	must(t, err)
+	if res := mustSync(t, r); res.ChangesMerged != 1 || res.SnapshotsLoaded != 0 {
+		t.Fatalf("the next version of the same schema: want one merge, got %+v", res)
+	}
+	assertMatchesTruth(t, r, em, "ds_permits", rel.Version)
+}

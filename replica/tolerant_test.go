@@ -458,3 +458,29 @@ func TestWatch_TolerantOfWhatTheDocsAllow(t *testing.T) {
 	}
 	assertWatched(t, r, em, dsWatched, v1, v2, latestPloti(t, em, dsWatched))
 }
+
+// A version with no changes files (a server that sends none) is loaded from
+// its snapshot, and the sync counts it as a snapshot loaded, not as a
+// merge: the counts say what ran.
+func TestSync_AnUpdatedWithNoChangesFilesIsCountedAsALoad(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, permits, _ := seedTwo(t, em)
+	noChanges := func(path string, v any) any {
+		if m, ok := v.(map[string]any); ok && strings.Contains(path, "/versions/") {
+			if files, ok := m["files"].(map[string]any); ok {
+				files["changes"] = []any{}
+			}
+		}
+		return v
+	}
+	r := mustOpen(t, em, sub, "", func(o *Options) { o.APIURL = tolerantProxy(t, em, noChanges) })
+	mustSync(t, r)
+	rel, err := em.Publish(ctx, "ds_permits", permits(1))
+	must(t, err)
+	res := mustSync(t, r)
+	if res.SnapshotsLoaded != 1 || res.ChangesMerged != 0 {
+		t.Fatalf("a version with no changes files loads its snapshot: want 1 loaded and 0 merged, got %+v", res)
+	}
+	assertMatchesTruth(t, r, em, "ds_permits", rel.Version)
+}
