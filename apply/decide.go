@@ -95,6 +95,11 @@ type Action struct {
 	// schema change is MAJOR (a resync_required for a schema change whose
 	// schema_changed this replica did not act on).
 	CheckMajor bool
+	// Review asks Execute to hold instead of load when the version's schema
+	// is a MAJOR version away from the one the table holds (the hold
+	// policy): an added for a dataset that left and came back must not
+	// slip a MAJOR change past the review it was waiting for.
+	Review bool
 }
 
 func skip(why string) Action { return Action{Kind: Skip, Why: why} }
@@ -183,5 +188,5 @@ func decideAdded(s State, version int) Action {
 		// held version is a replay (invariant 2: replaying changes nothing).
 		return skip(fmt.Sprintf("added for version %d, at or below the held version %d", version, s.Version))
 	}
-	return Action{Kind: Load, Version: version, Why: "added with a version: load that version's snapshot, replacing any rows"}
+	return Action{Kind: Load, Version: version, Review: s.Known && s.Version > 0, Why: "added with a version: load that version's snapshot, replacing any rows"}
 }

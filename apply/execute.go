@@ -459,7 +459,7 @@ func heldSchema(d *storage.Dataset, v *ploti.Version) *ploti.Schema {
 
 // heavyWith is heavy once the version and its schema are known.
 func (x *Executor) heavyWith(ctx context.Context, d *storage.Dataset, a Action, v *ploti.Version, schema *ploti.Schema, eventID, reason string, noHolds bool) (heavyDone, error) {
-	if a.CheckMajor && schema.ChangeFromPrevious.IsMajor() || a.Kind == ReloadCurrent && x.review(d, schema) {
+	if a.CheckMajor && schema.ChangeFromPrevious.IsMajor() || (a.Kind == ReloadCurrent || a.Review) && x.review(d, schema) {
 		return heavyDone{}, x.holdFromSchema(ctx, d, v, schema, eventID)
 	}
 	if a.Kind == Merge && len(v.Files.Changes) > 0 && tableOrder(d.Columns, schema) != nil {

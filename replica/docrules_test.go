@@ -194,3 +194,46 @@ func TestDocRule_AMinorColumnAddedMidSchemaIsMerged(t *testing.T) {
 	}
 	assertMatchesTruth(t, r, em, "ds_permits", rel.Version)
 }
+
+// feed-events.txt: "On a MAJOR change, hold the dataset at its current
+// version until someone on your side has reviewed it." A dataset held here
+// for review that leaves the subscription and comes back at that version
+// is held for review again (its removed ended the hold): an added loads
+// its version's snapshot only once the MAJOR change is reviewed, as the
+// other reloads do (a repair, a rebootstrap). Release then loads it.
+func TestDocRule_AReviewIsNotSkippedByLeavingAndComingBack(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, permits, _ := seedTwo(t, em)
+	r := mustOpen(t, em, sub, "")
+	mustSync(t, r)
+	cols := append(append([]emulator.Column{}, permitCols[:4]...), permitCols[5])
+	rows := permits(1)
+	for _, row := range rows {
+		delete(row, "final")
+	}
+	major, err := em.Publish(ctx, "ds_permits", rows, emulator.WithSchema(cols, []string{"permit"}), emulator.SkipReview())
+	must(t, err)
+	mustSync(t, r)
+	if d := datasetRow(t, r, "ds_permits"); d.Status != storage.StatusHeld {
+		t.Fatalf("a MAJOR change: want held for review, got %s", d.Status)
+	}
+	must(t, em.PatchSubscription(sub, emulator.SubscriptionSpec{Places: []string{"fl-seminole"}}))
+	mustSync(t, r)
+	if d := datasetRow(t, r, "ds_permits"); d.Status != storage.StatusRemoved || d.Version != 1 {
+		t.Fatalf("after leaving: %s v%d, want removed at v1", d.Status, d.Version)
+	}
+	must(t, em.PatchSubscription(sub, emulator.SubscriptionSpec{Places: []string{"fl-orange", "fl-seminole"}}))
+	mustSync(t, r)
+	d := datasetRow(t, r, "ds_permits")
+	hs := holdsOf(t, r, "ds_permits")
+	if d.Status != storage.StatusHeld || d.StatusReason != storage.ReasonMajorSchemaChange || d.Version != 1 || len(hs) != 1 || hs[0].Kind != storage.HoldLocal {
+		t.Fatalf("back with the unreviewed MAJOR change (v%d, schema %s): %s v%d (%s) schema %s, holds %+v; want held at v1 for review",
+			major.Version, major.SchemaVersion, d.Status, d.Version, d.StatusReason, d.SchemaVersion, hs)
+	}
+	must(t, r.Release(ctx, "ds_permits"))
+	if d := datasetRow(t, r, "ds_permits"); d.Status != storage.StatusCurrent || d.Version != major.Version {
+		t.Fatalf("after release: %s v%d, want current at v%d", d.Status, d.Version, major.Version)
+	}
+	assertMatchesTruth(t, r, em, "ds_permits", major.Version)
+}
