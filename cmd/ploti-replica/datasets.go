@@ -40,8 +40,8 @@ func newDatasetsListCmd(env *Env) *cobra.Command {
 Every page is read unless --limit says how many to list.
 
 --json prints a list of datasets: {"id", "title", "description", "place":
-{"id", "name", "kind"}, "topic", "source": {"publisher", "url"}, "mapUrl",
-"keyed", "keyColumns", "current": {"version", "publishedAt",
+{"id", "name", "kind"}, "topic", "source": {"publisher", "url"},
+"dataAtlasId", "mapUrl" (the dataset in Ploti's app), "keyed", "keyColumns", "current": {"version", "publishedAt",
 "schemaVersion"}, "status", "refresh": {"lastCheckedAt", "nextCheckBy"}};
 fields Ploti leaves null are left out.`,
 		Args: cobra.NoArgs,
@@ -149,11 +149,12 @@ type datasetOut struct {
 	Place       *placeRef   `json:"place,omitempty"`
 	Topic       string      `json:"topic,omitempty"`
 	Source      *sourceOut  `json:"source,omitempty"`
+	DataAtlasID string      `json:"dataAtlasId,omitempty"`
 	MapURL      string      `json:"mapUrl,omitempty"`
 	Keyed       bool        `json:"keyed"`
 	KeyColumns  []string    `json:"keyColumns"`
 	Current     *currentOut `json:"current,omitempty"`
-	Status      string      `json:"status"`
+	Status      string      `json:"status,omitempty"` // empty only for a dataset Data Feeds does not deliver (datasets show)
 	Refresh     *refreshOut `json:"refresh,omitempty"`
 	// MatchedBy is set in a preview: the body's fields that select it.
 	MatchedBy []string `json:"matchedBy,omitempty"`
@@ -191,7 +192,7 @@ func newDatasetOut(d ploti.Dataset) datasetOut {
 		o.Source = &sourceOut{Publisher: deref(d.Source.Publisher), URL: deref(d.Source.URL)}
 	}
 	if d.DataAtlasID != "" {
-		o.MapURL = mapURL + url.QueryEscape(d.DataAtlasID)
+		o.DataAtlasID, o.MapURL = d.DataAtlasID, mapURL+url.QueryEscape(d.DataAtlasID)
 	}
 	if d.Current != nil {
 		o.Current = &currentOut{Version: d.Current.Version, PublishedAt: d.Current.PublishedAt, SchemaVersion: d.Current.SchemaVersion}

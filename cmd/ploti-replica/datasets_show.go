@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -32,8 +34,14 @@ attachments, and, when the --db file exists, what that file holds of it:
 version, status, holds (Ploti's delays and your review holds) and the
 attachments it keeps.
 
+A dataset Data Feeds does not deliver to your workspace, which you may
+still watch (any plan), is described by Ploti's watch API instead: its
+version there is Ploti's own number, not a Data Feeds version.
+
 --json prints {"dataset", "versions", "versionsUnavailable", "schema",
-"attachments", "local"}; see datasets list --help for the dataset.`,
+"attachments", "watch", "local"}; see datasets list --help for the
+dataset; "watch" ({"kind", "version", "promotedAt", "provenanceUrl"}) is
+set only for a dataset described by the watch API.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, a []string) error { return d.run(c.Context(), a[0]) },
 	}
@@ -51,8 +59,20 @@ type datasetShow struct {
 	VersionsUnavailable string          `json:"versionsUnavailable,omitempty"`
 	Schema              *schemaOut      `json:"schema,omitempty"`
 	Attachments         []attachmentOut `json:"attachments"`
+	// Watch is what Ploti's watch API says of a dataset Data Feeds does
+	// not deliver to the workspace (watching is open on any plan): its
+	// version is Ploti's own number, not a Data Feeds version.
+	Watch *watchInfoOut `json:"watch,omitempty"`
 	// Local is what the --db file holds of the dataset, when it holds it.
 	Local *replica.DatasetStatus `json:"local,omitempty"`
+}
+
+// watchInfoOut is GET /v1/datasets/{dataset} (CONTRACT.md 9) in a show.
+type watchInfoOut struct {
+	Kind          string     `json:"kind,omitempty"`
+	Version       *int       `json:"version,omitempty"`
+	PromotedAt    *time.Time `json:"promotedAt,omitempty"`
+	ProvenanceURL string     `json:"provenanceUrl,omitempty"`
 }
 
 type versionOut struct {
@@ -91,6 +111,12 @@ func (d *datasetsShowCmd) run(ctx context.Context, id string) error {
 		return err
 	}
 	ds, err := c.Dataset(ctx, id)
+	if errors.Is(err, fetch.ErrNotFound) {
+		// Not a Data Feeds dataset of this workspace: one it may watch.
+		if out, ok := d.watched(ctx, c, id); ok {
+			return d.show(ctx, id, out)
+		}
+	}
 	if err != nil {
 		return explain(err, "dataset "+id)
 	}
@@ -107,6 +133,11 @@ func (d *datasetsShowCmd) run(ctx context.Context, id string) error {
 		}
 		out.Schema = &schemaOut{SchemaVersion: sc.SchemaVersion, KeyColumns: nonNil(sc.KeyColumns), Columns: nonNil(sc.Columns)}
 	}
+	return d.show(ctx, id, out)
+}
+
+// show adds what the --db file holds of the dataset and prints it.
+func (d *datasetsShowCmd) show(ctx context.Context, id string, out datasetShow) error {
 	var kept []storage.Attachment
 	out.Local, kept = d.local(ctx, id)
 	out.Attachments = withKept(out.Attachments, kept)
@@ -114,6 +145,28 @@ func (d *datasetsShowCmd) run(ctx context.Context, id string) error {
 		return d.printJSON(out)
 	}
 	return d.print(out)
+}
+
+// watched describes a dataset through Ploti's watch API, which answers for
+// any dataset the workspace's coverage and plan open (watch-and-
+// webhooks.txt: watching "works on any plan"); false when it does not
+// know the dataset either.
+func (d *datasetsShowCmd) watched(ctx context.Context, c *fetch.Client, id string) (datasetShow, bool) {
+	info, err := c.DatasetInfo(ctx, id)
+	if err != nil {
+		return datasetShow{}, false
+	}
+	ds := datasetOut{ID: info.ID, Title: info.Title, Topic: deref(info.Topic), Keyed: len(info.KeyColumns) > 0, KeyColumns: nonNil(info.KeyColumns)}
+	if info.Place != nil {
+		ds.Place = &placeRef{ID: deref(info.Place.ID), Name: deref(info.Place.Name), Kind: info.Place.Kind}
+	}
+	out := datasetShow{Dataset: ds, Versions: []versionOut{}, Attachments: []attachmentOut{},
+		VersionsUnavailable: "not a Data Feeds dataset of your workspace; watching it (`ploti-replica watch add " + id + "`) keeps its latest version in your file",
+		Watch:               &watchInfoOut{Kind: info.Kind, Version: info.Version, PromotedAt: info.PromotedAt, ProvenanceURL: deref(info.ProvenanceURL)}}
+	if info.Columns != nil {
+		out.Schema = &schemaOut{KeyColumns: nonNil(info.KeyColumns), Columns: info.Columns}
+	}
+	return out, true
 }
 
 // versions follows previousVersion back from the current version, up to
@@ -200,6 +253,33 @@ func withKept(list []attachmentOut, kept []storage.Attachment) []attachmentOut {
 
 func (d *datasetsShowCmd) print(out datasetShow) error {
 	w := d.env.Stdout
+	printHead(w, out)
+	printVersions(w, out)
+	if out.Schema != nil {
+		if out.Schema.SchemaVersion != "" {
+			fmt.Fprintf(w, "\nschema %s:\n", out.Schema.SchemaVersion)
+		} else {
+			fmt.Fprintln(w, "\ncolumns:")
+		}
+		tw := table(w)
+		for _, col := range out.Schema.Columns {
+			fmt.Fprintf(tw, "  %s\t%s\n", col.Name, typeText(col.Type))
+		}
+		tw.Flush()
+	}
+	fmt.Fprintln(w, "\nattachments:")
+	if len(out.Attachments) == 0 {
+		fmt.Fprintln(w, "  none")
+	}
+	for _, a := range out.Attachments {
+		fmt.Fprintf(w, "  %s (%s%s%s)\n", a.Name, orDash(a.ContentType), bytesText(a.Bytes), keptText(a.Kept))
+	}
+	d.printLocal(out.Local)
+	return nil
+}
+
+// printHead prints what Ploti says of the dataset itself.
+func printHead(w io.Writer, out datasetShow) {
 	ds := out.Dataset
 	fmt.Fprintf(w, "%s  %s\n", ds.ID, ds.Title)
 	if ds.Description != "" {
@@ -209,16 +289,45 @@ func (d *datasetsShowCmd) print(out datasetShow) error {
 	if ds.Place != nil {
 		place = strings.TrimSpace(ds.Place.ID + " " + parens(ds.Place.Name))
 	}
-	fmt.Fprintf(w, "place:    %s\ntopic:    %s\nstatus:   %s\nkey:      %s\n", place, orDash(ds.Topic), ds.Status, orDash(strings.Join(ds.KeyColumns, ", ")))
+	status := ds.Status
+	if status == "" && out.Watch != nil {
+		status = "- (Data Feeds does not deliver it to your workspace; Ploti's watch API describes it)"
+	}
+	fmt.Fprintf(w, "place:    %s\ntopic:    %s\nstatus:   %s\nkey:      %s\n", place, orDash(ds.Topic), orDash(status), orDash(strings.Join(ds.KeyColumns, ", ")))
 	if ds.Source != nil {
 		fmt.Fprintf(w, "source:   %s\n", strings.TrimSpace(ds.Source.Publisher+" "+ds.Source.URL))
 	}
-	if ds.Refresh != nil && ds.Refresh.NextCheckBy != nil {
-		fmt.Fprintf(w, "checked:  next by %s\n", ds.Refresh.NextCheckBy.UTC().Format(time.RFC3339))
+	if r := ds.Refresh; r != nil {
+		var parts []string
+		if r.LastCheckedAt != nil {
+			parts = append(parts, "last "+r.LastCheckedAt.UTC().Format(time.RFC3339))
+		}
+		if r.NextCheckBy != nil {
+			parts = append(parts, "next by "+r.NextCheckBy.UTC().Format(time.RFC3339))
+		}
+		fmt.Fprintf(w, "checked:  %s\n", strings.Join(parts, ", "))
+	}
+	if wi := out.Watch; wi != nil {
+		v := "none released yet"
+		if wi.Version != nil {
+			v = fmt.Sprintf("%d (Ploti's own number, not a Data Feeds version)", *wi.Version)
+		}
+		fmt.Fprintf(w, "watch:    version %s", v)
+		if wi.PromotedAt != nil {
+			fmt.Fprintf(w, ", promoted %s", wi.PromotedAt.UTC().Format(time.RFC3339))
+		}
+		fmt.Fprintln(w)
+		if wi.ProvenanceURL != "" {
+			fmt.Fprintf(w, "provenance: %s\n", wi.ProvenanceURL)
+		}
 	}
 	if ds.MapURL != "" {
 		fmt.Fprintf(w, "map:      %s\n", ds.MapURL)
 	}
+}
+
+// printVersions prints the versions shown, or why none are.
+func printVersions(w io.Writer, out datasetShow) {
 	fmt.Fprintln(w, "\nversions:")
 	if len(out.Versions) == 0 {
 		fmt.Fprintf(w, "  none shown: %s\n", orDash(out.VersionsUnavailable))
@@ -238,23 +347,6 @@ func (d *datasetsShowCmd) print(out datasetShow) error {
 		}
 		tw.Flush()
 	}
-	if out.Schema != nil {
-		fmt.Fprintf(w, "\nschema %s:\n", out.Schema.SchemaVersion)
-		tw := table(w)
-		for _, col := range out.Schema.Columns {
-			fmt.Fprintf(tw, "  %s\t%s\n", col.Name, typeText(col.Type))
-		}
-		tw.Flush()
-	}
-	fmt.Fprintln(w, "\nattachments:")
-	if len(out.Attachments) == 0 {
-		fmt.Fprintln(w, "  none")
-	}
-	for _, a := range out.Attachments {
-		fmt.Fprintf(w, "  %s (%s%s%s)\n", a.Name, orDash(a.ContentType), bytesText(a.Bytes), keptText(a.Kept))
-	}
-	d.printLocal(out.Local)
-	return nil
 }
 
 func (d *datasetsShowCmd) printLocal(l *replica.DatasetStatus) {
@@ -262,7 +354,11 @@ func (d *datasetsShowCmd) printLocal(l *replica.DatasetStatus) {
 	if l == nil {
 		return
 	}
-	fmt.Fprintf(w, "\nin %s: table %s, version %d, %d rows, %s", backends.Name(d.conn.DB), l.Table, l.Version, l.Rows, l.Status)
+	version := fmt.Sprint(l.Version)
+	if l.Source == storage.SourceWatch {
+		version += " (a watch version: Ploti's own number, not a Data Feeds version)"
+	}
+	fmt.Fprintf(w, "\nin %s: table %s, version %s, %d rows, %s", backends.Name(d.conn.DB), l.Table, version, l.Rows, l.Status)
 	if l.Reason != "" {
 		fmt.Fprintf(w, " (%s)", l.Reason)
 	}

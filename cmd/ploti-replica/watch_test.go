@@ -187,3 +187,37 @@ func TestWebhooks_limitInWords(t *testing.T) {
 		}
 	}
 }
+
+// watch-and-webhooks.txt: watching "works on any plan", and "Any kind of
+// dataset can be watched ... as long as your workspace's coverage and
+// plan open it". datasets show describes a watched dataset that Data Feeds
+// does not deliver through the watch API, with what the file holds of it,
+// and says its version is Ploti's own number ("data.version is ...
+// separate from Data Feeds version numbers"). It used to stop at the Data
+// Feeds answer: "dataset ...: not found (404)".
+func TestDatasetsShow_aWatchedDatasetDataFeedsDoesNotDeliver(t *testing.T) {
+	em, vars := watchWorld(t)
+	must(t, em.SetDeliverable(watchedDataset, false))
+	mustCLI(t, vars, "watch", "add", watchedDataset)
+	mustCLI(t, vars, "sync")
+	code, out, errs := cli(t, vars, "datasets", "show", watchedDataset)
+	if code != exitOK {
+		t.Fatalf("datasets show of a watched dataset Data Feeds does not deliver: exit %d\n%s%s", code, out, errs)
+	}
+	t.Logf("datasets show:\n%s", out)
+	for _, want := range []string{"Inspections", "watch:    version 11 (Ploti's own number, not a Data Feeds version)",
+		"not a Data Feeds dataset of your workspace", "result", "version 11 (a watch version: Ploti's own number, not a Data Feeds version), 10 rows, current"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("datasets show lacks %q:\n%s", want, out)
+		}
+	}
+	var show datasetShow
+	parseJSON(t, mustCLI(t, vars, "datasets", "show", watchedDataset, "--json"), &show)
+	if show.Watch == nil || show.Watch.Version == nil || *show.Watch.Version != 11 || show.Local == nil || show.Local.Source != "watch" ||
+		show.Schema == nil || len(show.Schema.Columns) != 3 || show.Dataset.Status != "" {
+		t.Fatalf("datasets show --json = %+v", show)
+	}
+	if code, _, errs := cli(t, vars, "datasets", "show", "ds_nope"); code != exitFailure || !strings.Contains(errs, "dataset ds_nope: not found (404)") {
+		t.Fatalf("an unknown dataset: exit %d %s", code, errs)
+	}
+}
