@@ -23,7 +23,7 @@ import (
 func (r *Replica) bootstrap(ctx context.Context, sub *storage.Subscription, res *SyncResult) error {
 	m, err := r.api.Manifest(ctx, sub.ID, "")
 	if err != nil {
-		return fmt.Errorf("get manifest of %s: %w", sub.ID, err)
+		return fmt.Errorf("get manifest of %s: %w", sub.ID, subscriptionGone(sub.ID, err))
 	}
 	if m.EventCursor == "" {
 		return fmt.Errorf("get manifest of %s: answer has no eventCursor", sub.ID)

@@ -387,7 +387,8 @@ func (d *daemon) loop(ctx context.Context) error {
 		switch {
 		case ctx.Err() != nil:
 			return nil
-		case errors.Is(err, replica.ErrWrongSubscription), errors.Is(err, replica.ErrForeignCursor):
+		case errors.Is(err, replica.ErrWrongSubscription), errors.Is(err, replica.ErrForeignCursor), errors.Is(err, replica.ErrSubscriptionGone):
+			// Nothing a later sync can change: stop and say why.
 			return err
 		}
 		wait := d.poll

@@ -718,3 +718,35 @@ func TestServe_exitCode(t *testing.T) {
 	}
 	w.assertFileAt(t, 1)
 }
+
+// "Deleting a subscription stops its events and its webhooks": serve,
+// whose subscription is deleted while it runs, stops with exit 1 and says
+// why, rather than retrying a sync that can never succeed.
+func TestServe_stopsWhenItsSubscriptionIsDeleted(t *testing.T) {
+	w := newServeWorld(t)
+	vars := map[string]string{"PLOTI_API_URL": w.em.URL(), "PLOTI_API_KEY": w.em.APIKey(), "PLOTI_SUBSCRIPTION": w.sub,
+		"PLOTI_DB": w.db, "PLOTI_WEBHOOK_SECRET_FILE": w.secretFile}
+	env := &Env{Stdout: io.Discard, Stderr: w.logs, Getenv: func(k string) string { return vars[k] }}
+	code := make(chan int, 1)
+	go func() {
+		code <- run(t.Context(), env, []string{"serve", "--listen", "127.0.0.1:0", "--poll", "200ms", "--log-format", "json"})
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(w.logs.String(), `"trigger":"start","result":"ok"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no first sync within 20s:\n%s", w.logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := w.em.DeleteSubscription(w.sub); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case c := <-code:
+		if c != exitFailure || !strings.Contains(w.logs.String(), "it was deleted") {
+			t.Fatalf("exit code %d, want %d with the reason:\n%s", c, exitFailure, w.logs.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("serve did not stop within 20s of its subscription's deletion:\n%s", w.logs.String())
+	}
+}

@@ -246,3 +246,32 @@ func TestSubscriptionsUpdate_answerLost(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
 }
+
+// subscriptions-manifest-files.txt: "Deleting a subscription stops its
+// events and its webhooks." A sync of a file whose subscription was
+// deleted says so in words, with what to do, and exits 1; the file keeps
+// what it holds, and its last run records why. A file never synced (its
+// bootstrap asks the manifest) says the same.
+func TestSync_aDeletedSubscriptionInWords(t *testing.T) {
+	_, d, vars := demoWorld(t)
+	mustCLI(t, vars, "sync")
+	mustCLI(t, vars, "subscriptions", "delete", d.SubscriptionID)
+	code, _, errs := cli(t, vars, "sync")
+	if code != exitFailure || !strings.Contains(errs, "Ploti does not know subscription "+d.SubscriptionID+": it was deleted") ||
+		!strings.Contains(errs, "subscriptions list") {
+		t.Fatalf("sync after the subscription was deleted: exit %d %s", code, errs)
+	}
+	var st struct {
+		Datasets []struct{ Status string }
+		LastRun  *struct{ Status, Error string } `json:"lastRun"`
+	}
+	parseJSON(t, mustCLI(t, vars, "status", "--json"), &st)
+	if len(st.Datasets) != 3 || st.Datasets[0].Status != "current" || st.LastRun == nil || !strings.Contains(st.LastRun.Error, "it was deleted") {
+		t.Fatalf("status after the failed sync: %+v", st)
+	}
+	vars["PLOTI_DB"] += ".new"
+	if code, _, errs := cli(t, vars, "sync"); code != exitFailure || !strings.Contains(errs, "Ploti does not know subscription "+d.SubscriptionID) ||
+		!strings.Contains(errs, "was not created") {
+		t.Fatalf("a first sync of a deleted subscription: exit %d %s", code, errs)
+	}
+}

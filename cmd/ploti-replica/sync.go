@@ -107,6 +107,10 @@ func preflight(ctx context.Context, path string, opts replica.Options) error {
 		return nil
 	}
 	if _, err := c.Subscription(ctx, opts.SubscriptionID); err != nil {
+		if errors.Is(err, fetch.ErrNotFound) {
+			return fmt.Errorf("sync: Ploti does not know subscription %s: check its id with `ploti-replica subscriptions list` "+
+				"(it may have been deleted, or belong to another workspace); %s was not created: %w", opts.SubscriptionID, path, err)
+		}
 		return fmt.Errorf("sync: check subscription %s before creating %s: %w", opts.SubscriptionID, path, err)
 	}
 	return nil
