@@ -73,11 +73,20 @@ func (w *watchCmd) remove(ctx context.Context, ids []string) error {
 	if err != nil {
 		return err
 	}
+	local := w.localState(ctx)
 	for _, id := range ids {
 		if err := c.Unwatch(ctx, id); err != nil {
 			return explainWatch(err, "unwatch "+id)
 		}
-		fmt.Fprintf(w.env.Stdout, "no longer watching %s; its table stays and stops updating after the next sync\n", id)
+		d, held := local[id]
+		switch {
+		case held && d.Source == storage.SourceFeed:
+			fmt.Fprintf(w.env.Stdout, "no longer watching %s; the subscription delivers it, and keeps its table current\n", id)
+		case held:
+			fmt.Fprintf(w.env.Stdout, "no longer watching %s; its table stays and stops updating after the next sync\n", id)
+		default:
+			fmt.Fprintf(w.env.Stdout, "no longer watching %s\n", id)
+		}
 	}
 	return nil
 }
@@ -92,6 +101,16 @@ func explainWatch(err error, what string) error {
 			msg += " (Ploti said: " + ae.Message + ")"
 		}
 		return &explained{msg: msg, err: err}
+	}
+	// Watching is open on any plan, for a dataset the workspace's coverage
+	// and plan open (watch-and-webhooks.txt): not Data Feeds' words.
+	var ae *fetch.APIError
+	switch {
+	case !errors.As(err, &ae):
+	case errors.Is(err, fetch.ErrOutsideCoverage):
+		return &explained{msg: fmt.Sprintf("%s: the dataset is outside your workspace's coverage (409 outside_coverage): a member may watch any dataset the coverage and plan open; `ploti-replica places` lists your places", what), err: err}
+	case errors.Is(err, fetch.ErrNotDeliverable):
+		return &explained{msg: fmt.Sprintf("%s: your workspace's plan does not open this dataset (409 not_deliverable): a member may watch any dataset the coverage and plan open", what), err: err}
 	}
 	return explain(err, what)
 }

@@ -99,7 +99,7 @@ func TestWatch_commands(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "SOURCE") || !strings.Contains(out, watchedDataset+"  watch") {
 		t.Fatalf("status:\n%s", out)
 	}
-	if code, out, _ = cli(t, vars, "watch", "remove", watchedDataset); code != exitOK || !strings.Contains(out, "no longer watching") {
+	if code, out, _ = cli(t, vars, "watch", "remove", watchedDataset); code != exitOK || !strings.Contains(out, "no longer watching "+watchedDataset+"; its table stays and stops updating") {
 		t.Fatalf("watch remove: %s", out)
 	}
 	cli(t, vars, "sync")
@@ -219,5 +219,24 @@ func TestDatasetsShow_aWatchedDatasetDataFeedsDoesNotDeliver(t *testing.T) {
 	}
 	if code, _, errs := cli(t, vars, "datasets", "show", "ds_nope"); code != exitFailure || !strings.Contains(errs, "dataset ds_nope: not found (404)") {
 		t.Fatalf("an unknown dataset: exit %d %s", code, errs)
+	}
+}
+
+// watch remove says what becomes of the table: a dataset the subscription
+// also delivers stays current, a watched one stops updating. And a watch
+// the coverage or plan refuses is said in the watch's words (watching is
+// open on any plan, for a dataset the coverage and plan open), not Data
+// Feeds'.
+func TestWatch_wordsForWhatAWatchIs(t *testing.T) {
+	em, _, vars := demoWorld(t)
+	mustCLI(t, vars, "watch", "add", emulator.DemoPermits)
+	mustCLI(t, vars, "sync")
+	if out := mustCLI(t, vars, "watch", "remove", emulator.DemoPermits); !strings.Contains(out, "the subscription delivers it, and keeps its table current") {
+		t.Fatalf("watch remove of a dataset the subscription delivers:\n%s", out)
+	}
+	must(t, em.SetPlanClosed(emulator.DemoParcels, true))
+	code, _, errs := cli(t, vars, "watch", "add", emulator.DemoParcels)
+	if code != exitFailure || !strings.Contains(errs, "your workspace's plan does not open this dataset (409 not_deliverable)") || strings.Contains(errs, "datasets list") {
+		t.Fatalf("watch add of a dataset the plan closes: exit %d %s", code, errs)
 	}
 }
