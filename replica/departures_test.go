@@ -236,11 +236,7 @@ func TestScenario_HeldDatasetKeepsItsReasonThroughARebuild(t *testing.T) {
 	api := &countingAPI{API: r.api}
 	r.api, r.exec.Source = api, &source{api: api}
 	mustSync(t, r)
-	cols := append(append([]emulator.Column{}, permitCols[:4]...), permitCols[5]) // drop final: MAJOR
-	rows := permits(1)
-	for _, row := range rows {
-		delete(row, "final")
-	}
+	cols, rows := droppingFinal(permits(1))
 	major, err := em.Publish(ctx, "ds_permits", rows, emulator.WithSchema(cols, []string{"permit"}), emulator.SkipReview())
 	must(t, err)
 	mustSync(t, r)

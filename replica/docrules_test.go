@@ -207,11 +207,7 @@ func TestDocRule_AReviewIsNotSkippedByLeavingAndComingBack(t *testing.T) {
 	sub, permits, _ := seedTwo(t, em)
 	r := mustOpen(t, em, sub, "")
 	mustSync(t, r)
-	cols := append(append([]emulator.Column{}, permitCols[:4]...), permitCols[5])
-	rows := permits(1)
-	for _, row := range rows {
-		delete(row, "final")
-	}
+	cols, rows := droppingFinal(permits(1))
 	major, err := em.Publish(ctx, "ds_permits", rows, emulator.WithSchema(cols, []string{"permit"}), emulator.SkipReview())
 	must(t, err)
 	mustSync(t, r)

@@ -90,3 +90,12 @@ func assertMatchesTruth(tb testing.TB, r *Replica, em *emulator.Emulator, datase
 		tb.Fatalf("%s registry row_count %d, table has %d", datasetID, d.RowCount, have)
 	}
 }
+
+// droppingFinal is permitCols without final, and rows without it: a
+// MAJOR change (a column removed).
+func droppingFinal(rows []emulator.Row) ([]emulator.Column, []emulator.Row) {
+	for _, row := range rows {
+		delete(row, "final")
+	}
+	return append(append([]emulator.Column{}, permitCols[:4]...), permitCols[5]), rows
+}

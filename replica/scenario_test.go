@@ -95,11 +95,7 @@ func TestScenario_MajorSchemaChangeHoldThenRelease(t *testing.T) {
 	sub, permits, _ := seedTwo(t, em)
 	r := mustOpen(t, em, sub, "")
 	mustSync(t, r)
-	cols := append(append([]emulator.Column{}, permitCols[:4]...), permitCols[5]) // drop final: MAJOR
-	rows := permits(1)
-	for _, row := range rows {
-		delete(row, "final")
-	}
+	cols, rows := droppingFinal(permits(1))
 	rel, err := em.Publish(ctx, "ds_permits", rows, emulator.WithSchema(cols, []string{"permit"}))
 	must(t, err)
 	if !rel.Held {
@@ -541,11 +537,7 @@ func TestScenario_RepairKeepsMajorChangeForReview(t *testing.T) {
 	if _, err := r.Sync(ctx); !errors.Is(err, ErrPartial) {
 		t.Fatalf("a spoiled changes file should fail the dataset: %v", err)
 	}
-	cols := append(append([]emulator.Column{}, permitCols[:4]...), permitCols[5]) // drop final: MAJOR
-	rows := permits(2)
-	for _, row := range rows {
-		delete(row, "final")
-	}
+	cols, rows := droppingFinal(permits(2))
 	must(t, em.RestoreFiles("ds_permits", rel.Version))
 	major, err := em.Publish(ctx, "ds_permits", rows, emulator.WithSchema(cols, []string{"permit"}), emulator.SkipReview())
 	must(t, err)
