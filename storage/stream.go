@@ -121,34 +121,9 @@ func (tx *Tx) LoadSnapshotStream(ctx context.Context, table string, cols []ploti
 			return 0, err
 		}
 	}
-	// A row group is DuckDB's unit of work in a Parquet scan: a statement
-	// of one row group runs on one thread. Each statement waits for two
-	// row groups a thread (the file's last ones excepted), so the load
-	// uses every core while the rest arrives: with one row group a
-	// statement, a 10M-row snapshot over a 50 MB/s link took 22.8 s on
-	// two quiet cores, the download 10.2 s and the whole-file load 12.3 s.
-	var threads int
-	if err := tx.tx.QueryRowContext(ctx, "SELECT current_setting('threads')").Scan(&threads); err != nil || threads < 1 {
-		threads = 1
-	}
-	var from int64
-	for next := 0; next < len(groups); {
-		want := min(next+2*threads, len(groups)) - 1
-		if err := f.Arrived(ctx, groups[want].end); err != nil {
-			return 0, fmt.Errorf("load %s: %w", name, err)
-		}
-		// Every row group wholly on disk goes in this statement: when
-		// DuckDB is slower than the wire, the statements grow.
-		have := f.Have()
-		last := want
-		for last+1 < len(groups) && groups[last+1].end <= have {
-			last++
-		}
-		to := groups[last].rows
-		if err := insert(fmt.Sprintf("file_row_number >= %d AND file_row_number < %d", from, to)); err != nil {
-			return 0, err
-		}
-		from, next = to, last+1
+	from, err := tx.insertAsArrived(ctx, f, name, groups, insert)
+	if err != nil {
+		return 0, err
 	}
 	if err := f.Done(ctx); err != nil {
 		return 0, fmt.Errorf("load %s: %w", name, err)
@@ -167,4 +142,38 @@ func (tx *Tx) LoadSnapshotStream(ctx context.Context, table string, cols []ploti
 		return 0, &DataError{File: name, Detail: fmt.Sprintf("load: %d rows loaded, the footer counts %d", n, from)}
 	}
 	return n, tx.commentGeometry(ctx, table, cols)
+}
+
+// insertAsArrived inserts the file's row groups, each run as soon as its
+// bytes are on disk, and returns the rows the footer counts for them.
+func (tx *Tx) insertAsArrived(ctx context.Context, f GrowingFile, name string, groups []rowGroup, insert func(where string) error) (from int64, err error) {
+	// A row group is DuckDB's unit of work in a Parquet scan: a statement
+	// of one row group runs on one thread. Each statement waits for two
+	// row groups a thread (the file's last ones excepted), so the load
+	// uses every core while the rest arrives: with one row group a
+	// statement, a 10M-row snapshot over a 50 MB/s link took 22.8 s on
+	// two quiet cores, the download 10.2 s and the whole-file load 12.3 s.
+	var threads int
+	if err := tx.tx.QueryRowContext(ctx, "SELECT current_setting('threads')").Scan(&threads); err != nil || threads < 1 {
+		threads = 1
+	}
+	for next := 0; next < len(groups); {
+		want := min(next+2*threads, len(groups)) - 1
+		if err := f.Arrived(ctx, groups[want].end); err != nil {
+			return 0, fmt.Errorf("load %s: %w", name, err)
+		}
+		// Every row group wholly on disk goes in this statement: when
+		// DuckDB is slower than the wire, the statements grow.
+		have := f.Have()
+		last := want
+		for last+1 < len(groups) && groups[last+1].end <= have {
+			last++
+		}
+		to := groups[last].rows
+		if err := insert(fmt.Sprintf("file_row_number >= %d AND file_row_number < %d", from, to)); err != nil {
+			return 0, err
+		}
+		from, next = to, last+1
+	}
+	return from, nil
 }
