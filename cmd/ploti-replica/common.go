@@ -66,9 +66,8 @@ const (
 	flagsAPI                      // --api-url, --api-key, --subscription
 	flagsSync                     // --on-major, --memory-limit, --id-ref, --page-size, --keep-changes, --history, --history-keep, --geometry, --publish
 
-	flagsManage = flagsLog | flagsAPI                         // API calls only, no file
-	flagsRead   = flagsLog | flagsFile                        // the file only
-	flagsAll    = flagsLog | flagsFile | flagsAPI | flagsSync // sync, serve
+	flagsRead = flagsLog | flagsFile                        // the file only
+	flagsAll  = flagsLog | flagsFile | flagsAPI | flagsSync // sync, serve
 )
 
 func (c *connFlags) register(cmd *cobra.Command, sets flagSet) {

@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,37 +14,10 @@ import (
 	"github.com/ploti-replica/ploti-replica/ploti"
 )
 
-// manageCmd holds what the webhooks and subscriptions commands share.
-type manageCmd struct {
-	env  *Env
-	conn connFlags
-	JSON bool
-}
-
-// client builds an API client from the shared flags (no DuckDB file).
-func (m *manageCmd) client() (*fetch.Client, error) {
-	m.conn.resolve(m.env)
-	if m.conn.APIKey == "" {
-		return nil, &usageError{fmt.Errorf("no API key: set PLOTI_API_KEY (or --api-key)")}
-	}
-	log, err := m.conn.logger(m.env.Stderr)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkAPIURL(m.conn.APIURL); err != nil {
-		return nil, err
-	}
-	return fetch.New(fetch.Options{BaseURL: m.conn.APIURL, APIKey: m.conn.APIKey, Logger: log})
-}
-
-func (m *manageCmd) printJSON(v any) error {
-	enc := json.NewEncoder(m.env.Stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
+// webhooksCmd is the webhooks commands: API commands like the others
+// (apiCmd's flags, --max-attempts among them, and errors in words).
 type webhooksCmd struct {
-	manageCmd
+	apiCmd
 	URL         string
 	Description string
 	Events      []string
@@ -54,7 +27,7 @@ type webhooksCmd struct {
 }
 
 func newWebhooksCmd(env *Env) *cobra.Command {
-	w := &webhooksCmd{manageCmd: manageCmd{env: env}}
+	w := &webhooksCmd{apiCmd: apiCmd{env: env}}
 	cmd := &cobra.Command{Use: "webhooks", Short: "Create, list, test and delete webhooks for a subscription's events, or your account's"}
 	create := &cobra.Command{
 		Use:   "create",
@@ -70,13 +43,13 @@ func newWebhooksCmd(env *Env) *cobra.Command {
 	create.Flags().BoolVar(&w.Member, "member", false, "a member webhook, even with PLOTI_SUBSCRIPTION set: dataset.changed for the datasets you watch and your request events (the default without a subscription)")
 	list := &cobra.Command{Use: "list", Short: "List webhooks", Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return w.list(c.Context()) }}
-	list.Flags().BoolVar(&w.JSON, "json", false, "print JSON")
 	del := &cobra.Command{Use: "delete ID", Short: "Delete a webhook", Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, a []string) error { return w.delete(c.Context(), a[0]) }}
 	test := &cobra.Command{Use: "test ID", Short: "Ask Ploti to send one signed ping now", Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, a []string) error { return w.test(c.Context(), a[0]) }}
+	create.Flags().StringVar(&w.conn.Subscription, "subscription", "", "Data Feeds subscription id (env PLOTI_SUBSCRIPTION)")
 	for _, c := range []*cobra.Command{create, list, del, test} {
-		w.conn.register(c, flagsManage)
+		w.register(c)
 		cmd.AddCommand(c)
 	}
 	return cmd
@@ -113,7 +86,7 @@ func (w *webhooksCmd) create(ctx context.Context) error {
 	}
 	hook, err := c.CreateWebhook(ctx, req)
 	if err != nil {
-		return err
+		return explainWebhook(err, "create webhook", "")
 	}
 	if missed := missedFeedEvents(sub, w.Events); len(missed) > 0 {
 		// feed-events.txt: "A filter that leaves out feed.dataset.added or
@@ -122,11 +95,19 @@ func (w *webhooksCmd) create(ctx context.Context) error {
 		fmt.Fprintf(w.env.Stderr, "warning: --events leaves out %s: this webhook will never signal new datasets or schema changes (the log still has them; `serve` polls it too)\n",
 			strings.Join(missed, " and "))
 	}
-	what := "subscription " + sub
-	if sub == "" {
-		what = "your account (dataset.changed for the datasets you watch, and your request events)"
+	if !w.JSON {
+		what := "subscription " + sub
+		if sub == "" {
+			what = "your account (dataset.changed for the datasets you watch, and your request events)"
+		}
+		fmt.Fprintf(w.env.Stdout, "created webhook %s → %s for %s\n", hook.ID, hook.URL, what)
 	}
-	fmt.Fprintf(w.env.Stdout, "created webhook %s → %s for %s\n", hook.ID, hook.URL, what)
+	return w.keepSecret(ctx, c, hook, sf)
+}
+
+// keepSecret writes the new webhook's secret to sf (deleting the webhook
+// when it cannot: nobody would hold its secret), or prints it.
+func (w *webhooksCmd) keepSecret(ctx context.Context, c *fetch.Client, hook *ploti.Webhook, sf *secretFile) error {
 	if sf != nil {
 		if err := sf.keep(hook.Secret); err != nil {
 			if derr := c.DeleteWebhook(ctx, hook.ID); derr != nil {
@@ -134,10 +115,22 @@ func (w *webhooksCmd) create(ctx context.Context) error {
 			}
 			return fmt.Errorf("webhooks create: %w; webhook %s was deleted again, as nobody holds its secret", err, hook.ID)
 		}
-		fmt.Fprintf(w.env.Stdout, "signing secret written to %s (Ploti shows it only once)\n", w.SecretFile)
-		return nil
 	}
-	fmt.Fprintf(w.env.Stdout, "signing secret (shown once, keep it with your receiver): %s\n", hook.Secret)
+	switch {
+	case w.JSON:
+		out := struct {
+			ploti.Webhook
+			SecretFile string `json:"secretFile,omitempty"`
+		}{*hook, w.SecretFile}
+		if sf != nil {
+			out.Secret = ""
+		}
+		return w.printJSON(out)
+	case sf != nil:
+		fmt.Fprintf(w.env.Stdout, "signing secret written to %s (Ploti shows it only once)\n", w.SecretFile)
+	default:
+		fmt.Fprintf(w.env.Stdout, "signing secret (shown once, keep it with your receiver): %s\n", hook.Secret)
+	}
 	return nil
 }
 
@@ -148,10 +141,10 @@ func (w *webhooksCmd) list(ctx context.Context) error {
 	}
 	hooks, err := c.Webhooks(ctx)
 	if err != nil {
-		return err
+		return explainWebhook(err, "list webhooks", "")
 	}
 	if w.JSON {
-		return w.printJSON(hooks)
+		return w.printJSON(nonNil(hooks))
 	}
 	if len(hooks) == 0 {
 		fmt.Fprintln(w.env.Stdout, "no webhooks")
@@ -176,7 +169,10 @@ func (w *webhooksCmd) delete(ctx context.Context, id string) error {
 		return err
 	}
 	if err := c.DeleteWebhook(ctx, id); err != nil {
-		return err
+		return explainWebhook(err, "delete webhook "+id, id)
+	}
+	if w.JSON {
+		return w.printJSON(map[string]any{"id": id, "deleted": true})
 	}
 	fmt.Fprintf(w.env.Stdout, "deleted webhook %s\n", id)
 	return nil
@@ -188,10 +184,36 @@ func (w *webhooksCmd) test(ctx context.Context, id string) error {
 		return err
 	}
 	if err := c.TestWebhook(ctx, id); err != nil {
-		return err
+		return explainWebhook(err, "test webhook "+id, id)
+	}
+	if w.JSON {
+		return w.printJSON(map[string]any{"id": id, "sent": true})
 	}
 	fmt.Fprintf(w.env.Stdout, "sent a signed ping to webhook %s\n", id)
 	return nil
+}
+
+// explainWebhook puts a webhook call's error in words, as explainWatch
+// does a watch's: an unknown id (id set: delete, test) says where yours
+// are listed, and the 21st webhook says so with Ploti's own message. An
+// ambiguous create (fetch.ErrAmbiguous) keeps fetch's words, which say
+// what to look for in webhooks list.
+func explainWebhook(err error, what, id string) error {
+	var ae *fetch.APIError
+	if errors.Is(err, fetch.ErrAmbiguous) || !errors.As(err, &ae) {
+		return err
+	}
+	said := ""
+	if ae.Message != "" {
+		said = " (Ploti said: " + ae.Message + ")"
+	}
+	switch {
+	case id != "" && errors.Is(err, fetch.ErrNotFound):
+		return &explained{msg: fmt.Sprintf("%s: no webhook %s: `ploti-replica webhooks list` shows yours (404)", what, id), err: err}
+	case errors.Is(err, fetch.ErrWebhookLimit):
+		return &explained{msg: fmt.Sprintf("%s: you have the 20 webhooks a member may have, subscription webhooks included (409 webhook_limit): delete one first (`ploti-replica webhooks list`, `ploti-replica webhooks delete ID`)%s", what, said), err: err}
+	}
+	return explain(err, what)
 }
 
 // missedFeedEvents names the event types that feed-events.txt says a

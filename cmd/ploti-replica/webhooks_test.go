@@ -148,3 +148,84 @@ func TestWebhooksCreate_filterWarning(t *testing.T) {
 		t.Fatalf("webhooks = %d, want 3 made", got)
 	}
 }
+
+// The audit of issue "webhooks commands are not like the others": `webhooks
+// list|test|delete|create` take --max-attempts and put Ploti's errors in
+// words as `watch` and `subscriptions` do (exit 1), a 404 on delete or test
+// naming the webhook and the command that lists them.
+func TestWebhooks_errorsInWords(t *testing.T) {
+	em, _, vars := demoWorld(t)
+	hook := mustCLI(t, vars, "webhooks", "create", "--url", "https://example.org/hook")
+	id := strings.Fields(hook)[2]
+	for _, tc := range []struct {
+		name  string
+		setup func()
+		args  []string
+		want  []string
+	}{
+		{"404 delete", nil, []string{"delete", "wh_nope"}, []string{"no webhook wh_nope", "`ploti-replica webhooks list` shows yours", "(404)"}},
+		{"404 test", nil, []string{"test", "wh_nope"}, []string{"no webhook wh_nope", "`ploti-replica webhooks list` shows yours"}},
+		{"429 list", func() { em.FailNext("GET /v1/webhooks", http.StatusTooManyRequests, 1) }, []string{"list"},
+			[]string{"list webhooks: over Ploti's rate limit (429", "try again in 1 second"}},
+		{"503 test", func() { em.FailNext("POST /v1/webhooks/*/test", http.StatusServiceUnavailable, 1) }, []string{"test", id},
+			[]string{"test webhook " + id + ": Ploti cannot read your workspace's plan just now (503 plan_unavailable)"}},
+		{"429 delete", func() { em.FailNext("DELETE /v1/webhooks/*", http.StatusTooManyRequests, 1) }, []string{"delete", id},
+			[]string{"delete webhook " + id + ": over Ploti's rate limit (429"}},
+		{"429 create", func() { em.FailNext("POST /v1/webhooks", http.StatusTooManyRequests, 1) }, []string{"create", "--url", "https://example.org/other"},
+			[]string{"create webhook: over Ploti's rate limit (429"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.setup != nil {
+				tc.setup()
+			}
+			args := append([]string{"webhooks"}, tc.args...)
+			code, out, errs := cli(t, vars, append(args, "--max-attempts", "1")...)
+			if code != exitFailure {
+				t.Fatalf("exit %d, want %d\n%s\n%s", code, exitFailure, out, errs)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(errs, w) {
+					t.Fatalf("stderr lacks %q:\n%s", w, errs)
+				}
+			}
+			for _, raw := range []string{"/v1/webhooks", "gave up after", `"level"`} {
+				if strings.Contains(errs, raw) {
+					t.Fatalf("stderr has %q, not words:\n%s", raw, errs)
+				}
+			}
+		})
+	}
+	if hooks := em.Webhooks(); len(hooks) != 1 || hooks[0].ID != id {
+		t.Fatalf("webhooks = %+v, want %s alone", hooks, id)
+	}
+	if code, _, errs := cli(t, vars, "webhooks", "list", "--max-attempts", "0"); code != exitUsage || !strings.Contains(errs, "--max-attempts 0") {
+		t.Fatalf("--max-attempts 0: exit %d %s", code, errs)
+	}
+}
+
+// STYLE.md 15: the webhooks commands take --json as the other API commands
+// do, with [] for no webhooks, and the secret left out when a file holds it.
+func TestWebhooks_json(t *testing.T) {
+	_, d, vars := demoWorld(t)
+	if got := strings.TrimSpace(mustCLI(t, vars, "webhooks", "list", "--json")); got != "[]" {
+		t.Fatalf("list --json with none = %s, want []", got)
+	}
+	secret := filepath.Join(t.TempDir(), "whsec.txt")
+	var made map[string]any
+	parseJSON(t, mustCLI(t, vars, "webhooks", "create", "--url", "https://example.org/hook", "--secret-file", secret, "--json"), &made)
+	id, _ := made["id"].(string)
+	if id == "" || made["subscriptionId"] != d.SubscriptionID || made["secretFile"] != secret || made["secret"] != nil {
+		t.Fatalf("create --json = %v", made)
+	}
+	var hooks []map[string]any
+	parseJSON(t, mustCLI(t, vars, "webhooks", "list", "--json"), &hooks)
+	if len(hooks) != 1 || hooks[0]["id"] != id {
+		t.Fatalf("list --json = %v", hooks)
+	}
+	var sent, deleted map[string]any
+	parseJSON(t, mustCLI(t, vars, "webhooks", "test", id, "--json"), &sent)
+	parseJSON(t, mustCLI(t, vars, "webhooks", "delete", id, "--json"), &deleted)
+	if sent["id"] != id || sent["sent"] != true || deleted["id"] != id || deleted["deleted"] != true {
+		t.Fatalf("test --json = %v, delete --json = %v", sent, deleted)
+	}
+}
