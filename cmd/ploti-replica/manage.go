@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -58,6 +60,9 @@ func newWebhooksCmd(env *Env) *cobra.Command {
 func (w *webhooksCmd) create(ctx context.Context) error {
 	if w.URL == "" {
 		return &usageError{fmt.Errorf("webhooks create: --url is required")}
+	}
+	if err := checkWebhookURL(w.URL); err != nil {
+		return err
 	}
 	c, err := w.client()
 	if err != nil {
@@ -191,6 +196,31 @@ func (w *webhooksCmd) test(ctx context.Context, id string) error {
 	}
 	fmt.Fprintf(w.env.Stdout, "sent a signed ping to webhook %s\n", id)
 	return nil
+}
+
+// checkWebhookURL refuses, as a usage error, an address that is not https
+// (watch-and-webhooks.txt: "A webhook is an https address you control"),
+// but for plain http to a loopback host, where `serve` listens in trials
+// and tests (the emulator takes those too).
+func checkWebhookURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return &usageError{fmt.Errorf("webhooks create: --url %q: want an absolute https address such as https://replica.example.org/ploti", s)}
+	}
+	if u.Scheme == "http" && !loopbackHost(u.Hostname()) {
+		return &usageError{fmt.Errorf("webhooks create: --url %s: a webhook is an https address (plain http only to a loopback host: localhost, 127.0.0.0/8 or ::1)", s)}
+	}
+	return nil
+}
+
+// loopbackHost reports whether host (a URL's, without its port) is
+// localhost, 127.0.0.0/8 or ::1.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // explainWebhook puts a webhook call's error in words, as explainWatch

@@ -229,3 +229,58 @@ func TestWebhooks_json(t *testing.T) {
 		t.Fatalf("test --json = %v, delete --json = %v", sent, deleted)
 	}
 }
+
+// watch-and-webhooks.txt: "A webhook is an https address you control."
+// `webhooks create` refuses any other address as a usage error before it
+// calls Ploti, but for plain http to a loopback host (serve in a trial or
+// a test).
+func TestWebhooksCreate_httpsOnly(t *testing.T) {
+	var mu sync.Mutex
+	calls := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls++
+		mu.Unlock()
+		if r.Method == http.MethodGet {
+			json.NewEncoder(w).Encode(map[string]any{"webhooks": []any{}})
+			return
+		}
+		var body map[string]any
+		json.NewDecoder(r.Body).Decode(&body)
+		w.WriteHeader(http.StatusCreated)
+		json.NewEncoder(w).Encode(map[string]any{"id": "wh_1", "url": body["url"], "secret": "whsec_c2VjcmV0"})
+	}))
+	t.Cleanup(srv.Close)
+	vars := map[string]string{"PLOTI_API_URL": srv.URL, "PLOTI_API_KEY": "k", "PLOTI_DB": filepath.Join(t.TempDir(), "none.duckdb")}
+	for _, tc := range []struct {
+		url string
+		ok  bool
+	}{
+		{"https://example.org/hook", true},
+		{"http://127.0.0.1:8790/ploti", true},
+		{"http://127.9.9.9/ploti", true},
+		{"http://localhost:8790/ploti", true},
+		{"http://[::1]:8790/ploti", true},
+		{"http://example.org/hook", false},
+		{"http://10.0.0.1/hook", false},
+		{"http://localhost.example.org/hook", false},
+		{"ftp://example.org/hook", false},
+		{"example.org/hook", false},
+	} {
+		t.Run(tc.url, func(t *testing.T) {
+			mu.Lock()
+			before := calls
+			mu.Unlock()
+			code, _, errs := cli(t, vars, "webhooks", "create", "--url", tc.url)
+			mu.Lock()
+			called := calls > before
+			mu.Unlock()
+			switch {
+			case tc.ok && (code != exitOK || !called):
+				t.Fatalf("exit %d, called Ploti %v, want it made: %s", code, called, errs)
+			case !tc.ok && (code != exitUsage || called || !strings.Contains(errs, "https address")):
+				t.Fatalf("exit %d, called Ploti %v, want a usage error naming the https rule: %s", code, called, errs)
+			}
+		})
+	}
+}
