@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -69,8 +70,9 @@ var reservedHeaders = []string{"Webhook-Id", "Webhook-Timestamp", "Webhook-Signa
 
 // WebhookSpec describes a webhook for CreateWebhook and POST /v1/webhooks.
 type WebhookSpec struct {
-	// URL receives the POSTs. Ploti wants https; the emulator also takes
-	// http, for receivers on loopback.
+	// URL receives the POSTs: an https address (watch-and-webhooks.txt: "A
+	// webhook is an https address you control"), or plain http to a
+	// loopback host (localhost, 127.0.0.0/8, ::1), for receivers in tests.
 	URL string `json:"url"`
 	// Description is free text.
 	Description string `json:"description"`
@@ -496,6 +498,9 @@ func checkWebhookSpec(spec WebhookSpec) error {
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return fmt.Errorf("url must be an absolute https address: %w", ErrInvalid)
 	}
+	if u.Scheme == "http" && !loopbackHost(u.Hostname()) {
+		return fmt.Errorf("url %q: a webhook is an https address (plain http only to a loopback host: localhost, 127.0.0.0/8 or ::1): %w", spec.URL, ErrInvalid)
+	}
 	kind, types := "a feed event type", feedEventTypes
 	if spec.SubscriptionID == "" {
 		kind, types = "an event type a member webhook receives", memberEventTypes
@@ -515,6 +520,16 @@ func checkWebhookSpec(spec WebhookSpec) error {
 		}
 	}
 	return nil
+}
+
+// loopbackHost reports whether host (a URL's, without its port) is
+// localhost, 127.0.0.0/8 or ::1.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // validHeaderName reports whether s is an HTTP token.

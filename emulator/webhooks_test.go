@@ -438,3 +438,43 @@ func TestWebhook_closeWhileSending(t *testing.T) {
 		t.Fatalf("CreateWebhook after Close: %v, want ErrClosed", err)
 	}
 }
+
+// watch-and-webhooks.txt: "A webhook is an https address you control." A
+// plain http address is 400 invalid_input, as Ploti answers it, unless its
+// host is loopback (localhost, 127.0.0.0/8, ::1), where tests' receivers
+// listen.
+func TestWebhook_httpsOnly(t *testing.T) {
+	em := mustEmulator(t)
+	sub := mustSub(t, em, SubscriptionSpec{Places: []string{"fl-orange"}})
+	for _, tc := range []struct {
+		url    string
+		status int
+	}{
+		{"https://example.org/hook", 201},
+		{"http://127.0.0.1:8790/ploti", 201},
+		{"http://127.9.9.9/ploti", 201},
+		{"http://localhost:8790/ploti", 201},
+		{"http://[::1]:8790/ploti", 201},
+		{"http://example.org/hook", 400},
+		{"http://10.0.0.1/hook", 400},
+		{"http://localhost.example.org/hook", 400},
+	} {
+		var out struct {
+			ID    string `json:"id"`
+			Error struct{ Code, Message string }
+		}
+		body := fmt.Sprintf(`{"url":%q,"subscriptionId":%q}`, tc.url, sub)
+		resp := call(t, "POST", em.URL()+"/v1/webhooks", em.APIKey(), strings.NewReader(body), &out)
+		switch {
+		case resp.StatusCode != tc.status:
+			t.Errorf("%s: %d %+v, want %d", tc.url, resp.StatusCode, out, tc.status)
+		case tc.status == 400 && (out.Error.Code != "invalid_input" || !strings.Contains(out.Error.Message, "https address")):
+			t.Errorf("%s: error %+v, want invalid_input naming the https rule", tc.url, out.Error)
+		case tc.status == 201 && out.ID == "":
+			t.Errorf("%s: created without an id", tc.url)
+		}
+	}
+	if got := len(em.Webhooks()); got != 5 {
+		t.Fatalf("webhooks = %d, want the 5 https or loopback ones", got)
+	}
+}
