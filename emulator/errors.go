@@ -29,6 +29,10 @@ var (
 	// ErrWebhookLimit: the member already has MaxWebhooks webhooks (409
 	// webhook_limit).
 	ErrWebhookLimit = errors.New("webhook limit reached")
+	// ErrWebhookDisabled: the webhook is turned off (its receiver answered
+	// 410, or its subscription was deleted) and is sent nothing, a test
+	// ping included (409 webhook_disabled, docs/decisions.md 61).
+	ErrWebhookDisabled = errors.New("webhook disabled")
 )
 
 // apiError is an error answer of the API: an HTTP status and the envelope's

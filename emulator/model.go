@@ -246,17 +246,26 @@ func (e *Emulator) createSubLocked(spec SubscriptionSpec) (*subscription, error)
 	return s, nil
 }
 
-// DeleteSubscription deletes a subscription: its events stop, and versions
-// of datasets only it delivered answer 409 not_subscribed.
+// DeleteSubscription deletes a subscription: its events and its webhooks
+// stop (they stay listed, turned off), and versions of datasets only it
+// delivered answer 409 not_subscribed.
 func (e *Emulator) DeleteSubscription(id string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if _, ok := e.subs[id]; !ok {
 		return fmt.Errorf("delete subscription %s: %w", id, ErrNotFound)
 	}
+	e.deleteSubLocked(id)
+	return nil
+}
+
+// deleteSubLocked deletes a subscription and stops its webhooks at once
+// (subscriptions-manifest-files.txt: "Deleting a subscription stops its
+// events and its webhooks").
+func (e *Emulator) deleteSubLocked(id string) {
 	delete(e.subs, id)
 	e.subOrder = slices.DeleteFunc(e.subOrder, func(s string) bool { return s == id })
-	return nil
+	e.stopSubscriptionWebhooksLocked(id)
 }
 
 func nonNil(s []string) []string {

@@ -264,8 +264,7 @@ func (e *Emulator) deleteSub(r *http.Request) (int, any, error) {
 	if s.busy {
 		return 0, nil, &apiError{http.StatusConflict, "busy", "the subscription's datasets are changing: try again in a moment"}
 	}
-	delete(e.subs, s.id)
-	e.subOrder = slices.DeleteFunc(e.subOrder, func(id string) bool { return id == s.id })
+	e.deleteSubLocked(s.id)
 	return 200, map[string]any{"deleted": true}, nil
 }
 

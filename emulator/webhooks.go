@@ -48,6 +48,9 @@ const (
 	webhookUserAgent = "Ploti-Webhooks/emulator"
 	// secretPrefix starts a signing secret.
 	secretPrefix = "whsec_"
+	// reasonSubscriptionDeleted is the disabledReason of a webhook whose
+	// subscription was deleted.
+	reasonSubscriptionDeleted = "the subscription was deleted"
 )
 
 // DeliveryRetryIntervals returns the waits before each of the six retries
@@ -338,7 +341,7 @@ func (e *Emulator) attempt(w *webhookState, m *message, now time.Time) {
 	case w.takeDrop():
 		d.Dropped, d.Err = true, "dropped (DropDeliveries)"
 	case m.hook.SubscriptionID != "" && !e.hasSubscription(m.hook.SubscriptionID):
-		d.Err, disable = "subscription deleted", "the subscription was deleted"
+		d.Err, disable = "subscription deleted", reasonSubscriptionDeleted
 	default:
 		d.Status, d.Header, d.Err = w.post(m, now)
 		switch {
@@ -384,6 +387,26 @@ func (e *Emulator) hasSubscription(id string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.subs[id] != nil
+}
+
+// stopSubscriptionWebhooksLocked turns off the webhooks of subscription
+// sub, just deleted, and drops their queued messages: "Deleting a
+// subscription stops its events and its webhooks". They stay listed, with
+// enabled false and the reason, as one a 410 turned off does, until the
+// member deletes them (docs/decisions.md 61). e.mu is held.
+func (e *Emulator) stopSubscriptionWebhooksLocked(sub string) {
+	w := e.webhooks
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, id := range w.order {
+		if h := w.hooks[id]; h.SubscriptionID == sub && !h.Disabled {
+			w.disableLocked(h, reasonSubscriptionDeleted)
+		}
+	}
+	w.notifyLocked()
 }
 
 // disableLocked turns a webhook off and forgets its queued messages.
@@ -595,7 +618,8 @@ func (e *Emulator) DeleteWebhook(id string) error {
 
 // TestWebhook queues one signed ping, {"id", "type": "ping", "timestamp",
 // "data": {}}, for the webhook, due now; a ping is not retried. It returns
-// the message id (the webhook-id header), or ErrNotFound.
+// the message id (the webhook-id header), ErrNotFound, or
+// ErrWebhookDisabled for a webhook that is turned off.
 func (e *Emulator) TestWebhook(id string) (string, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -609,6 +633,9 @@ func (e *Emulator) TestWebhook(id string) (string, error) {
 	h := w.hooks[id]
 	if h == nil {
 		return "", fmt.Errorf("webhook %q: %w", id, ErrNotFound)
+	}
+	if h.Disabled {
+		return "", fmt.Errorf("webhook %s is off (%s): nothing is sent to it: %w", id, h.DisabledReason, ErrWebhookDisabled)
 	}
 	w.nextPing++
 	w.nextMsg++
@@ -742,6 +769,7 @@ func asAPIError(err error) error {
 		{ErrNotDeliverable, http.StatusConflict, "not_deliverable"},
 		{ErrWatchLimit, http.StatusConflict, "watch_limit"},
 		{ErrWebhookLimit, http.StatusConflict, "webhook_limit"},
+		{ErrWebhookDisabled, http.StatusConflict, "webhook_disabled"},
 	} {
 		if errors.Is(err, m.err) {
 			msg := err.Error()

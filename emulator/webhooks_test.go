@@ -375,26 +375,55 @@ func TestWebhook_api(t *testing.T) {
 	}
 }
 
-// TestWebhook_subscriptionDeleted guards "It stops … when the subscription
-// is deleted".
+// TestWebhook_subscriptionDeleted guards subscriptions-manifest-files.txt:
+// "Deleting a subscription stops its events and its webhooks", at once: the
+// webhook is listed turned off with its reason before any delivery is tried
+// again, its queued retry is dropped, a test ping is refused (409
+// webhook_disabled, decision 61), and a member webhook goes on.
 func TestWebhook_subscriptionDeleted(t *testing.T) {
 	em := mustEmulator(t)
 	sub := mustSub(t, em, SubscriptionSpec{Places: []string{"fl-orange"}})
 	rc := mustReceiver(t, func(int) int { return 500 })
-	mustWebhook(t, em, WebhookSpec{URL: rc.srv.URL, SubscriptionID: sub})
+	h := mustWebhook(t, em, WebhookSpec{URL: rc.srv.URL, SubscriptionID: sub})
+	member := mustWebhook(t, em, WebhookSpec{URL: rc.srv.URL + "/member"})
 	mustPublish(t, em, []Row{permit("P-1", "1.00", 1)})
 	mustWait(t, em)
 	if resp := call(t, "DELETE", em.URL()+"/v1/feeds/subscriptions/"+sub, em.APIKey(), nil, nil); resp.StatusCode != 200 {
 		t.Fatalf("delete subscription: %d", resp.StatusCode)
 	}
+	var list struct{ Webhooks []map[string]any }
+	apiGet(t, em, "/v1/webhooks", &list)
+	if len(list.Webhooks) != 2 || list.Webhooks[0]["id"] != h.ID || list.Webhooks[0]["enabled"] != false ||
+		list.Webhooks[0]["disabledReason"] != "the subscription was deleted" || list.Webhooks[1]["enabled"] != true {
+		t.Fatalf("GET /v1/webhooks after the delete = %+v, want %s listed off, the member's on", list.Webhooks, h.ID)
+	}
+	var e errorBody
+	if resp := call(t, "POST", em.URL()+"/v1/webhooks/"+h.ID+"/test", em.APIKey(), nil, &e); resp.StatusCode != 409 || e.Error.Code != "webhook_disabled" {
+		t.Fatalf("test after the delete: %d %+v, want 409 webhook_disabled", resp.StatusCode, e)
+	}
+	if _, err := em.TestWebhook(member.ID); err != nil {
+		t.Fatalf("test of the member webhook: %v", err)
+	}
 	em.RetryDeliveriesNow()
 	mustWait(t, em)
-	ds := em.Deliveries()
-	if got, want := attempts(ds), "resync_required#1:500 resync_required#2:0"; got != want || ds[1].Err != "subscription deleted" {
-		t.Fatalf("deliveries %q (%q), want %q", got, ds[len(ds)-1].Err, want)
+	if got, want := attempts(em.Deliveries()), "resync_required#1:500 ping#1:500"; got != want {
+		t.Fatalf("deliveries %q, want %q: no retry after the delete, the member's ping", got, want)
 	}
-	if hs := em.Webhooks(); !hs[0].Disabled {
-		t.Fatalf("webhook %+v, want disabled", hs[0])
+}
+
+// The Go API's DeleteSubscription stops the webhooks too.
+func TestWebhook_subscriptionDeletedByTheGoAPI(t *testing.T) {
+	em := mustEmulator(t)
+	sub := mustSub(t, em, SubscriptionSpec{Places: []string{"fl-orange"}})
+	h := mustWebhook(t, em, WebhookSpec{URL: "https://example.org/hook", SubscriptionID: sub})
+	if err := em.DeleteSubscription(sub); err != nil {
+		t.Fatal(err)
+	}
+	if hs := em.Webhooks(); len(hs) != 1 || !hs[0].Disabled || hs[0].DisabledReason != "the subscription was deleted" {
+		t.Fatalf("webhooks = %+v, want %s turned off", hs, h.ID)
+	}
+	if _, err := em.TestWebhook(h.ID); !errors.Is(err, ErrWebhookDisabled) {
+		t.Fatalf("TestWebhook: %v, want ErrWebhookDisabled", err)
 	}
 }
 
