@@ -192,4 +192,7 @@ type Webhook struct {
 	Enabled        *bool          `json:"enabled,omitempty"`
 	Secret         string         `json:"secret,omitempty"`
 	CreatedAt      *time.Time     `json:"createdAt,omitempty"`
+	// DisabledReason says why a webhook is off (Enabled false): its
+	// receiver answered 410, or its subscription was deleted.
+	DisabledReason string `json:"disabledReason,omitempty"`
 }

@@ -162,6 +162,9 @@ func (w *webhooksCmd) list(ctx context.Context) error {
 		enabled := "yes"
 		if h.Enabled != nil && !*h.Enabled {
 			enabled = "no"
+			if h.DisabledReason != "" {
+				enabled += " (" + h.DisabledReason + ")"
+			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", h.ID, h.URL, orDash(h.SubscriptionID), events, enabled)
 	}
@@ -225,7 +228,8 @@ func loopbackHost(host string) bool {
 
 // explainWebhook puts a webhook call's error in words, as explainWatch
 // does a watch's: an unknown id (id set: delete, test) says where yours
-// are listed, and the 21st webhook says so with Ploti's own message. An
+// are listed, a test of a webhook that is off (decision 61) says what to
+// do, and the 21st webhook says so with Ploti's own message. An
 // ambiguous create (fetch.ErrAmbiguous) keeps fetch's words, which say
 // what to look for in webhooks list.
 func explainWebhook(err error, what, id string) error {
@@ -240,6 +244,8 @@ func explainWebhook(err error, what, id string) error {
 	switch {
 	case id != "" && errors.Is(err, fetch.ErrNotFound):
 		return &explained{msg: fmt.Sprintf("%s: no webhook %s: `ploti-replica webhooks list` shows yours (404)", what, id), err: err}
+	case ae.Code == "webhook_disabled":
+		return &explained{msg: fmt.Sprintf("%s: webhook %s is turned off, so Ploti sends it nothing (409 webhook_disabled; `ploti-replica webhooks list` says why): delete it and create another%s", what, id, said), err: err}
 	case errors.Is(err, fetch.ErrWebhookLimit):
 		return &explained{msg: fmt.Sprintf("%s: you have the 20 webhooks a member may have, subscription webhooks included (409 webhook_limit): delete one first (`ploti-replica webhooks list`, `ploti-replica webhooks delete ID`)%s", what, said), err: err}
 	}

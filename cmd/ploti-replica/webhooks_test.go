@@ -284,3 +284,23 @@ func TestWebhooksCreate_httpsOnly(t *testing.T) {
 		})
 	}
 }
+
+// "Deleting a subscription stops its events and its webhooks"
+// (subscriptions-manifest-files.txt; decision 61): right after
+// `subscriptions delete`, `webhooks list` shows its webhook off with the
+// reason, and `webhooks test` says in words that nothing is sent to it.
+func TestWebhooks_subscriptionDeleted(t *testing.T) {
+	_, d, vars := demoWorld(t)
+	id := strings.Fields(mustCLI(t, vars, "webhooks", "create", "--url", "https://example.org/hook"))[2]
+	mustCLI(t, vars, "subscriptions", "delete", d.SubscriptionID)
+	out := mustCLI(t, vars, "webhooks", "list")
+	if !strings.Contains(out, id) || !strings.Contains(out, "no (the subscription was deleted)") {
+		t.Fatalf("list after the subscription's delete:\n%s", out)
+	}
+	code, _, errs := cli(t, vars, "webhooks", "test", id)
+	for _, want := range []string{"test webhook " + id, "is turned off", "409 webhook_disabled", "delete it and create another"} {
+		if code != exitFailure || !strings.Contains(errs, want) {
+			t.Fatalf("test after the subscription's delete: exit %d: %s; want it to say %q", code, errs, want)
+		}
+	}
+}
