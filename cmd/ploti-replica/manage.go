@@ -26,6 +26,8 @@ type webhooksCmd struct {
 	Header      string
 	SecretFile  string
 	Member      bool
+	// Only is list's --subscription: that subscription's webhooks only.
+	Only string
 }
 
 func newWebhooksCmd(env *Env) *cobra.Command {
@@ -50,6 +52,14 @@ func newWebhooksCmd(env *Env) *cobra.Command {
 	test := &cobra.Command{Use: "test ID", Short: "Ask Ploti to send one signed ping now", Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, a []string) error { return w.test(c.Context(), a[0]) }}
 	create.Flags().StringVar(&w.conn.Subscription, "subscription", "", "Data Feeds subscription id (env PLOTI_SUBSCRIPTION)")
+	list.Flags().StringVar(&w.Only, "subscription", "", "list only this subscription's webhooks")
+	for _, c := range []*cobra.Command{del, test} {
+		// A webhook id names it whole; the flag is taken, as it always was,
+		// so that scripts passing it on keep working.
+		var ignored string
+		c.Flags().StringVar(&ignored, "subscription", "", "ignored: the webhook's id names it")
+		c.Flags().MarkHidden("subscription")
+	}
 	for _, c := range []*cobra.Command{create, list, del, test} {
 		w.register(c)
 		cmd.AddCommand(c)
@@ -147,6 +157,9 @@ func (w *webhooksCmd) list(ctx context.Context) error {
 	hooks, err := c.Webhooks(ctx)
 	if err != nil {
 		return explainWebhook(err, "list webhooks", "")
+	}
+	if w.Only != "" {
+		hooks = slices.DeleteFunc(hooks, func(h ploti.Webhook) bool { return h.SubscriptionID != w.Only })
 	}
 	if w.JSON {
 		return w.printJSON(nonNil(hooks))

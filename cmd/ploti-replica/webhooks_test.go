@@ -222,8 +222,14 @@ func TestWebhooks_json(t *testing.T) {
 	if len(hooks) != 1 || hooks[0]["id"] != id {
 		t.Fatalf("list --json = %v", hooks)
 	}
+	mustCLI(t, vars, "webhooks", "create", "--member", "--url", "https://example.org/member")
+	parseJSON(t, mustCLI(t, vars, "webhooks", "list", "--json", "--subscription", d.SubscriptionID), &hooks)
+	if len(hooks) != 1 || hooks[0]["id"] != id {
+		t.Fatalf("list --json --subscription (one of two webhooks) = %v", hooks)
+	}
+	// --subscription, which these took before, is taken and changes nothing.
 	var sent, deleted map[string]any
-	parseJSON(t, mustCLI(t, vars, "webhooks", "test", id, "--json"), &sent)
+	parseJSON(t, mustCLI(t, vars, "webhooks", "test", id, "--json", "--subscription", d.SubscriptionID), &sent)
 	parseJSON(t, mustCLI(t, vars, "webhooks", "delete", id, "--json"), &deleted)
 	if sent["id"] != id || sent["sent"] != true || deleted["id"] != id || deleted["deleted"] != true {
 		t.Fatalf("test --json = %v, delete --json = %v", sent, deleted)
