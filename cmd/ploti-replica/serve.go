@@ -367,13 +367,17 @@ func (d *daemon) mux(hooks map[string]http.Handler) http.Handler {
 	return mux
 }
 
+// subscriptionGoneSyncs is how many syncs in a row must find the
+// subscription gone before serve stops.
+const subscriptionGoneSyncs = 2
+
 // loop syncs at start, on each webhook signal, on the poll timer and,
 // after a failure, after a growing wait; it returns when ctx is cancelled
 // (nil) or when a sync meets an error no retry can mend.
 func (d *daemon) loop(ctx context.Context) error {
 	next := time.NewTimer(0) // the first sync, at start
 	defer next.Stop()
-	failures, trigger := 0, "start"
+	failures, gone, trigger := 0, 0, "start"
 	for {
 		select {
 		case <-ctx.Done():
@@ -387,9 +391,17 @@ func (d *daemon) loop(ctx context.Context) error {
 		switch {
 		case ctx.Err() != nil:
 			return nil
-		case errors.Is(err, replica.ErrWrongSubscription), errors.Is(err, replica.ErrForeignCursor), errors.Is(err, replica.ErrSubscriptionGone):
+		case errors.Is(err, replica.ErrWrongSubscription), errors.Is(err, replica.ErrForeignCursor):
 			// Nothing a later sync can change: stop and say why.
 			return err
+		case errors.Is(err, replica.ErrSubscriptionGone):
+			// A deleted subscription never comes back; one 404 (a proxy's,
+			// a deploy's) could, so the retry must meet it again.
+			if gone++; gone >= subscriptionGoneSyncs {
+				return err
+			}
+		default:
+			gone = 0
 		}
 		wait := d.poll
 		if result == resultOK {

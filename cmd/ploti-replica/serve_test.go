@@ -721,7 +721,8 @@ func TestServe_exitCode(t *testing.T) {
 
 // "Deleting a subscription stops its events and its webhooks": serve,
 // whose subscription is deleted while it runs, stops with exit 1 and says
-// why, rather than retrying a sync that can never succeed.
+// why once its retry finds it gone too, rather than retrying a sync that
+// can never succeed (a single 404 is retried: TestServe_healthz).
 func TestServe_stopsWhenItsSubscriptionIsDeleted(t *testing.T) {
 	w := newServeWorld(t)
 	vars := map[string]string{"PLOTI_API_URL": w.em.URL(), "PLOTI_API_KEY": w.em.APIKey(), "PLOTI_SUBSCRIPTION": w.sub,
