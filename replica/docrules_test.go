@@ -186,6 +186,10 @@ func TestDocRule_AMinorColumnAddedMidSchemaIsMerged(t *testing.T) {
 	if d.SchemaVersion != rel.SchemaVersion || len(d.Columns) != len(cols) || d.Columns[len(d.Columns)-1].Name != "units" {
 		t.Fatalf("registry: schema %s columns %v, want %s with units last, as in the table", d.SchemaVersion, d.Columns, rel.SchemaVersion)
 	}
+	// verify matches columns by name: the table is the version.
+	if rep, err := r.Verify(ctx, VerifyOptions{}); err != nil || !rep.OK() {
+		t.Fatalf("verify after the merge: %v %+v", err, rep)
+	}
 	// A next version of the same schema merges too.
 	rel, err = em.Publish(ctx, "ds_permits", withUnits(permits(2), 3), emulator.WithSchema(cols, []string{"permit"}))
 	must(t, err)

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -186,8 +187,11 @@ type RowDiff struct {
 	Added   int64 // in the table only
 	Missing int64 // in the snapshot only
 	Changed int64 // in both, some column's value differs
+	// Repeated counts the record ids the table holds more than once (a
+	// snapshot's ids are unique: its load refuses repeats).
+	Repeated int64
 	// Examples are a few record ids of each kind.
-	AddedIDs, MissingIDs, ChangedIDs []string
+	AddedIDs, MissingIDs, ChangedIDs, RepeatedIDs []string
 }
 
 // Rows matches the rows by record id. A cell NULL in the table where the
@@ -242,7 +246,28 @@ func (c *SnapshotComparison) Rows(ctx context.Context, unfilled []string) (RowDi
 			d.Changed, d.ChangedIDs = n, s
 		}
 	}
-	return d, rows.Err()
+	if err := rows.Err(); err != nil {
+		return d, fmt.Errorf("compare rows of %s: %w", c.table, err)
+	}
+	return d, c.repeated(ctx, &d)
+}
+
+// repeated counts the record ids the table holds more than once: a
+// repeated row matches its snapshot row twice, so the join above cannot
+// see it.
+func (c *SnapshotComparison) repeated(ctx context.Context, d *RowDiff) error {
+	q := fmt.Sprintf(`SELECT count(*), %[3]s FROM (SELECT %[1]s::VARCHAR AS id FROM %[2]s GROUP BY %[1]s HAVING count(*) > 1) r`,
+		Ident(ColRecordID), c.rel, c.tx.db.firstIDs("id"))
+	var ids sql.NullString
+	if err := c.tx.tx.QueryRowContext(ctx, q).Scan(&d.Repeated, &ids); err != nil {
+		return fmt.Errorf("count repeated ids of %s: %w", c.table, err)
+	}
+	if ids.Valid {
+		if err := json.Unmarshal([]byte(ids.String), &d.RepeatedIDs); err != nil {
+			return fmt.Errorf("count repeated ids of %s: %w", c.table, err)
+		}
+	}
+	return nil
 }
 
 // Close drops the scratch table (the transaction is rolled back).

@@ -56,6 +56,14 @@ func TestVerify(t *testing.T) {
 			"1 row(s) in the table are not in version 1 (e.g. rec_by_hand)"},
 		{"a column altered", []string{"ALTER TABLE " + permits + " ALTER COLUMN units TYPE VARCHAR"},
 			"column units is VARCHAR in the table, BIGINT in version 1"},
+		// A row held twice matches its version's row twice: the record is
+		// named, and the table is not the version even when the registry's
+		// count is made to agree with it.
+		{"a record held twice", []string{"INSERT INTO " + permits + " SELECT * FROM " + permits + " WHERE permit_number = 'BP-0005'"},
+			"1 record id(s) are held by more than one row of the table (e.g. rec_"},
+		{"a record held twice, the registry's count raised", []string{"INSERT INTO " + permits + " SELECT * FROM " + permits + " WHERE permit_number = 'BP-0005'",
+			"UPDATE _ploti.datasets SET row_count = row_count + 1 WHERE dataset_id = " + storage.Literal(emulator.DemoPermits)},
+			"the table has 21 rows, version 1 has 20"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
