@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -185,5 +186,37 @@ func TestServe_requestEventsGoToTheInbox(t *testing.T) {
 		if _, err := os.Stat(f); err == nil {
 			t.Fatalf("%s is left once its events are recorded", f)
 		}
+	}
+}
+
+// README: request events are "written to disk before the answer and
+// recorded by the next sync in _ploti.inbox, once each". serve answers a
+// request event while another process holds the file (its own sync fails
+// on the lock), then stops; the next sync, a plain `sync`, records it.
+func TestServe_aRequestEventKeptIsRecordedByTheNextSyncWhicheverItIs(t *testing.T) {
+	w := newMemberServeWorld(t)
+	w.start(t, time.Second, "--poll", "0", "--lock-timeout", "300ms")
+	_, done := holdFile(t, w.db, 4*time.Second)
+	ev, err := w.em.EmitRequestEvent("data_request.ready", map[string]any{"requestId": "req_77"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.waitDeliveries(t)
+	if !slices.ContainsFunc(w.em.Deliveries(), func(d emulator.Delivery) bool { return d.EventID == ev && d.OK() }) {
+		t.Fatal("the request event was not answered 2xx")
+	}
+	w.waitIdle(t, 2)
+	if err := w.shutdown(t); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	vars := map[string]string{"PLOTI_API_URL": w.em.URL(), "PLOTI_API_KEY": w.em.APIKey(), "PLOTI_DB": w.db}
+	mustCLI(t, vars, "sync")
+	if out := mustCLI(t, vars, "inbox"); !strings.Contains(out, "req_77") {
+		t.Fatalf("inbox after the next sync:\n%s", out)
+	}
+	mustCLI(t, vars, "sync")
+	if out := mustCLI(t, vars, "inbox", "--json"); strings.Count(out, `"eventId"`) != 1 {
+		t.Fatalf("the event recorded twice:\n%s", out)
 	}
 }

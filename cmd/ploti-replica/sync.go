@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -128,6 +129,12 @@ func openAndRun(ctx context.Context, path string, opts replica.Options, run func
 	r, err := replica.Open(ctx, path, opts)
 	if err != nil {
 		return replica.SyncResult{}, err
+	}
+	// Request events serve answered and kept beside the file, not yet
+	// recorded (serve stopped first, or its syncs failed): "recorded by
+	// the next sync in _ploti.inbox, once each", whichever sync it is.
+	if q := newInboxQueue(path, time.Now, opts.Logger); q.waiting() {
+		q.record(ctx, r)
 	}
 	res, err := run(r, ctx)
 	if cerr := r.Close(); cerr != nil && err == nil {
