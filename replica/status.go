@@ -77,6 +77,9 @@ func ReadStatus(ctx context.Context, db *storage.DB) (*Status, error) {
 	}
 	if sub != nil {
 		st.SubscriptionID, st.APIURL, st.Cursor, st.LastSyncAt = sub.ID, sub.APIURL, sub.Cursor, sub.LastSyncAt
+	} else if st.LastSyncAt, err = db.LastSuccess(ctx); err != nil {
+		// A file of watches only: its runs say when it last synced.
+		return nil, err
 	}
 	if st.LastRun, err = db.LastRun(ctx); err != nil {
 		return nil, err

@@ -75,3 +75,17 @@ func (db *DB) LastRun(ctx context.Context) (*Run, error) {
 		&r.EventsApplied, &r.EventsSkipped, &r.SnapshotsLoaded, &r.ChangesMerged)
 	return &r, err
 }
+
+// LastSuccess is when the last sync that ended ok or partial finished; nil
+// when none did.
+func (db *DB) LastSuccess(ctx context.Context) (*time.Time, error) {
+	var at sql.NullTime
+	if err := db.sql.QueryRowContext(ctx, `SELECT max(finished_at) FROM _ploti.sync_runs WHERE result IN ('ok', 'partial')`).Scan(&at); err != nil {
+		return nil, fmt.Errorf("last successful sync: %w", err)
+	}
+	if !at.Valid {
+		return nil, nil
+	}
+	t := at.Time.UTC()
+	return &t, nil
+}

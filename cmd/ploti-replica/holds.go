@@ -78,6 +78,9 @@ func (h *holdsCmd) list(ctx context.Context) error {
 }
 
 func (h *holdsCmd) release(ctx context.Context, datasetID string) error {
+	// The file's datasets, watched ones too: a file that keeps only
+	// watches has no subscription to name.
+	h.conn.Watch = true
 	opts, err := h.conn.options(h.env)
 	if err != nil {
 		return err

@@ -53,6 +53,9 @@ Exit codes: 0 every dataset verified (or repaired), 1 failure, 2 usage,
 }
 
 func (v *verifyCmd) run(ctx context.Context) error {
+	// The file's datasets, watched ones too: a file that keeps only
+	// watches has no subscription to name.
+	v.conn.Watch = true
 	opts, err := v.conn.options(v.env)
 	if err != nil {
 		return err

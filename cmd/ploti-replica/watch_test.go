@@ -240,3 +240,32 @@ func TestWatch_wordsForWhatAWatchIs(t *testing.T) {
 		t.Fatalf("watch add of a dataset the plan closes: exit %d %s", code, errs)
 	}
 }
+
+// status of a file that keeps only watches says when it last synced. And
+// verify --help: a watched dataset is "unverifiable, not a difference".
+// On a file that keeps only watches (no subscription to name), verify says
+// so and exits 0, and holds release says the dataset is not held, instead
+// of asking for a subscription (exit 2) as both did.
+func TestWatch_verifyAndReleaseOnAFileOfWatchesOnly(t *testing.T) {
+	_, vars := watchWorld(t)
+	mustCLI(t, vars, "watch", "add", watchedDataset)
+	mustCLI(t, vars, "sync")
+	// status says when it last synced: the runs of a file with no
+	// subscription row.
+	var st replica.Status
+	parseJSON(t, mustCLI(t, vars, "status", "--json"), &st)
+	if st.LastSyncAt == nil {
+		t.Fatalf("status --json of a file of watches only, synced: no lastSyncAt")
+	}
+	if out := mustCLI(t, vars, "status"); strings.Contains(out, "never") {
+		t.Fatalf("status of a file of watches only, synced:\n%s", out)
+	}
+	code, out, errs := cli(t, vars, "verify")
+	if code != exitOK || !strings.Contains(out, "unverifiable") {
+		t.Fatalf("verify of a file of watches only: exit %d\n%s%s", code, out, errs)
+	}
+	code, _, errs = cli(t, vars, "holds", "release", watchedDataset)
+	if code != exitFailure || !strings.Contains(errs, "not held") {
+		t.Fatalf("holds release of a watched dataset: exit %d %s", code, errs)
+	}
+}
