@@ -48,6 +48,9 @@ type connFlags struct {
 	// --watches); without a subscription it is all a file keeps.
 	Watch    bool
 	Geometry string
+	// syncFlags: the command takes the sync flags (their values are the
+	// user's, not defaults to fill in).
+	syncFlags bool
 }
 
 // registerWatch adds --watches, for the commands that sync.
@@ -87,6 +90,7 @@ func (c *connFlags) register(cmd *cobra.Command, sets flagSet) {
 		f.StringVar(&c.Subscription, "subscription", "", "Data Feeds subscription id (env PLOTI_SUBSCRIPTION)")
 	}
 	if sets&flagsSync != 0 {
+		c.syncFlags = true
 		f.StringVar(&c.OnMajor, "on-major", "hold", "on a MAJOR schema change: hold (for review) or reload")
 		f.StringVar(&c.MemoryLimit, "memory-limit", "", "DuckDB memory_limit, e.g. 1GB, 512MiB or 50%")
 		f.StringArrayVar(&c.IDRefs, "id-ref", nil, "TABLE.COLUMN=DATASET: a column of yours holding the dataset's record ids, rewritten when Ploti replaces ids (repeatable)")
@@ -185,7 +189,7 @@ func (c *connFlags) options(env *Env) (replica.Options, error) {
 	if c.OnMajor == "" {
 		c.OnMajor = apply.OnMajorHold
 	}
-	if c.PageSize == 0 {
+	if c.PageSize == 0 && !c.syncFlags {
 		c.PageSize = replica.DefaultPageSize
 	}
 	if c.Subscription == "" && !c.Watch {

@@ -741,8 +741,10 @@ func leftBeside(path string) []string {
 // to commit the cursor often); out of 1 to 500 it is a usage error.
 func TestSync_pageSize(t *testing.T) {
 	_, d, vars := demoWorld(t)
-	if code, _, errs := cli(t, vars, "sync", "--page-size", "501"); code != exitUsage || !strings.Contains(errs, "--page-size 501: want 1 to 500") {
-		t.Fatalf("--page-size 501: exit %d, %q", code, errs)
+	for _, n := range []string{"501", "0", "-1"} {
+		if code, _, errs := cli(t, vars, "sync", "--page-size", n); code != exitUsage || !strings.Contains(errs, "--page-size "+n+": want 1 to 500") {
+			t.Fatalf("--page-size %s: exit %d, %q", n, code, errs)
+		}
 	}
 	if code, out, errs := cli(t, vars, "sync", "--page-size", "1"); code != exitOK {
 		t.Fatalf("sync: exit %d\n%s%s", code, out, errs)
