@@ -250,6 +250,12 @@ func (s *serveCmd) check() error {
 	if s.Poll < 0 {
 		return &usageError{fmt.Errorf("--poll %s: want 0 (off) or more", s.Poll)}
 	}
+	if s.VerifyEvery < 0 {
+		return &usageError{fmt.Errorf("--verify-every %s: want 0 (never) or more", s.VerifyEvery)}
+	}
+	if s.ShutdownTimeout <= 0 {
+		return &usageError{fmt.Errorf("--shutdown-timeout %s: want more than 0", s.ShutdownTimeout)}
+	}
 	return nil
 }
 
