@@ -253,8 +253,8 @@ func (s *serveCmd) check() error {
 	if s.VerifyEvery < 0 {
 		return &usageError{fmt.Errorf("--verify-every %s: want 0 (never) or more", s.VerifyEvery)}
 	}
-	if s.ShutdownTimeout <= 0 {
-		return &usageError{fmt.Errorf("--shutdown-timeout %s: want more than 0", s.ShutdownTimeout)}
+	if s.ShutdownTimeout < 0 {
+		return &usageError{fmt.Errorf("--shutdown-timeout %s: want 0 (cancel at once) or more", s.ShutdownTimeout)}
 	}
 	return nil
 }

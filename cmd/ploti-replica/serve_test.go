@@ -605,7 +605,7 @@ func TestServe_secretFile(t *testing.T) {
 		{"path with a pattern", []string{"--webhook-secret-file", write("ok", "whsec_"+strings.Repeat("A", 32)), "--webhook-path", "/hooks/{id}"}, "--webhook-path"},
 		{"negative poll", []string{"--webhook-secret-file", write("ok", "whsec_"+strings.Repeat("A", 32)), "--poll", "-1s"}, "--poll"},
 		{"negative verify-every", []string{"--poll", "1m", "--verify-every", "-1h"}, "--verify-every -1h0m0s: want 0 (never) or more"},
-		{"no shutdown timeout", []string{"--poll", "1m", "--shutdown-timeout", "-1s"}, "--shutdown-timeout -1s: want more than 0"},
+		{"negative shutdown timeout", []string{"--poll", "1m", "--shutdown-timeout", "-1s"}, "--shutdown-timeout -1s: want 0 (cancel at once) or more"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
