@@ -153,10 +153,20 @@ func (r *Replica) Release(ctx context.Context, datasetID string) error {
 		return err
 	}
 	local := false
+	var server *storage.Hold
 	for _, h := range holds {
 		local = local || h.Kind == storage.HoldLocal
+		if h.Kind == storage.HoldServer {
+			server = &h
+		}
 	}
-	if !local {
+	switch {
+	case !local && server != nil:
+		// Ploti's own hold: its version is not sent until Ploti's team
+		// release or discard it, and nothing here can bring it sooner.
+		return fmt.Errorf("release %s: %w by you: Ploti holds its next version (%s) since it was built, and sends it only once its team releases it; "+
+			"the file keeps version %d meanwhile, and the sync after the release brings the new one", datasetID, ErrNotHeld, server.Reason, d.Version)
+	case !local:
 		return fmt.Errorf("release %s: %w (status %s)", datasetID, ErrNotHeld, d.Status)
 	}
 	if err := r.reloadCurrent(ctx, d, false); err != nil {

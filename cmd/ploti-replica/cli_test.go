@@ -153,6 +153,19 @@ func TestHolds_listAndRelease(t *testing.T) {
 	if code, _, errs := cli(t, vars, "holds", "release", emulator.DemoPermits); code != exitFailure || !strings.Contains(errs, "not held") {
 		t.Fatalf("release of a dataset not held: exit %d %s", code, errs)
 	}
+	// Ploti's own hold (holds list shows it): not one to release here, and
+	// release says whose it is and what ends it.
+	if _, err := em.Publish(ctx, emulator.DemoPermits, []emulator.Row{{"permit_number": "X-1"}}, emulator.Hold("data_check")); err != nil {
+		t.Fatal(err)
+	}
+	cli(t, vars, "sync")
+	if _, out, _ := cli(t, vars, "holds", "list"); !strings.Contains(out, "data_check") {
+		t.Fatalf("holds list should show Ploti's hold:\n%s", out)
+	}
+	code, _, errs = cli(t, vars, "holds", "release", emulator.DemoPermits)
+	if code != exitFailure || !strings.Contains(errs, "not held by you: Ploti holds its next version (data_check)") || !strings.Contains(errs, "once its team releases it") {
+		t.Fatalf("release of a dataset Ploti holds: exit %d %s", code, errs)
+	}
 }
 
 func TestDemo(t *testing.T) {
