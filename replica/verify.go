@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -58,6 +59,20 @@ type VerifyReport struct {
 	Repaired     int            `json:"repaired"`
 	At           time.Time      `json:"at"`
 	Duration     time.Duration  `json:"-"`
+}
+
+// MarshalJSON adds durationSeconds (README: every --json output gives
+// durations in seconds).
+func (r VerifyReport) MarshalJSON() ([]byte, error) {
+	type plain VerifyReport
+	out := struct {
+		plain
+		DurationSeconds float64 `json:"durationSeconds"`
+	}{plain(r), r.Duration.Seconds()}
+	if out.Datasets == nil {
+		out.Datasets = []DatasetCheck{}
+	}
+	return json.Marshal(out)
 }
 
 // OK is true when nothing differs (after repairs).

@@ -42,6 +42,11 @@ func TestVerify(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "all 3 dataset(s) verified") {
 		t.Fatalf("verify on a clean file: exit %d\n%s%s", code, out, errs)
 	}
+	// README: every --json output gives "durations in seconds
+	// (durationSeconds), empty lists as []" and no null.
+	if out := mustCLI(t, vars, "verify", "--json"); !strings.Contains(out, `"durationSeconds"`) || strings.Contains(out, "null") {
+		t.Fatalf("verify --json:\n%s", out)
+	}
 	permits := "main." + storage.Ident(emulator.DemoPermits)
 	cases := []struct {
 		name  string
