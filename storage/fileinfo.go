@@ -27,6 +27,14 @@ const (
 // version DuckDB 1.x writes.
 var storageReaders = map[uint64]string{64: "0.10", 65: "1.2", 66: "1.3", 67: "1.4", 68: "1.5"}
 
+// storageNames are the names DuckDB gives its storage versions (ATTACH …
+// (STORAGE_VERSION 'v1.0.0')), which its docs and the README use.
+var storageNames = map[uint64]string{64: "v1.0.0", 65: "v1.2.0", 66: "v1.3.0", 67: "v1.4.0", 68: "v1.5.0"}
+
+// StorageName is storage version v's name, "v1.0.0" for 64; "" when this
+// build does not know it.
+func StorageName(v uint64) string { return storageNames[v] }
+
 // StorageReaders says which DuckDB clients can read a file of storage
 // version v, in words: "DuckDB 0.10 and later".
 func StorageReaders(v uint64) string {

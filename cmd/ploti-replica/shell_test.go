@@ -508,7 +508,7 @@ func TestVersion(t *testing.T) {
 func TestStorageVersion_guard(t *testing.T) {
 	_, _, vars := syncedFile(t)
 	r := sh(t, vars, "status")
-	if !strings.Contains(r.stdout, "storage version 64, readable by DuckDB 0.10 and later") {
+	if !strings.Contains(r.stdout, "storage version 64, readable by DuckDB 0.10 and later (storage v1.0.0)") {
 		t.Fatalf("status should show the storage version and its readers: %s", r)
 	}
 	// A file a DuckDB 1.5 wrote in its own storage: still ours to sync,

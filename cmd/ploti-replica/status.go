@@ -123,7 +123,7 @@ func printStatus(w io.Writer, path string, st *replica.Status) {
 	if st.Geometry == storage.GeometryPostGIS {
 		fmt.Fprintf(w, "storage:       PostgreSQL; readers on any machine (psql, QGIS, BI servers) never wait for the writer\n")
 	} else {
-		fmt.Fprintf(w, "storage:       DuckDB storage version %d, readable by %s\n", st.StorageVersion, st.Readers)
+		fmt.Fprintf(w, "storage:       DuckDB storage version %d, readable by %s%s\n", st.StorageVersion, st.Readers, storageName(st.StorageVersion))
 	}
 	fmt.Fprintf(w, "geometry:      %s\n", geometryWords(st.Geometry))
 	fmt.Fprintln(w)
@@ -182,4 +182,13 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// storageName is " (storage v1.0.0)" for a storage version DuckDB names,
+// as the README and DuckDB's docs do; "" otherwise.
+func storageName(v uint64) string {
+	if n := storage.StorageName(v); n != "" {
+		return " (storage " + n + ")"
+	}
+	return ""
 }

@@ -39,6 +39,6 @@ func versionLine() string {
 			rev += "+dirty"
 		}
 	}
-	return fmt.Sprintf("ploti-replica %s (commit %s), DuckDB %s, writes DuckDB storage version %d (read by %s)",
-		version, rev, storage.DuckDBVersion, storage.StorageV1_0, storage.StorageReaders(storage.StorageV1_0))
+	return fmt.Sprintf("ploti-replica %s (commit %s), DuckDB %s, writes DuckDB storage version %d, storage %s (read by %s)",
+		version, rev, storage.DuckDBVersion, storage.StorageV1_0, storage.StorageName(storage.StorageV1_0), storage.StorageReaders(storage.StorageV1_0))
 }
