@@ -201,6 +201,9 @@ func (r *Replica) verifyOne(ctx context.Context, d *storage.Dataset) (DatasetChe
 		}
 		if errors.Is(err, storage.ErrBadData) {
 			c.Verdict, c.Differences = VerdictDiffers, []string{err.Error()}
+			if v.RowCount != nil {
+				c.SnapshotRows = *v.RowCount // the table's side could not be read
+			}
 			return c, v, nil
 		}
 		return c, nil, fmt.Errorf("verify %s v%d: %w", d.ID, d.Version, err)

@@ -104,7 +104,7 @@ func (c *SnapshotComparison) columns(ctx context.Context) (mine, theirs map[stri
 		return nil, nil, err
 	}
 	if len(mine) == 0 {
-		return nil, nil, fmt.Errorf("compare %s: %w: no such table", c.table, ErrBadData)
+		return nil, nil, fmt.Errorf("compare %s: %w: the table is not in the file (dropped?)", c.table, ErrBadData)
 	}
 	if theirs, err = c.tx.columnsOf(ctx, verifyScratch, c.snap); err != nil {
 		return nil, nil, err

@@ -61,6 +61,7 @@ func TestVerify(t *testing.T) {
 			"1 row(s) in the table are not in version 1 (e.g. rec_by_hand)"},
 		{"a column altered", []string{"ALTER TABLE " + permits + " ALTER COLUMN units TYPE VARCHAR"},
 			"column units is VARCHAR in the table, BIGINT in version 1"},
+		{"the table dropped", []string{"DROP TABLE " + permits}, "the table is not in the file (dropped?)"},
 		// A row held twice matches its version's row twice: the record is
 		// named, and the table is not the version even when the registry's
 		// count is made to agree with it.
