@@ -30,8 +30,15 @@ table. A member may watch 100 datasets. A dataset that is also in the
 subscription is kept from the feed; the watch is then only a signal.`,
 	}
 	add := &cobra.Command{Use: "add DATASET...", Short: "Watch datasets (watching twice changes nothing)", Args: cobra.MinimumNArgs(1),
+		Long: `Watch datasets (watching twice changes nothing).
+
+--json prints {"watches": [{"datasetId", "watchedAt", "version"}]}.`,
 		RunE: func(c *cobra.Command, a []string) error { return w.add(c.Context(), a) }}
 	remove := &cobra.Command{Use: "remove DATASET...", Short: "Stop watching datasets; their tables stay and stop updating", Args: cobra.MinimumNArgs(1),
+		Long: `Stop watching datasets: their tables stay and stop updating, unless the
+--db file's subscription delivers them too (it then keeps them current).
+
+--json prints {"removed": [{"datasetId", "keptByFeed"}]}.`,
 		RunE: func(c *cobra.Command, a []string) error { return w.remove(c.Context(), a) }}
 	list := &cobra.Command{Use: "list", Short: "List your watches beside what the --db file holds of each", Args: cobra.NoArgs,
 		Long: `List every dataset you watch with its version now at Ploti, beside what the
@@ -46,6 +53,7 @@ subscription is kept from the feed; the watch is then only a signal.`,
 		cmd.AddCommand(c)
 	}
 	list.Flags().StringVar(&w.conn.DB, "db", "", "the replica file to compare with (env PLOTI_DB; default ploti.duckdb)")
+	remove.Flags().StringVar(&w.conn.DB, "db", "", "the replica file whose tables the output speaks of (env PLOTI_DB; default ploti.duckdb)")
 	return cmd
 }
 
@@ -54,10 +62,15 @@ func (w *watchCmd) add(ctx context.Context, ids []string) error {
 	if err != nil {
 		return err
 	}
+	out := watchesAdded{Watches: []watchAdded{}}
 	for _, id := range ids {
 		got, err := c.Watch(ctx, id)
 		if err != nil {
 			return explainWatch(err, "watch "+id)
+		}
+		out.Watches = append(out.Watches, watchAdded{DatasetID: got.DatasetID, WatchedAt: got.WatchedAt, Version: got.Version})
+		if w.JSON {
+			continue
 		}
 		v := "no version yet"
 		if got.Version != nil {
@@ -65,7 +78,33 @@ func (w *watchCmd) add(ctx context.Context, ids []string) error {
 		}
 		fmt.Fprintf(w.env.Stdout, "watching %s (%s); `ploti-replica sync` reads it into its table\n", id, v)
 	}
+	if w.JSON {
+		return w.printJSON(out)
+	}
 	return nil
+}
+
+// watchesAdded is watch add --json.
+type watchesAdded struct {
+	Watches []watchAdded `json:"watches"`
+}
+
+type watchAdded struct {
+	DatasetID string     `json:"datasetId"`
+	WatchedAt *time.Time `json:"watchedAt,omitempty"`
+	Version   *int       `json:"version,omitempty"`
+}
+
+// watchesRemoved is watch remove --json: each dataset no longer watched,
+// and whether the file's subscription keeps its table current.
+type watchesRemoved struct {
+	Removed []watchRemoved `json:"removed"`
+}
+
+type watchRemoved struct {
+	DatasetID string `json:"datasetId"`
+	// KeptByFeed: the --db file's subscription delivers the dataset.
+	KeptByFeed bool `json:"keptByFeed"`
 }
 
 func (w *watchCmd) remove(ctx context.Context, ids []string) error {
@@ -74,12 +113,15 @@ func (w *watchCmd) remove(ctx context.Context, ids []string) error {
 		return err
 	}
 	local := w.localState(ctx)
+	out := watchesRemoved{Removed: []watchRemoved{}}
 	for _, id := range ids {
 		if err := c.Unwatch(ctx, id); err != nil {
 			return explainWatch(err, "unwatch "+id)
 		}
 		d, held := local[id]
+		out.Removed = append(out.Removed, watchRemoved{DatasetID: id, KeptByFeed: held && d.Source == storage.SourceFeed})
 		switch {
+		case w.JSON:
 		case held && d.Source == storage.SourceFeed:
 			fmt.Fprintf(w.env.Stdout, "no longer watching %s; the subscription delivers it, and keeps its table current\n", id)
 		case held:
@@ -87,6 +129,9 @@ func (w *watchCmd) remove(ctx context.Context, ids []string) error {
 		default:
 			fmt.Fprintf(w.env.Stdout, "no longer watching %s\n", id)
 		}
+	}
+	if w.JSON {
+		return w.printJSON(out)
 	}
 	return nil
 }

@@ -234,6 +234,26 @@ func TestWatch_wordsForWhatAWatchIs(t *testing.T) {
 	if out := mustCLI(t, vars, "watch", "remove", emulator.DemoPermits); !strings.Contains(out, "the subscription delivers it, and keeps its table current") {
 		t.Fatalf("watch remove of a dataset the subscription delivers:\n%s", out)
 	}
+	var added struct {
+		Watches []struct {
+			DatasetID string
+			Version   *int
+		}
+	}
+	parseJSON(t, mustCLI(t, vars, "watch", "add", emulator.DemoPermits, "--json"), &added)
+	if len(added.Watches) != 1 || added.Watches[0].DatasetID != emulator.DemoPermits || added.Watches[0].Version == nil {
+		t.Fatalf("watch add --json = %+v", added)
+	}
+	var removed struct {
+		Removed []struct {
+			DatasetID  string
+			KeptByFeed bool
+		}
+	}
+	parseJSON(t, mustCLI(t, vars, "watch", "remove", emulator.DemoPermits, "--json"), &removed)
+	if len(removed.Removed) != 1 || !removed.Removed[0].KeptByFeed {
+		t.Fatalf("watch remove --json = %+v", removed)
+	}
 	must(t, em.SetPlanClosed(emulator.DemoParcels, true))
 	code, _, errs := cli(t, vars, "watch", "add", emulator.DemoParcels)
 	if code != exitFailure || !strings.Contains(errs, "your workspace's plan does not open this dataset (409 not_deliverable)") || strings.Contains(errs, "datasets list") {
