@@ -22,6 +22,7 @@ type SyncResult struct {
 	EventsSeen      int      `json:"eventsSeen"`      // events read from the log
 	EventsApplied   int      `json:"eventsApplied"`   // events that changed something
 	EventsSkipped   int      `json:"eventsSkipped"`   // events skipped by a rule or already applied
+	EventsFailed    int      `json:"eventsFailed"`    // events whose dataset failed (named in Failed); the next sync tries again
 	SnapshotsLoaded int      `json:"snapshotsLoaded"` // snapshot loads (bootstrap, resync, reload)
 	ChangesMerged   int      `json:"changesMerged"`   // changes files merged
 	WatchesSeen     int      `json:"watchesSeen"`     // datasets in the watches list (Options.Watch)
@@ -479,7 +480,7 @@ func (r *Replica) applyEvent(ctx context.Context, b *apply.Batch, seen map[strin
 			name = "event " + ev.ID
 		}
 		res.Failed = appendOnce(res.Failed, name)
-		res.EventsSkipped++
+		res.EventsFailed++
 		r.log.Warn().Str("event", ev.ID).Err(verr).Msg("event not applied")
 		return nil
 	}
@@ -490,6 +491,9 @@ func (r *Replica) applyEvent(ctx context.Context, b *apply.Batch, seen map[strin
 	switch {
 	case errors.As(err, &ae):
 		res.Failed = appendOnce(res.Failed, ae.DatasetID)
+		res.EventsFailed++
+		r.log.Debug().Str("event", ev.ID).Str("type", ev.Type).Str("dataset", ev.Data.DatasetID).Msg("event failed")
+		return nil
 	case err != nil:
 		return fmt.Errorf("apply %s (%s, %s): %w", ev.ID, ev.Type, ev.Data.DatasetID, err)
 	case out.Action.Kind == apply.Removed:

@@ -112,6 +112,10 @@ func TestSync_partialFailureExitCode(t *testing.T) {
 	if code != exitPartial || !strings.Contains(out, "failed: "+emulator.DemoParcels) {
 		t.Fatalf("sync with a bad changes file: exit %d, want %d\n%s\n%s", code, exitPartial, out, errs)
 	}
+	// The summary counts the failed dataset's event as failed, not skipped.
+	if !strings.Contains(out, "(2 applied, 0 skipped, 1 failed)") {
+		t.Fatalf("sync's summary with a failed dataset:\n%s", out)
+	}
 	_, out, _ = cli(t, vars, "status", "--json")
 	var st replica.Status
 	json.Unmarshal([]byte(out), &st)

@@ -148,8 +148,12 @@ func printSync(w io.Writer, path string, res replica.SyncResult) {
 	if res.Bootstrapped {
 		how = "bootstrapped from the manifest"
 	}
-	fmt.Fprintf(w, "%s: %s in %s: %d snapshot(s) loaded, %d changes file(s) merged, %d event(s) read (%d applied, %d skipped)\n",
-		path, how, res.Duration.Round(1e6), res.SnapshotsLoaded, res.ChangesMerged, res.EventsSeen, res.EventsApplied, res.EventsSkipped)
+	failed := ""
+	if res.EventsFailed > 0 {
+		failed = fmt.Sprintf(", %d failed", res.EventsFailed)
+	}
+	fmt.Fprintf(w, "%s: %s in %s: %d snapshot(s) loaded, %d changes file(s) merged, %d event(s) read (%d applied, %d skipped%s)\n",
+		path, how, res.Duration.Round(1e6), res.SnapshotsLoaded, res.ChangesMerged, res.EventsSeen, res.EventsApplied, res.EventsSkipped, failed)
 	if res.WatchesSeen > 0 {
 		fmt.Fprintf(w, "  watches: %d dataset(s) watched, %d merged, %d read whole\n", res.WatchesSeen, res.WatchMerges, res.WatchReloads)
 	}
