@@ -181,3 +181,26 @@ func TestCommands_rateLimitAndPlanInWords(t *testing.T) {
 		t.Fatalf("delete --json = %+v", del)
 	}
 }
+
+// sync and status --behind put a 429 or a 503 that outlasted the retries
+// in words, as the other commands do (they ended on the client's raw
+// "429 rate_limited: … (gave up after 6 attempts)").
+func TestSync_rateLimitAndPlanInWords(t *testing.T) {
+	em, _, vars := demoWorld(t)
+	mustCLI(t, vars, "sync")
+	for _, tc := range []struct {
+		status int
+		want   string
+	}{{429, "over Ploti's rate limit (429"}, {503, "Ploti cannot read your workspace's plan just now (503 plan_unavailable)"}} {
+		em.ClearFaults()
+		em.FailNext("GET /v1/feeds/subscriptions/*/events", tc.status, 100)
+		code, _, errs := cli(t, vars, "sync")
+		if code != exitFailure || !strings.Contains(errs, "sync "+vars["PLOTI_DB"]+": "+tc.want) || strings.Contains(errs, "gave up after") {
+			t.Errorf("sync after %ds: exit %d, stderr %q; want %q", tc.status, code, errs, tc.want)
+		}
+		code, _, errs = cli(t, vars, "status", "--behind")
+		if code != exitFailure || !strings.Contains(errs, tc.want) {
+			t.Errorf("status --behind after %ds: exit %d, stderr %q; want %q", tc.status, code, errs, tc.want)
+		}
+	}
+}

@@ -65,6 +65,20 @@ func explain(err error, what string) error {
 	return err
 }
 
+// explainUnreachable puts in words what keeps a command that reads the
+// feed (sync, status --behind) from Ploti after its retries: a rate limit,
+// a plan Ploti cannot read, a server error, a refused key. Other errors
+// (a dataset's, a subscription not found, the file's) keep their own
+// words.
+func explainUnreachable(err error, what string) error {
+	for _, e := range []error{fetch.ErrRateLimited, fetch.ErrPlanUnavailable, fetch.ErrServer, fetch.ErrUnauthorized} {
+		if errors.Is(err, e) {
+			return explain(err, what)
+		}
+	}
+	return err
+}
+
 // retryIn is the answer's Retry-After in words, or "a minute".
 func retryIn(ae *fetch.APIError) string {
 	if ae.RetryAfter <= 0 {

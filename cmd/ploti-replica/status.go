@@ -57,7 +57,7 @@ func (s *statusCmd) run(ctx context.Context) error {
 		}
 		behind, err := r.Behind(ctx, 100000)
 		if err != nil {
-			return err
+			return explainUnreachable(err, "status --behind: count the events waiting")
 		}
 		if behind >= 0 {
 			st.Behind = &behind

@@ -70,7 +70,7 @@ func (s *syncCmd) run(ctx context.Context) error {
 	res, err := openAndRun(ctx, s.conn.DB, opts, run)
 	view.wait()
 	if err != nil && !errors.Is(err, replica.ErrPartial) {
-		return err
+		return explainUnreachable(err, "sync "+backends.Name(s.conn.DB))
 	}
 	if s.JSON {
 		enc := json.NewEncoder(s.env.Stdout)
