@@ -39,6 +39,7 @@ func newStatusCmd(env *Env) *cobra.Command {
 
 func (s *statusCmd) run(ctx context.Context) error {
 	var st *replica.Status
+	var behindErr error // the file's status is printed all the same
 	if s.Behind {
 		s.conn.resolve(s.env)
 		s.conn.Watch = true // a file of watches only has no cursor to count from
@@ -56,10 +57,10 @@ func (s *statusCmd) run(ctx context.Context) error {
 			return err
 		}
 		behind, err := r.Behind(ctx, 100000)
-		if err != nil {
-			return explainUnreachable(err, "status --behind: count the events waiting")
-		}
-		if behind >= 0 {
+		switch {
+		case err != nil:
+			behindErr = explainUnreachable(err, "status --behind: count the events waiting")
+		case behind >= 0:
 			st.Behind = &behind
 		}
 	} else {
@@ -74,10 +75,13 @@ func (s *statusCmd) run(ctx context.Context) error {
 	if s.JSON {
 		enc := json.NewEncoder(s.env.Stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(st)
+		if err := enc.Encode(st); err != nil {
+			return err
+		}
+		return behindErr
 	}
 	printStatus(s.env.Stdout, backends.Name(s.conn.DB), st)
-	return nil
+	return behindErr
 }
 
 // read is the file's status: the one its last writer kept beside it while
