@@ -546,7 +546,9 @@ func checkWebhookSpec(spec WebhookSpec) error {
 }
 
 // loopbackHost reports whether host (a URL's, without its port) is
-// localhost, 127.0.0.0/8 or ::1.
+// localhost, 127.0.0.0/8 or ::1. The client's `webhooks create` has the
+// same check: the emulator stands for Ploti's server and imports none of
+// the client's packages.
 func loopbackHost(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
