@@ -204,8 +204,8 @@ func (x *Executor) applyHeavy(ctx context.Context, b *Batch, d *storage.Dataset,
 			res.Applied = false
 			return res, x.fail(ctx, b, d, a, ev.ID, err)
 		}
-		if shareable(d, a, v, schema) {
-			res.Stats, err = x.sharedMerge(ctx, b, d, v, schema, ev.ID, noHolds)
+		if ts := shareable(d, a, v, schema); ts != nil {
+			res.Stats, err = x.sharedMerge(ctx, b, d, v, ts, ev.ID, noHolds)
 			res.Rows = res.Stats.Rows
 			if err != nil && !errors.Is(err, ErrRetryPage) {
 				res.Applied = false
@@ -462,9 +462,11 @@ func (x *Executor) heavyWith(ctx context.Context, d *storage.Dataset, a Action, 
 	if a.CheckMajor && schema.ChangeFromPrevious.IsMajor() || (a.Kind == ReloadCurrent || a.Review) && x.review(d, schema) {
 		return heavyDone{}, x.holdFromSchema(ctx, d, v, schema, eventID)
 	}
-	if a.Kind == Merge && len(v.Files.Changes) > 0 && tableOrder(d.Columns, schema) != nil {
-		st, err := x.merge(ctx, d, v, schema, eventID, noHolds)
-		return heavyDone{rows: st.Rows, stats: st, committed: err == nil}, err
+	if a.Kind == Merge && len(v.Files.Changes) > 0 {
+		if ts := tableOrder(d.Columns, schema); ts != nil { // new columns last
+			st, err := x.merge(ctx, d, v, ts, eventID, noHolds)
+			return heavyDone{rows: st.Rows, stats: st, committed: err == nil}, err
+		}
 	}
 	rows, err := x.load(ctx, d, v, schema, eventID, reason)
 	return heavyDone{rows: rows, committed: err == nil, loaded: true}, err

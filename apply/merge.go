@@ -19,22 +19,26 @@ var ErrRetryPage = errors.New("a merge in the page's transaction failed")
 // failure sends little work to be done again.
 const sharedMergeBytes = 16 << 20
 
-// shareable reports whether a merge can join the batch's transaction: the
-// same columns (no DDL, which fails a transaction on error), no MAJOR
-// change to review, and small changes files of known size.
-func shareable(d *storage.Dataset, a Action, v *ploti.Version, schema *ploti.Schema) bool {
+// shareable is the version's schema in the table's order (tableOrder)
+// when the merge can join the batch's transaction, else nil: the same
+// columns (no DDL, which fails a transaction on error), no MAJOR change to
+// review, and small changes files of known size.
+func shareable(d *storage.Dataset, a Action, v *ploti.Version, schema *ploti.Schema) *ploti.Schema {
 	if a.CheckMajor && schema.ChangeFromPrevious.IsMajor() || len(v.Files.Changes) == 0 ||
-		len(schema.Columns) != len(d.Columns) || tableOrder(d.Columns, schema) == nil || d.Table == "" {
-		return false
+		len(schema.Columns) != len(d.Columns) || d.Table == "" {
+		return nil
 	}
 	var n int64
 	for _, f := range v.Files.Changes {
 		if f.Bytes == nil {
-			return false
+			return nil
 		}
 		n += *f.Bytes
 	}
-	return n <= sharedMergeBytes
+	if n > sharedMergeBytes {
+		return nil
+	}
+	return tableOrder(d.Columns, schema)
 }
 
 // sharedMerge merges a small changes file in the batch's transaction, so
@@ -42,10 +46,10 @@ func shareable(d *storage.Dataset, a Action, v *ploti.Version, schema *ploti.Sch
 // paying a commit each (issue 6: about a sixth of a 100-row update). The
 // version, its registry row and its event id still commit together, with
 // the page's cursor. Errors from the API and downloads leave the batch as
-// it was; an error in the transaction returns ErrRetryPage.
+// it was; an error in the transaction returns ErrRetryPage. schema is in
+// the table's order (shareable's answer).
 func (x *Executor) sharedMerge(ctx context.Context, b *Batch, d *storage.Dataset, v *ploti.Version, schema *ploti.Schema, eventID string, noHolds bool) (storage.MergeStats, error) {
 	var total storage.MergeStats
-	schema = tableOrder(d.Columns, schema) // shareable: not nil
 	paths, ok, err := b.ahead.files(ctx, d.ID, v)
 	if !ok {
 		paths, err = x.Source.Download(ctx, v, "changes")
@@ -129,8 +133,9 @@ func tableOrder(held []ploti.Column, schema *ploti.Schema) *ploti.Schema {
 	return &out
 }
 
+// merge merges a version's changes files in a transaction of its own;
+// schema is in the table's order (tableOrder), its new columns last.
 func (x *Executor) merge(ctx context.Context, d *storage.Dataset, v *ploti.Version, schema *ploti.Schema, eventID string, noHolds bool) (storage.MergeStats, error) {
-	schema = tableOrder(d.Columns, schema) // heavyWith: not nil; new columns last
 	paths, err := x.Source.Download(ctx, v, "changes")
 	if err != nil {
 		return storage.MergeStats{}, err

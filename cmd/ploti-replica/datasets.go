@@ -182,12 +182,18 @@ type refreshOut struct {
 	NextCheckBy   *time.Time `json:"nextCheckBy,omitempty"`
 }
 
+// newPlaceRef is a dataset's place as --json gives it; nil for none.
+func newPlaceRef(p *ploti.Place) *placeRef {
+	if p == nil {
+		return nil
+	}
+	return &placeRef{ID: deref(p.ID), Name: deref(p.Name), Kind: p.Kind}
+}
+
 func newDatasetOut(d ploti.Dataset) datasetOut {
 	o := datasetOut{ID: d.ID, Title: d.Title, Description: deref(d.Description), Topic: deref(d.Topic),
 		Keyed: d.Keyed, KeyColumns: nonNil(d.KeyColumns), Status: d.Status}
-	if d.Place != nil {
-		o.Place = &placeRef{ID: deref(d.Place.ID), Name: deref(d.Place.Name), Kind: d.Place.Kind}
-	}
+	o.Place = newPlaceRef(d.Place)
 	if d.Source != nil && (d.Source.Publisher != nil || d.Source.URL != nil) {
 		o.Source = &sourceOut{Publisher: deref(d.Source.Publisher), URL: deref(d.Source.URL)}
 	}

@@ -156,10 +156,8 @@ func (d *datasetsShowCmd) watched(ctx context.Context, c *fetch.Client, id strin
 	if err != nil {
 		return datasetShow{}, false
 	}
-	ds := datasetOut{ID: info.ID, Title: info.Title, Topic: deref(info.Topic), Keyed: len(info.KeyColumns) > 0, KeyColumns: nonNil(info.KeyColumns)}
-	if info.Place != nil {
-		ds.Place = &placeRef{ID: deref(info.Place.ID), Name: deref(info.Place.Name), Kind: info.Place.Kind}
-	}
+	ds := datasetOut{ID: info.ID, Title: info.Title, Place: newPlaceRef(info.Place), Topic: deref(info.Topic),
+		Keyed: len(info.KeyColumns) > 0, KeyColumns: nonNil(info.KeyColumns)}
 	out := datasetShow{Dataset: ds, Versions: []versionOut{}, Attachments: []attachmentOut{},
 		VersionsUnavailable: "not a Data Feeds dataset of your workspace; watching it (`ploti-replica watch add " + id + "`) keeps its latest version in your file",
 		Watch:               &watchInfoOut{Kind: info.Kind, Version: info.Version, PromotedAt: info.PromotedAt, ProvenanceURL: deref(info.ProvenanceURL)}}

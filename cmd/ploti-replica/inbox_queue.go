@@ -61,17 +61,6 @@ func (q *inboxQueue) keep(_ context.Context, e webhook.Event) error {
 	return nil
 }
 
-// waiting reports whether events wait in the queue (or in one taken
-// and not recorded).
-func (q *inboxQueue) waiting() bool {
-	for _, p := range []string{q.path, q.path + ".taking"} {
-		if _, err := os.Stat(p); err == nil {
-			return true
-		}
-	}
-	return false
-}
-
 // take returns the events to record and the file they are in: a queue
 // taken before and not recorded, else the queue now (moved aside, so that
 // events that come meanwhile start a new one). No events: "".
