@@ -42,50 +42,13 @@ func (r *run) historyMerge(ctx context.Context, b *bigDataset) error {
 	if err != nil {
 		return err
 	}
-	var on, off, readOn, readOff Costs
-	var growOn, growOff []float64
+	var c historyCosts
 	var nextOn, nextOff string
 	for i := range r.cfg.Repeat {
-		wp, np := r.path("history-on"), r.path("history-off")
-		for _, cp := range [][2]string{{base, wp}, {b.engine, np}} {
-			if err := copyDB(cp[0], cp[1]); err != nil {
-				return err
-			}
+		wp, np, err := r.historyRun(ctx, b, st, heo, base, i, &c)
+		if err != nil {
+			return err
 		}
-		steps := []struct {
-			path string
-			eo   engineOpts
-			into *Costs
-			grow *[]float64
-			from string
-			read *Costs
-		}{{wp, heo, &on, &growOn, base, &readOn}, {np, r.eo, &off, &growOff, b.engine, &readOff}}
-		if i%2 == 1 {
-			slices.Reverse(steps)
-		}
-		for _, s := range steps {
-			// The open reads a file it has not seen whole, once per state
-			// of the file (decision 31); the engine's own close records
-			// the state it leaves, so a sync after a sync skips it. The
-			// copy is read here, apart: the history doubles that read.
-			settle()
-			stop := startWatch()
-			if err := readOnce(ctx, s.path); err != nil {
-				return err
-			}
-			s.read.Add(stop())
-			run, err := engineSync(ctx, b.em, b.sub, s.path, s.eo)
-			if err == nil && (run.Result.ChangesMerged != 1 || run.Result.SnapshotsLoaded != 0) {
-				err = fmt.Errorf("sync of version %d merged %d and loaded %d, want one merge: %w", st.rel.Version, run.Result.ChangesMerged, run.Result.SnapshotsLoaded, errMismatch)
-			}
-			if err != nil {
-				return err
-			}
-			s.into.Add(run.Engine())
-			*s.grow = append(*s.grow, float64(fileSize(s.path)-fileSize(s.from)))
-		}
-		r.logf("history: merge of 1%% of %s rows, run %d: history on %s, off %s; the file grew %s and %s",
-			rows(b.n), i+1, secs(on.Wall.Runs[i]), secs(off.Wall.Runs[i]), mib(growOn[i]), mib(growOff[i]))
 		if i < r.cfg.Repeat-1 {
 			removeDB(wp)
 			removeDB(np)
@@ -105,22 +68,79 @@ func (r *run) historyMerge(ctx context.Context, b *bigDataset) error {
 	removeDB(nextOn)
 	removeDB(b.engine)
 	b.engine, b.version = nextOff, st.rel.Version
-	size := fmt.Sprintf("1%% of %s rows: +%d ~%d −%d", rows(b.n), st.rel.Added, st.rel.Changed, st.rel.Removed)
-	ratio, cpu := ratios(on, off)
-	r.rep.target(Line{What: "7a. changes merge with --history all vs without", Size: size, Engine: on.String(),
-		Versus: "history off: " + off.String(), Ratio: ratio, CPURatio: cpu}, 1.5, true)
-	r.rep.Summary["history_merge"] = ratio
-	ratio, cpu = ratios(readOn, readOff)
-	r.rep.add(Line{What: "7a. the whole read of a file an open has not seen (decision 31; not after the engine's own sync), which the history doubles", Size: fmt.Sprintf("%s rows, and as many in the history", rows(held)),
-		Engine: readOn.String(), Versus: "history off: " + readOff.String(), Ratio: ratio, CPURatio: cpu})
-	slices.Sort(growOn)
-	slices.Sort(growOff)
-	mOn, mOff := growOn[len(growOn)/2], growOff[len(growOff)/2]
-	r.rep.add(Line{What: "7b. file growth per 1% version (median), history on vs off", Size: size,
-		Engine: fmt.Sprintf("%s (%s–%s)", mib(mOn), mib(growOn[0]), mib(growOn[len(growOn)-1])),
-		Versus: fmt.Sprintf("history off: %s (%s–%s)", mib(mOff), mib(growOff[0]), mib(growOff[len(growOff)-1])), Ratio: ratioOf(mOn, mOff)})
-	r.rep.Summary["history_growth_mib"] = mOn / (1 << 20)
+	r.reportHistory(fmt.Sprintf("1%% of %s rows: +%d ~%d −%d", rows(b.n), st.rel.Added, st.rel.Changed, st.rel.Removed), held, &c)
 	return nil
+}
+
+// historyCosts are the history section's measures over the repeats.
+type historyCosts struct {
+	on, off, readOn, readOff Costs
+	growOn, growOff          []float64
+}
+
+// historyRun is run i: copies of the file with history (base) and of the
+// one without (b.engine), each read whole, then merged; it returns the
+// two files after the merge.
+func (r *run) historyRun(ctx context.Context, b *bigDataset, st *mergeStep, heo engineOpts, base string, i int, c *historyCosts) (wp, np string, err error) {
+	wp, np = r.path("history-on"), r.path("history-off")
+	for _, cp := range [][2]string{{base, wp}, {b.engine, np}} {
+		if err := copyDB(cp[0], cp[1]); err != nil {
+			return "", "", err
+		}
+	}
+	steps := []struct {
+		path string
+		eo   engineOpts
+		into *Costs
+		grow *[]float64
+		from string
+		read *Costs
+	}{{wp, heo, &c.on, &c.growOn, base, &c.readOn}, {np, r.eo, &c.off, &c.growOff, b.engine, &c.readOff}}
+	if i%2 == 1 {
+		slices.Reverse(steps)
+	}
+	for _, s := range steps {
+		// The open reads a file it has not seen whole, once per state
+		// of the file (decision 31); the engine's own close records
+		// the state it leaves, so a sync after a sync skips it. The
+		// copy is read here, apart: the history doubles that read.
+		settle()
+		stop := startWatch()
+		if err := readOnce(ctx, s.path); err != nil {
+			return "", "", err
+		}
+		s.read.Add(stop())
+		run, err := engineSync(ctx, b.em, b.sub, s.path, s.eo)
+		if err == nil && (run.Result.ChangesMerged != 1 || run.Result.SnapshotsLoaded != 0) {
+			err = fmt.Errorf("sync of version %d merged %d and loaded %d, want one merge: %w", st.rel.Version, run.Result.ChangesMerged, run.Result.SnapshotsLoaded, errMismatch)
+		}
+		if err != nil {
+			return "", "", err
+		}
+		s.into.Add(run.Engine())
+		*s.grow = append(*s.grow, float64(fileSize(s.path)-fileSize(s.from)))
+	}
+	r.logf("history: merge of 1%% of %s rows, run %d: history on %s, off %s; the file grew %s and %s",
+		rows(b.n), i+1, secs(c.on.Wall.Runs[i]), secs(c.off.Wall.Runs[i]), mib(c.growOn[i]), mib(c.growOff[i]))
+	return wp, np, nil
+}
+
+// reportHistory adds the history section's lines.
+func (r *run) reportHistory(size string, held int64, c *historyCosts) {
+	ratio, cpu := ratios(c.on, c.off)
+	r.rep.target(Line{What: "7a. changes merge with --history all vs without", Size: size, Engine: c.on.String(),
+		Versus: "history off: " + c.off.String(), Ratio: ratio, CPURatio: cpu}, 1.5, true)
+	r.rep.Summary["history_merge"] = ratio
+	ratio, cpu = ratios(c.readOn, c.readOff)
+	r.rep.add(Line{What: "7a. the whole read of a file an open has not seen (decision 31; not after the engine's own sync), which the history doubles", Size: fmt.Sprintf("%s rows, and as many in the history", rows(held)),
+		Engine: c.readOn.String(), Versus: "history off: " + c.readOff.String(), Ratio: ratio, CPURatio: cpu})
+	slices.Sort(c.growOn)
+	slices.Sort(c.growOff)
+	mOn, mOff := c.growOn[len(c.growOn)/2], c.growOff[len(c.growOff)/2]
+	r.rep.add(Line{What: "7b. file growth per 1% version (median), history on vs off", Size: size,
+		Engine: fmt.Sprintf("%s (%s–%s)", mib(mOn), mib(c.growOn[0]), mib(c.growOn[len(c.growOn)-1])),
+		Versus: fmt.Sprintf("history off: %s (%s–%s)", mib(mOff), mib(c.growOff[0]), mib(c.growOff[len(c.growOff)-1])), Ratio: ratioOf(mOn, mOff)})
+	r.rep.Summary["history_growth_mib"] = mOn / (1 << 20)
 }
 
 // checkHistory makes sure the file at path holds a history of the table

@@ -222,103 +222,133 @@ func checkRows(ctx context.Context, path, table string, want int64) error {
 // and DuckDB's bare DELETE and INSERT of the same file.
 func (r *run) merges(ctx context.Context, b *bigDataset) error {
 	for _, f := range r.cfg.Merges {
-		st, err := r.nextVersion(ctx, b, f)
+		if err := r.mergeAt(ctx, b, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mergeCosts are one fraction's measures over the repeats.
+type mergeCosts struct {
+	eng, raw, rawCk, reload, dl Costs
+	readBack                    Stat
+}
+
+// mergeAt measures the merge of the next version, which changes a
+// fraction f of b's rows, against DuckDB alone and a reload, and leaves b
+// at that version.
+func (r *run) mergeAt(ctx context.Context, b *bigDataset, f float64) error {
+	st, err := r.nextVersion(ctx, b, f)
+	if err != nil {
+		return err
+	}
+	rel := st.rel
+	var c mergeCosts
+	var nextE, nextR string
+	for i := range r.cfg.Repeat {
+		ep, rp, err := r.mergeRun(ctx, b, st, f, i, &c)
 		if err != nil {
 			return err
 		}
-		rel := st.rel
-		var eng, raw, rawCk, reload, dl Costs
-		var readBack Stat
-		var nextE, nextR string
-		for i := range r.cfg.Repeat {
-			ep, rp, kp, lp := r.path("merge-engine"), r.path("merge-raw"), r.path("merge-raw-ckpt"), r.path("merge-reload")
-			for _, cp := range [][2]string{{b.raw, rp}, {b.raw, kp}} {
-				if err := copyDB(cp[0], cp[1]); err != nil {
-					return err
-				}
-			}
-			for _, cp := range [][2]string{{b.engine, ep}, {b.engine, lp}} {
-				d, err := copyEngineDB(ctx, cp[0], cp[1])
-				if err != nil {
-					return err
-				}
-				readBack.Add(d)
-			}
-			// The engine and DuckDB alone take turns at going first, as in
-			// the load: whichever runs first after the copies met a slower
-			// disk in some runs.
-			steps := []struct {
-				kind, path string
-				into       *Costs
-			}{{"engine", ep, &eng}, {"duckdb", rp, &raw}, {"duckdb-ckpt", kp, &rawCk}}
-			if i%2 == 1 {
-				slices.Reverse(steps)
-			}
-			for _, s := range steps {
-				d, down, err := r.mergeOnce(ctx, b, st, s.kind, s.path)
-				if err != nil {
-					return err
-				}
-				s.into.Add(d)
-				if s.kind == "engine" {
-					dl.Add(down)
-				}
-			}
-			removeDB(kp)
-			d, _, err := r.mergeOnce(ctx, b, st, "reload", lp)
-			if err != nil {
-				return err
-			}
-			reload.Add(d)
-			r.logf("merge %s of %s, run %d: engine %s (+ API calls and download %s), reload %s, DuckDB alone %s (%s with the engine's checkpoint_threshold)", pct(f), rows(b.n), i+1,
-				secs(eng.Wall.Runs[i]), secs(dl.Wall.Runs[i]), secs(reload.Wall.Runs[i]), secs(raw.Wall.Runs[i]), secs(rawCk.Wall.Runs[i]))
-			removeDB(lp)
-			if i < r.cfg.Repeat-1 {
-				removeDB(ep)
-				removeDB(rp)
-			} else {
-				nextE, nextR = ep, rp
-			}
-		}
-		for _, p := range []string{nextE, nextR} {
-			if err := checkRows(ctx, p, b.table, rel.RowCount); err != nil {
-				return err
-			}
-		}
-		removeDB(b.engine)
-		removeDB(b.raw)
-		b.engine, b.raw, b.version = nextE, nextR, rel.Version
-		size := fmt.Sprintf("%s of %s rows: +%d ~%d −%d", pct(f), rows(b.n), rel.Added, rel.Changed, rel.Removed)
-		vsReload, cpuReload := ratios(eng, reload)
-		vsRaw, cpuRaw := ratios(eng, raw)
-		line := Line{What: "2a. changes merge vs full reload of the same version", Size: size, Engine: eng.String(),
-			Versus: "engine reload: " + reload.String(), Ratio: vsReload, CPURatio: cpuReload}
-		if f == 0.01 {
-			r.rep.target(line, 0.15, true)
-			r.rep.Summary["merge_vs_reload"] = vsReload
+		if i < r.cfg.Repeat-1 {
+			removeDB(ep)
+			removeDB(rp)
 		} else {
-			r.rep.add(line)
+			nextE, nextR = ep, rp
 		}
-		line = Line{What: "2b. changes merge vs DuckDB's DELETE + INSERT", Size: size, Engine: eng.String(),
-			Versus: "DuckDB alone: " + raw.String(), Ratio: vsRaw, CPURatio: cpuRaw}
-		if f == 0.01 {
-			r.rep.target(line, 1.1, true)
-			r.rep.Summary["merge_vs_raw"] = vsRaw
-			r.rep.add(Line{What: "2. API calls and download on loopback (reported apart)", Size: size, Engine: dl.Wall.String(), Ratio: math.NaN()})
-			r.rep.add(Line{What: "2. not in the merge's time: the whole read of a file the engine has not seen in its state (decision 31; a copy, not its own last close)",
-				Size: fmt.Sprintf("%s rows", rows(b.n)), Engine: readBack.String(), Ratio: math.NaN()})
-		} else {
-			r.rep.add(line)
-		}
-		// The engine checkpoints a large commit as it commits (storage.
-		// BulkCommit), where DuckDB's default writes the WAL and
-		// checkpoints at the close: the same setting for DuckDB alone shows
-		// what of the ratio is that choice.
-		vsCk, cpuCk := ratios(eng, rawCk)
-		r.rep.add(Line{What: "2b. the same, DuckDB alone with checkpoint_threshold at the engine's bulk commit (" + bulkThreshold + ")", Size: size, Engine: eng.String(),
-			Versus: "DuckDB alone: " + rawCk.String(), Ratio: vsCk, CPURatio: cpuCk})
 	}
+	for _, p := range []string{nextE, nextR} {
+		if err := checkRows(ctx, p, b.table, rel.RowCount); err != nil {
+			return err
+		}
+	}
+	removeDB(b.engine)
+	removeDB(b.raw)
+	b.engine, b.raw, b.version = nextE, nextR, rel.Version
+	r.reportMerge(fmt.Sprintf("%s of %s rows: +%d ~%d −%d", pct(f), rows(b.n), rel.Added, rel.Changed, rel.Removed), f, b.n, &c)
 	return nil
+}
+
+// mergeRun is run i of a merge: copies of b's files, the engine's merge,
+// DuckDB alone's with either checkpoint setting, and a reload. It returns
+// the engine's and DuckDB alone's files after the merge.
+func (r *run) mergeRun(ctx context.Context, b *bigDataset, st *mergeStep, f float64, i int, c *mergeCosts) (ep, rp string, err error) {
+	ep, rp, kp, lp := r.path("merge-engine"), r.path("merge-raw"), r.path("merge-raw-ckpt"), r.path("merge-reload")
+	for _, cp := range [][2]string{{b.raw, rp}, {b.raw, kp}} {
+		if err := copyDB(cp[0], cp[1]); err != nil {
+			return "", "", err
+		}
+	}
+	for _, cp := range [][2]string{{b.engine, ep}, {b.engine, lp}} {
+		d, err := copyEngineDB(ctx, cp[0], cp[1])
+		if err != nil {
+			return "", "", err
+		}
+		c.readBack.Add(d)
+	}
+	// The engine and DuckDB alone take turns at going first, as in
+	// the load: whichever runs first after the copies met a slower
+	// disk in some runs.
+	steps := []struct {
+		kind, path string
+		into       *Costs
+	}{{"engine", ep, &c.eng}, {"duckdb", rp, &c.raw}, {"duckdb-ckpt", kp, &c.rawCk}}
+	if i%2 == 1 {
+		slices.Reverse(steps)
+	}
+	for _, s := range steps {
+		d, down, err := r.mergeOnce(ctx, b, st, s.kind, s.path)
+		if err != nil {
+			return "", "", err
+		}
+		s.into.Add(d)
+		if s.kind == "engine" {
+			c.dl.Add(down)
+		}
+	}
+	removeDB(kp)
+	d, _, err := r.mergeOnce(ctx, b, st, "reload", lp)
+	if err != nil {
+		return "", "", err
+	}
+	c.reload.Add(d)
+	r.logf("merge %s of %s, run %d: engine %s (+ API calls and download %s), reload %s, DuckDB alone %s (%s with the engine's checkpoint_threshold)", pct(f), rows(b.n), i+1,
+		secs(c.eng.Wall.Runs[i]), secs(c.dl.Wall.Runs[i]), secs(c.reload.Wall.Runs[i]), secs(c.raw.Wall.Runs[i]), secs(c.rawCk.Wall.Runs[i]))
+	removeDB(lp)
+	return ep, rp, nil
+}
+
+// reportMerge adds a fraction's lines; the 1% merge carries the targets.
+func (r *run) reportMerge(size string, f float64, n int64, c *mergeCosts) {
+	vsReload, cpuReload := ratios(c.eng, c.reload)
+	vsRaw, cpuRaw := ratios(c.eng, c.raw)
+	line := Line{What: "2a. changes merge vs full reload of the same version", Size: size, Engine: c.eng.String(),
+		Versus: "engine reload: " + c.reload.String(), Ratio: vsReload, CPURatio: cpuReload}
+	if f == 0.01 {
+		r.rep.target(line, 0.15, true)
+		r.rep.Summary["merge_vs_reload"] = vsReload
+	} else {
+		r.rep.add(line)
+	}
+	line = Line{What: "2b. changes merge vs DuckDB's DELETE + INSERT", Size: size, Engine: c.eng.String(),
+		Versus: "DuckDB alone: " + c.raw.String(), Ratio: vsRaw, CPURatio: cpuRaw}
+	if f == 0.01 {
+		r.rep.target(line, 1.1, true)
+		r.rep.Summary["merge_vs_raw"] = vsRaw
+		r.rep.add(Line{What: "2. API calls and download on loopback (reported apart)", Size: size, Engine: c.dl.Wall.String(), Ratio: math.NaN()})
+		r.rep.add(Line{What: "2. not in the merge's time: the whole read of a file the engine has not seen in its state (decision 31; a copy, not its own last close)",
+			Size: fmt.Sprintf("%s rows", rows(n)), Engine: c.readBack.String(), Ratio: math.NaN()})
+	} else {
+		r.rep.add(line)
+	}
+	// The engine checkpoints a large commit as it commits (storage.
+	// BulkCommit), where DuckDB's default writes the WAL and
+	// checkpoints at the close: the same setting for DuckDB alone shows
+	// what of the ratio is that choice.
+	vsCk, cpuCk := ratios(c.eng, c.rawCk)
+	r.rep.add(Line{What: "2b. the same, DuckDB alone with checkpoint_threshold at the engine's bulk commit (" + bulkThreshold + ")", Size: size, Engine: c.eng.String(),
+		Versus: "DuckDB alone: " + c.rawCk.String(), Ratio: vsCk, CPURatio: cpuCk})
 }
 
 // bulkThreshold is storage.BulkCommit as DuckDB's setting: a merge into a
