@@ -174,3 +174,34 @@ func TestVerify_postgres(t *testing.T) {
 		}
 	}
 }
+
+// README: "The URL's password never reaches a log line or an error." serve
+// waiting for a database another writer holds says so, naming the
+// database without its password.
+func TestServe_postgresWaitingForTheLockLogsNoPassword(t *testing.T) {
+	const pw = "s3cret-pw"
+	w := newServeWorld(t)
+	w.db = strings.Replace(pgtest.DB(t), "ploti@", "ploti:"+pw+"@", 1)
+	w.start(t, time.Second, "--poll", "0")
+	holder, err := postgres.Open(context.Background(), w.db, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	w.publish(t)
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(w.logs.String(), "waiting for the file") {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not wait for the database's lock:\n%s", w.logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	holder.Close()
+	w.awaitApplied(t, 1)
+	if err := w.shutdown(t); err != nil {
+		t.Fatal(err)
+	}
+	if logs := w.logs.String(); strings.Contains(logs, pw) || !strings.Contains(logs, "ploti@") {
+		t.Fatalf("serve's log gives the database's password, or does not name it:\n%s", logs)
+	}
+}

@@ -473,7 +473,7 @@ func (d *daemon) syncOnce(ctx context.Context, trigger string) (string, error) {
 		if ctx.Err() != nil {
 			cancel()
 		}
-		d.log.Warn().Str(logKeyDB, d.path).Msg("waiting for the file: " + msg)
+		d.log.Warn().Str(logKeyDB, backends.Name(d.path)).Msg("waiting for the file: " + msg)
 	}
 	out := d.runSync(syncCtx, opts, &waiting)
 	result := d.record(out, d.now().Sub(start))
@@ -495,7 +495,7 @@ func (d *daemon) runSync(ctx context.Context, opts replica.Options, waiting *ato
 	}
 	defer func() {
 		if cerr := r.Close(); cerr != nil && out.err == nil {
-			out.err = fmt.Errorf("close %s: %w", d.path, cerr)
+			out.err = fmt.Errorf("close %s: %w", backends.Name(d.path), cerr)
 		}
 	}()
 	if d.inbox != nil {
