@@ -3,10 +3,13 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -14,12 +17,13 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/replica"
+	"github.com/ploti-replica/ploti-replica/storage/backends"
 	"github.com/ploti-replica/ploti-replica/webhook"
 )
 
 // inboxQueue keeps the request events serve receives until a sync writes
 // them into the file's _ploti.inbox (the file is open only while a sync
-// runs). Each event is one JSON line of <db>.inbox, appended and synced to
+// runs). Each event is one JSON line of <db>.inbox (inboxQueuePath), appended and synced to
 // disk before the delivery is answered: an event Ploti was told it got is
 // not lost with the process. A sync takes the queue (renamed to
 // <db>.inbox.taking), records it, and removes it; a queue taken and not
@@ -33,7 +37,26 @@ type inboxQueue struct {
 }
 
 func newInboxQueue(db string, now func() time.Time, log zerolog.Logger) *inboxQueue {
-	return &inboxQueue{path: db + ".inbox", now: now, log: log}
+	return &inboxQueue{path: inboxQueuePath(db), now: now, log: log}
+}
+
+// inboxQueuePath is where the queue of db is kept: <db>.inbox beside a
+// file. A database (a postgres:// URL) is no path and has nothing beside
+// it: its queue is a file in the user's cache folder (else the working
+// folder), named from the URL without its password, so that serve and a
+// later sync of the same database find the same queue and no error quotes
+// the password.
+func inboxQueuePath(db string) string {
+	if !backends.IsDatabase(db) {
+		return db + ".inbox"
+	}
+	sum := sha256.Sum256([]byte(backends.Name(db)))
+	name := "ploti-replica-" + hex.EncodeToString(sum[:8]) + ".inbox"
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return name
+	}
+	return filepath.Join(dir, "ploti-replica", name)
 }
 
 // keep appends a request event (webhook.HandlerOptions.Keep); other events
@@ -48,6 +71,9 @@ func (q *inboxQueue) keep(_ context.Context, e webhook.Event) error {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if err := os.MkdirAll(filepath.Dir(q.path), 0o700); err != nil { // a database's queue: its folder in the cache
+		return fmt.Errorf("keep request event %s: %w", e.ID, err)
+	}
 	f, err := os.OpenFile(q.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 	if err != nil {
 		return fmt.Errorf("keep request event %s: %w", e.ID, err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -203,5 +204,39 @@ func TestServe_postgresWaitingForTheLockLogsNoPassword(t *testing.T) {
 	}
 	if logs := w.logs.String(); strings.Contains(logs, pw) || !strings.Contains(logs, "ploti@") {
 		t.Fatalf("serve's log gives the database's password, or does not name it:\n%s", logs)
+	}
+}
+
+// README: serve's request events are "written to disk before the answer
+// and recorded by the next sync in _ploti.inbox", and inbox works on a
+// database too. With --db a postgres:// URL the queue is a file of its own
+// (not the URL taken as a path), and no log line gives the password.
+func TestServe_postgresRequestEventsGoToTheInbox(t *testing.T) {
+	const pw = "s3cret-pw"
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	w := newMemberServeWorld(t)
+	w.db = strings.Replace(pgtest.DB(t), "ploti@", "ploti:"+pw+"@", 1)
+	w.start(t, time.Second, "--poll", "0")
+	ev, err := w.em.EmitRequestEvent("data_request.ready", map[string]any{"requestId": "req_pg"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !slices.ContainsFunc(w.em.Deliveries(), func(d emulator.Delivery) bool { return d.EventID == ev && d.OK() }) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the request event was not answered 2xx: %+v\n%s", w.em.Deliveries(), w.logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	w.waitIdle(t, 2)
+	if err := w.shutdown(t); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := cli(t, map[string]string{"PLOTI_DB": w.db}, "inbox")
+	if code != exitOK || !strings.Contains(out, "req_pg") {
+		t.Fatalf("inbox: exit %d\n%s%s", code, out, errs)
+	}
+	if logs := w.logs.String(); strings.Contains(logs, pw) {
+		t.Fatalf("serve's log gives the database's password:\n%s", logs)
 	}
 }
