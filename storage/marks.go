@@ -228,8 +228,17 @@ func netChanges(logged []RecordChange, prev map[string]string) []RecordChange {
 	for _, c := range logged {
 		present := c.Row != nil
 		switch {
-		case !present && (c.Change == ChangeAdded || c.Change == ChangeRenamed):
+		case !present && c.Change == ChangeAdded:
 			continue // came and went after the older version
+		case !present && c.Change == ChangeRenamed:
+			// Renamed, then gone: removed, under the id the older version
+			// held it by, unless it came after that version, or the old
+			// id's own entry says what became of it.
+			o := origin(c.RecordID)
+			if _, logged := first[o]; o == c.RecordID || logged {
+				continue
+			}
+			c.RecordID, c.Change = o, ChangeRemoved
 		case !present:
 			c.Change = ChangeRemoved
 		case c.Change == ChangeAdded:
