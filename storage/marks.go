@@ -223,6 +223,12 @@ func netChanges(logged []RecordChange, prev map[string]string) []RecordChange {
 			}
 		}
 	}
+	renamedAway := map[string]bool{} // ids that went on under another id
+	for to, from := range prev {
+		if to != from {
+			renamedAway[from] = true
+		}
+	}
 	out := make([]RecordChange, 0, len(logged))
 	renamedFrom := map[string]bool{}
 	for _, c := range logged {
@@ -235,7 +241,7 @@ func netChanges(logged []RecordChange, prev map[string]string) []RecordChange {
 			// held it by, unless it came after that version, or the old
 			// id's own entry says what became of it.
 			o := origin(c.RecordID)
-			if _, logged := first[o]; o == c.RecordID || logged {
+			if _, logged := first[o]; o == c.RecordID || logged || renamedAway[c.RecordID] {
 				continue
 			}
 			c.RecordID, c.Change = o, ChangeRemoved
