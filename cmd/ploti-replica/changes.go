@@ -39,8 +39,9 @@ same changes again. A mark never moved starts before the oldest change kept.
 --json prints {"mark", "datasets": [{"datasetId", "table", "source",
 "fromVersion", "newMark", "toVersion", "fromHistory", "counts": {"added",
 "changed", "removed", "renamed"}, "changes": [{"change", "recordId",
-"previousRecordId", "row", "before"}]}]}; rows are JSON objects, geometry as
-WKT text.`,
+"previousRecordId", "row", "before", "columns": [{"name", "old", "new"}]}]}]};
+rows are JSON objects, geometry as WKT text; before and columns (each
+changed column's old and new value as text) come from a dataset's history.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return c.run(cmd.Context()) },
 	}

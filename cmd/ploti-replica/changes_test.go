@@ -79,3 +79,49 @@ func TestChanges_MarkMovesOnlyAfterTheOutputIsWritten(t *testing.T) {
 		t.Fatalf("changes without --mark: exit %d, want usage", code)
 	}
 }
+
+// README: "Each of these takes --json … (each command's --help gives its
+// shape)", and a dataset that keeps history answers "with the row before
+// (before) and the columns that changed". Every key `changes --json`
+// prints, those of a history's changes included, is in `changes --help`.
+func TestChanges_helpGivesEveryKeyOfTheJSON(t *testing.T) {
+	ctx := context.Background()
+	_, d, vars := demoWorld(t)
+	mustCLI(t, vars, "sync", "--history", "all")
+	mustCLI(t, vars, "changes", "--mark", "agent", "--advance")
+	if err := d.Next(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mustCLI(t, vars, "sync", "--history", "all")
+	var doc any
+	if err := json.Unmarshal([]byte(mustCLI(t, vars, "changes", "--mark", "agent", "--json")), &doc); err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]bool{}
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				keys[k] = true
+				if k != "row" && k != "before" { // a record's columns, not the shape's
+					walk(x)
+				}
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	walk(doc)
+	if !keys["columns"] || !keys["before"] {
+		t.Fatalf("changes of a dataset that keeps history give no before or columns: %v", keys)
+	}
+	help := mustCLI(t, vars, "changes", "--help")
+	for k := range keys {
+		if !strings.Contains(help, `"`+k+`"`) {
+			t.Errorf("changes --json prints %q, which changes --help does not give", k)
+		}
+	}
+}
