@@ -139,7 +139,7 @@ func (x *Executor) Apply(ctx context.Context, b *Batch, ev ploti.Event) (Result,
 	} else if d.Source == storage.SourceWatch {
 		// The feed takes a watched dataset over (see StateOf): the watch's
 		// version is no Data Feeds version, its table is replaced.
-		d.Source, d.Version, d.PreviousVersion = storage.SourceFeed, 0, 0
+		d.Source, d.TakenFrom, d.Version, d.PreviousVersion = storage.SourceFeed, d.Version, 0, 0
 	}
 	res.Applied = true
 	if !a.Kind.Heavy() {

@@ -35,13 +35,23 @@ type reloadLog struct {
 	digest  *storage.Digest
 }
 
-// beforeReload gets ready to record a reload of d to the columns next;
-// logged says the load logs its changes in _ploti.changes itself.
-func (x *Executor) beforeReload(ctx context.Context, tx *storage.Tx, d *storage.Dataset, next []ploti.Column, logged bool) (*reloadLog, error) {
+// beforeReload gets ready to record a reload of d to version, of the
+// columns next; logged says the load logs its changes in _ploti.changes
+// itself. A reload that takes d over from the other source (d.TakenFrom)
+// first renumbers what the log keeps of it, and logs what it changes as a
+// reload of the held version would.
+func (x *Executor) beforeReload(ctx context.Context, tx *storage.Tx, d *storage.Dataset, version int, next []ploti.Column, logged bool) (*reloadLog, error) {
+	held := d.Version
+	if d.TakenFrom > 0 && version > 0 {
+		if err := tx.RebaseLog(ctx, d.ID, d.TakenFrom, version); err != nil {
+			return nil, err
+		}
+		held = d.TakenFrom // cleared once the takeover commits (tookOver)
+	}
 	if x.keeps(d.ID) {
 		return &reloadLog{history: true, logged: logged}, nil
 	}
-	if logged || !x.LogReloads || d.Version == 0 || d.Table == "" {
+	if logged || !x.LogReloads || held == 0 || d.Table == "" {
 		return nil, nil
 	}
 	ok, err := tx.Tables().TableExists(ctx, d.Table)
@@ -53,6 +63,14 @@ func (x *Executor) beforeReload(ctx context.Context, tx *storage.Tx, d *storage.
 		return nil, err
 	}
 	return &reloadLog{digest: dg}, nil
+}
+
+// tookOver forgets the takeover of the datasets a committed reload took
+// over: their log is in their new source's numbers now.
+func tookOver(ds ...*storage.Dataset) {
+	for _, d := range ds {
+		d.TakenFrom = 0
+	}
 }
 
 // afterReload records, as version's (published at at), what the reload

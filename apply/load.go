@@ -171,11 +171,11 @@ func (x *Executor) loadOnce(ctx context.Context, p *Prepared, eventID string) (r
 			}
 			d.Table = fresh.Table
 		}
-		if err := x.logDiff(ctx, tx, p, d); err != nil {
+		rl, err := x.beforeReload(ctx, tx, d, v.Version, schema.Columns, p.LogDiff)
+		if err != nil {
 			return err
 		}
-		rl, err := x.beforeReload(ctx, tx, d, schema.Columns, p.LogDiff)
-		if err != nil {
+		if err := x.logDiff(ctx, tx, p, d); err != nil {
 			return err
 		}
 		if rows, err = x.loadTable(ctx, tx, p, d.Table, true); err != nil {
@@ -202,6 +202,9 @@ func (x *Executor) loadOnce(ctx context.Context, p *Prepared, eventID string) (r
 	})
 	if err == nil && replaced {
 		x.swapped(ctx, d.ID, p.Footprint())
+	}
+	if err == nil {
+		tookOver(d)
 	}
 	return rows, streamErr, err
 }
@@ -352,19 +355,19 @@ func (x *Executor) loadShared(ctx context.Context, ps []*Prepared, idx []int) er
 			if d.Table == "" {
 				return errors.New("shared load: " + d.ID + " has no table name")
 			}
-			if err := x.logDiff(ctx, tx, p, d); err != nil {
+			fail := func(err error) error {
 				return &Error{Op: "load", DatasetID: d.ID, Version: p.Version.Version, Err: err}
+			}
+			rl, err := x.beforeReload(ctx, tx, d, p.Version.Version, p.schema.Columns, p.LogDiff)
+			if err != nil {
+				return fail(err)
+			}
+			if err := x.logDiff(ctx, tx, p, d); err != nil {
+				return fail(err)
 			}
 			load := tx.Tables().LoadSnapshot
 			if p.NewTable {
 				load = tx.Tables().CreateSnapshot
-			}
-			fail := func(err error) error {
-				return &Error{Op: "load", DatasetID: d.ID, Version: p.Version.Version, Err: err}
-			}
-			rl, err := x.beforeReload(ctx, tx, d, p.schema.Columns, p.LogDiff)
-			if err != nil {
-				return fail(err)
 			}
 			n, err := load(ctx, d.Table, p.schema.Columns, p.paths)
 			if err != nil {
@@ -400,6 +403,7 @@ func (x *Executor) loadShared(ctx context.Context, ps []*Prepared, idx []int) er
 	for k, i := range idx {
 		*ps[i].Dataset = *rows[k]
 		ps[i].NewTable = false
+		tookOver(ps[i].Dataset)
 	}
 	if freed > 0 {
 		x.swapped(ctx, rows[0].ID, freed)

@@ -122,6 +122,9 @@ func (x *Executor) SyncWatched(ctx context.Context, d *storage.Dataset, latest *
 	fromFeed := d.Source != storage.SourceWatch && d.Version > 0
 	before := *d
 	d.Source = storage.SourceWatch
+	if fromFeed {
+		d.TakenFrom = d.Version
+	}
 	res, err := x.syncWatched(ctx, d, latest, fromFeed)
 	if err == nil {
 		return res, nil
@@ -404,7 +407,7 @@ func (x *Executor) reloadWatched(ctx context.Context, d *storage.Dataset, why st
 			return err
 		}
 		// The history and a mark's log see the read whole as a reload.
-		rl, err := x.beforeReload(ctx, tx, d, cols, false)
+		rl, err := x.beforeReload(ctx, tx, d, *rs.Version, cols, false)
 		if err != nil {
 			return err
 		}
@@ -420,6 +423,7 @@ func (x *Executor) reloadWatched(ctx context.Context, d *storage.Dataset, why st
 		return tx.PutDataset(ctx, d)
 	})
 	if err == nil {
+		tookOver(d)
 		if cerr := x.DB.Checkpoint(ctx); cerr != nil {
 			x.Log.Debug().Str("dataset", d.ID).Err(cerr).Msg("checkpoint after a watched dataset's reload")
 		}

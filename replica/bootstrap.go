@@ -45,7 +45,7 @@ func (r *Replica) bootstrap(ctx context.Context, sub *storage.Subscription, res 
 		if d.Source == storage.SourceWatch {
 			// Kept from a watch until now: Ploti's version numbers are not
 			// Data Feeds', the feed loads it whole and keeps it from now on.
-			d.Version = 0
+			d.TakenFrom, d.Version = d.Version, 0
 		}
 		switch {
 		case d.Version == md.Version && d.Status == storage.StatusCurrent && !r.rebootstrap:

@@ -3,6 +3,8 @@ package replica
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -305,5 +307,143 @@ func TestMarks_ARecordRenamedThenRemovedIsRemoved(t *testing.T) {
 	slices.Sort(renamed)
 	if !slices.Equal(removed, renamed) || dc.Counts.Removed != len(renamed) || dc.Counts.Renamed != 0 {
 		t.Fatalf("records the mark saw as %v, renamed then removed: changes say removed %v (%+v)", renamed, removed, dc.Counts)
+	}
+}
+
+// tableRows is a dataset table's rows by record id, each as JSON.
+func tableRows(tb testing.TB, r *Replica, id string) map[string]string {
+	tb.Helper()
+	rows, err := r.DB().QueryContext(context.Background(), fmt.Sprintf(
+		"SELECT %[1]s, to_json(t)::VARCHAR FROM main.%[2]s t", storage.ColRecordID, storage.Ident(datasetRow(tb, r, id).Table)))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer rows.Close()
+	got := map[string]string{}
+	for rows.Next() {
+		var k, v string
+		must(tb, rows.Scan(&k, &v))
+		got[k] = v
+	}
+	must(tb, rows.Err())
+	return got
+}
+
+// README: "Ploti's own version numbers (the watch's) and Data Feeds' are
+// never compared". A mark set on a watched dataset that the feed then
+// takes over sees what changed after it, not "nothing new" until the
+// feed's numbers pass the watch's.
+func TestMarks_FollowTheFeedTakingOverAWatchedDataset(t *testing.T) {
+	onlyInAFile(t, "marks")
+	ctx := context.Background()
+	em := mustEmulator(t)
+	seedWatched(t, em, 30)
+	path := filepath.Join(t.TempDir(), "both.duckdb")
+	w := mustOpenWatches(t, em, path)
+	mustSync(t, w)
+	mustPublishRows(t, em, dsWatched, watchRows(1, 30))
+	mustSync(t, w)
+	must(t, w.Advance(ctx, "m", mustChanges(t, w, "m")))
+	seen := tableRows(t, w, dsWatched)
+	w.Close()
+
+	sub, err := em.CreateSubscription(emulator.SubscriptionSpec{Places: []string{"fl-orange"}})
+	must(t, err)
+	r := mustOpen(t, em, sub, path, func(o *Options) { o.Watch = true })
+	mustSync(t, r)
+	if d := datasetRow(t, r, dsWatched); d.Source != storage.SourceFeed {
+		t.Fatalf("in the subscription: source %s, want feed", d.Source)
+	}
+	mustPublishRows(t, em, dsWatched, watchRows(2, 30))
+	mustPublishRows(t, em, dsWatched, watchRows(3, 30))
+	mustSync(t, r)
+	now := tableRows(t, r, dsWatched)
+
+	dc := datasetChangesOf(t, mustChanges(t, r, "m", dsWatched), dsWatched)
+	got := map[string]string{}
+	for _, c := range dc.Changes {
+		got[c.RecordID] = c.Change
+	}
+	for id, row := range now {
+		before, ok := seen[id]
+		switch {
+		case !ok && got[id] != storage.ChangeAdded:
+			t.Errorf("%s, added since the mark: %q", id, got[id])
+		case ok && before != row && got[id] != storage.ChangeChanged:
+			t.Errorf("%s, changed since the mark: %q", id, got[id])
+		}
+	}
+	for id := range seen {
+		if _, ok := now[id]; !ok && got[id] != storage.ChangeRemoved {
+			t.Errorf("%s, removed since the mark: %q", id, got[id])
+		}
+	}
+	if d := datasetRow(t, r, dsWatched); dc.ToVersion != d.Version {
+		t.Errorf("changes to v%d, want the feed's v%d", dc.ToVersion, d.Version)
+	}
+	// The mark moves on in the feed's numbers.
+	must(t, r.Advance(ctx, "m", mustChanges(t, r, "m")))
+	mustPublishRows(t, em, dsWatched, watchRows(4, 30))
+	mustSync(t, r)
+	dc = datasetChangesOf(t, mustChanges(t, r, "m", dsWatched), dsWatched)
+	if d := datasetRow(t, r, dsWatched); dc.FromVersion != d.Version-1 || len(dc.Changes) == 0 {
+		t.Fatalf("after advancing past the takeover: v%d → v%d, %d changes; want the feed's last version", dc.FromVersion, dc.ToVersion, len(dc.Changes))
+	}
+}
+
+// The other way round: a mark set while the feed kept a dataset that
+// leaves the subscription and stays watched reads the watch's versions
+// after it (README: the two numberings "are never compared").
+func TestMarks_FollowTheWatchTakingOverAFeedDataset(t *testing.T) {
+	onlyInAFile(t, "marks")
+	ctx := context.Background()
+	em := mustEmulator(t)
+	seedWatched(t, em, 30)
+	em.AddPlace(emulator.Place{ID: "fl-leon", Name: "Leon County, FL", Kind: "county", State: "fl"})
+	sub, err := em.CreateSubscription(emulator.SubscriptionSpec{Places: []string{"fl-orange"}})
+	must(t, err)
+	r := mustOpen(t, em, sub, "", func(o *Options) { o.Watch = true })
+	for i := range 3 {
+		mustPublishRows(t, em, dsWatched, watchRows(i+1, 30))
+		mustSync(t, r)
+	}
+	must(t, r.Advance(ctx, "m", mustChanges(t, r, "m")))
+	seen := tableRows(t, r, dsWatched)
+	must(t, em.PatchSubscription(sub, emulator.SubscriptionSpec{Places: []string{"fl-leon"}}))
+	mustPublishRows(t, em, dsWatched, watchRows(5, 30))
+	mustSync(t, r)
+	d := datasetRow(t, r, dsWatched)
+	if d.Source != storage.SourceWatch {
+		t.Fatalf("out of the subscription, watched: source %s, want watch", d.Source)
+	}
+	// The mark is in the watch's numbers now: just before the version the
+	// watch took over at (the emulator's Ploti numbers run ahead of its
+	// Data Feeds numbers, so the changes below would read right either way).
+	marks, err := r.db.Marks(ctx, "m")
+	must(t, err)
+	if len(marks) != 1 || marks[0].Version != d.Version-1 {
+		t.Fatalf("mark m after the watch took over at v%d: %+v, want v%d", d.Version, marks, d.Version-1)
+	}
+	now := tableRows(t, r, dsWatched)
+	dc := datasetChangesOf(t, mustChanges(t, r, "m", dsWatched), dsWatched)
+	got := map[string]string{}
+	for _, c := range dc.Changes {
+		got[c.RecordID] = c.Change
+	}
+	n := 0
+	for id, row := range now {
+		before, ok := seen[id]
+		switch {
+		case !ok && got[id] != storage.ChangeAdded:
+			t.Errorf("%s, added since the mark: %q", id, got[id])
+		case ok && before != row && got[id] != storage.ChangeChanged:
+			t.Errorf("%s, changed since the mark: %q", id, got[id])
+		}
+		if !ok || before != row {
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatal("the test changed nothing after the mark")
 	}
 }

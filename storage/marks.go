@@ -336,3 +336,33 @@ func (tx *Tx) PruneChanges(ctx context.Context, keep int) (int64, []MarkHold, er
 	n, err := res.RowsAffected()
 	return n, holds, err
 }
+
+// RebaseLog renumbers what the file keeps of a dataset in another source's
+// version numbers (the watch's, when the feed takes it over, or the other
+// way round: README, the two numberings "are never compared") into the
+// numbering of the source taking over, whose first version held is first:
+// _ploti.changes and _ploti.id_map rows move so that last, the version the
+// other source held, becomes first-1, in order; rows that would fall below
+// version 1 are dropped; each mark on the dataset moves as they do (to 0 at
+// least: it has then seen none of the new source's versions). So a mark
+// set under the other source still reads the changes it had not seen, the
+// takeover's own (logged at first) and the new source's after it. Called
+// in the takeover's transaction, before anything is logged at first.
+func (tx *Tx) RebaseLog(ctx context.Context, datasetID string, last, first int) error {
+	off := first - 1 - last
+	if off == 0 {
+		return nil
+	}
+	for _, t := range []string{"_ploti.changes", "_ploti.id_map"} {
+		if _, err := tx.tx.ExecContext(ctx, "DELETE FROM "+t+" WHERE dataset_id = ? AND version + ? < 1", datasetID, off); err != nil {
+			return fmt.Errorf("renumber %s of %s: %w", t, datasetID, err)
+		}
+		if _, err := tx.tx.ExecContext(ctx, "UPDATE "+t+" SET version = version + ? WHERE dataset_id = ?", off, datasetID); err != nil {
+			return fmt.Errorf("renumber %s of %s: %w", t, datasetID, err)
+		}
+	}
+	if _, err := tx.tx.ExecContext(ctx, "UPDATE _ploti.marks SET version = greatest(version + ?, 0) WHERE dataset_id = ?", off, datasetID); err != nil {
+		return fmt.Errorf("renumber the marks of %s: %w", datasetID, err)
+	}
+	return nil
+}

@@ -65,6 +65,11 @@ type Dataset struct {
 	// Source is SourceFeed (the default) or SourceWatch; the two version
 	// numberings are never compared.
 	Source string
+	// TakenFrom is, in memory only, the version the other source held
+	// when this one takes the dataset over (0: no takeover): the reload
+	// that takes it over renumbers the dataset's change log and marks
+	// (Tx.RebaseLog).
+	TakenFrom int
 }
 
 type querier interface {
