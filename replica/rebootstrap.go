@@ -20,11 +20,16 @@ import (
 // stays. The ids of the events applied before are forgotten first: they
 // may be another log's, and the version rules skip a replay without them.
 func (r *Replica) Rebootstrap(ctx context.Context) (SyncResult, error) {
-	err := r.db.Update(ctx, func(tx *storage.Tx) error { return tx.ForgetAppliedEvents(ctx) })
+	done, err := r.exclusive(ctx)
+	if err != nil {
+		return SyncResult{}, err
+	}
+	defer done()
+	err = r.db.Update(ctx, func(tx *storage.Tx) error { return tx.ForgetAppliedEvents(ctx) })
 	if err != nil {
 		return SyncResult{}, err
 	}
 	r.rebootstrap = true
 	defer func() { r.rebootstrap = false }()
-	return r.Sync(ctx)
+	return r.syncExclusive(ctx)
 }

@@ -177,6 +177,22 @@ type Replica struct {
 	// rate and burst are the client's rate limit (rateLimited), read at
 	// Open; zero when it has none.
 	rate, burst int
+	// busy lets one Sync, Rebootstrap, Release or Verify run at a time:
+	// they share the spool folder, the read-ahead pages and the walk's
+	// state, and two walks at once would fail datasets that nothing is
+	// wrong with.
+	busy chan struct{}
+}
+
+// exclusive waits until no other Sync, Rebootstrap, Release or Verify of
+// the Replica runs (or ctx is done); call the func it returns when done.
+func (r *Replica) exclusive(ctx context.Context) (func(), error) {
+	select {
+	case r.busy <- struct{}{}:
+		return func() { <-r.busy }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // Open opens (or creates) the DuckDB file at path for the subscription, or,
@@ -210,7 +226,7 @@ func Open(ctx context.Context, path string, opts Options) (*Replica, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	r := &Replica{opts: opts, spool: path + ".spool", log: opts.Logger, kept: map[string]keptPage{}}
+	r := &Replica{opts: opts, spool: path + ".spool", log: opts.Logger, kept: map[string]keptPage{}, busy: make(chan struct{}, 1)}
 	if backends.IsDatabase(path) {
 		// A database has no folder of its own for the downloads: the
 		// system's temporary one, a name for each database.

@@ -144,6 +144,11 @@ func (r *Replica) Holds(ctx context.Context) ([]Hold, error) {
 // Release ends a local review hold: the dataset is reloaded from its
 // current version's snapshot and its hold removed in the same transaction.
 func (r *Replica) Release(ctx context.Context, datasetID string) error {
+	done, err := r.exclusive(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
 	d, err := r.db.Dataset(ctx, datasetID)
 	if err != nil {
 		return fmt.Errorf("release %s: %w", datasetID, err)

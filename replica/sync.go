@@ -62,7 +62,20 @@ func (r SyncResult) MarshalJSON() ([]byte, error) {
 //
 // With Options.Watch, the watched datasets are kept current after the
 // feed (watch.go), and the run is recorded once more with their counts.
+//
+// Syncs of one Replica run one at a time: a Sync called while another (or
+// Rebootstrap, Release, Verify) runs waits for it to end, or for ctx.
 func (r *Replica) Sync(ctx context.Context) (SyncResult, error) {
+	done, err := r.exclusive(ctx)
+	if err != nil {
+		return SyncResult{}, err
+	}
+	defer done()
+	return r.syncExclusive(ctx)
+}
+
+// syncExclusive is Sync, called with r.exclusive held.
+func (r *Replica) syncExclusive(ctx context.Context) (SyncResult, error) {
 	start := time.Now()
 	var res SyncResult
 	r.memo.forget()

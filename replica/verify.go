@@ -98,6 +98,11 @@ var ErrUnknownDataset = errors.New("dataset not in the file")
 func (r *Replica) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport, error) {
 	start := time.Now()
 	rep := VerifyReport{At: r.opts.Now().UTC()}
+	done, err := r.exclusive(ctx)
+	if err != nil {
+		return rep, err
+	}
+	defer done()
 	all, err := r.db.Datasets(ctx)
 	if err != nil {
 		return rep, err
