@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ploti-replica/ploti-replica/fetch"
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
 )
@@ -116,8 +117,13 @@ func (r *Replica) Behind(ctx context.Context, limit int) (int, error) {
 	n, cursor := 0, sub.Cursor
 	for n < limit {
 		page, err := r.api.Events(ctx, sub.ID, cursor, 500, nil)
-		if err != nil {
-			return -1, fmt.Errorf("count events behind: %w", err)
+		switch {
+		case errors.Is(err, fetch.ErrInvalidInput) && cursor == sub.Cursor:
+			// Worded as Sync words it: the same log, read the same way.
+			return -1, fmt.Errorf("count events behind: read events of %s after cursor %q: %w (the API never gave it to this subscription): %w",
+				sub.ID, cursor, ErrForeignCursor, err)
+		case err != nil:
+			return -1, fmt.Errorf("count events behind: %w", subscriptionGone(sub.ID, err))
 		}
 		if len(page.Events) == 0 {
 			break
