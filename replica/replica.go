@@ -149,9 +149,14 @@ type Options struct {
 	Stop <-chan struct{}
 }
 
-// Progress is one step of a sync.
+// Progress is one step of a sync. Phase is "bootstrap" (Done of Total
+// manifest datasets loaded), "load" (a snapshot of DatasetID at Version
+// being loaded: the manifest's, or a rebuilt dataset's), "events" (event
+// Done of Total on the log's page being applied, for DatasetID; its
+// merges and reloads are part of it) or "watch" (watched dataset Done of
+// Total being brought current).
 type Progress struct {
-	Phase     string // "bootstrap", "events", "load", "merge"
+	Phase     string
 	DatasetID string
 	Version   int
 	Done      int

@@ -149,6 +149,8 @@ func (r *Replica) Holds(ctx context.Context) ([]Hold, error) {
 
 // Release ends a local review hold: the dataset is reloaded from its
 // current version's snapshot and its hold removed in the same transaction.
+// A dataset the file does not know is storage.ErrNoDataset; one it holds
+// with no local hold (only Ploti's, or none) is ErrNotHeld.
 func (r *Replica) Release(ctx context.Context, datasetID string) error {
 	done, err := r.exclusive(ctx)
 	if err != nil {

@@ -78,8 +78,9 @@ func (r VerifyReport) MarshalJSON() ([]byte, error) {
 // OK is true when nothing differs (after repairs).
 func (r VerifyReport) OK() bool { return r.Differ == 0 }
 
-// ErrDiffers means Verify found a dataset that differs from the version
-// it holds.
+// ErrDiffers is for callers that turn a report with Differ > 0 into an
+// error (the CLI's verify does): Verify itself returns the report and a
+// nil error when it could compare, whatever it found.
 var ErrDiffers = errors.New("datasets differ from the versions they hold")
 
 // ErrUnknownDataset means VerifyOptions named a dataset the file does not hold.
