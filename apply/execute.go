@@ -363,12 +363,20 @@ func (x *Executor) fail(ctx context.Context, b *Batch, d *storage.Dataset, a Act
 		d = fresh
 	}
 	now := tx.Now
+	// CONTRACT.md 8.6: an event for a dataset a manifest listed as
+	// rebuilding "is applied through the versions API when its files can
+	// be had; otherwise it stays pending and the next sync's manifest
+	// loads it" (reloadRebuilt asks it while the reason is rebuilding).
+	waits := eventID != "" && a.Kind.Heavy() && !gone && d.StatusReason == storage.ReasonRebuilding && d.Status != storage.StatusRemoved &&
+		d.Status != storage.StatusFailed && !errors.Is(cause, ErrBadInput) && !errors.Is(cause, ErrNoCurrent)
 	switch {
 	case gone:
 		d.SkipUntilRemoved = true
 		d.StatusReason, d.LastError = storage.ReasonLeftSubscription, err.Error()
 	case errors.Is(cause, ErrNoCurrent):
 		d.Status, d.StatusReason = storage.StatusPending, storage.ReasonAwaitingFirstVersion
+	case waits:
+		d.LastError = err.Error() // status and reason stay: pending (or current) while rebuilding
 	default:
 		d.Status, d.StatusReason, d.LastError, d.FailedAt = storage.StatusFailed, err.Error(), err.Error(), &now
 	}
@@ -378,7 +386,7 @@ func (x *Executor) fail(ctx context.Context, b *Batch, d *storage.Dataset, a Act
 			return merr
 		}
 	}
-	if gone || errors.Is(cause, ErrNoCurrent) {
+	if gone || waits || errors.Is(cause, ErrNoCurrent) {
 		// Not a failure: the docs' own path (skip until removed; pending).
 		x.Log.Info().Str("dataset", d.ID).Int("version", a.Version).Str("why", d.StatusReason).Msg("dataset not applied")
 		return nil

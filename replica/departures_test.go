@@ -153,6 +153,41 @@ func TestScenario_RebuildingLoadsFromTheManifestAgain(t *testing.T) {
 	assertMatchesTruth(t, r, em, "ds_parcels", 3)
 }
 
+// CONTRACT.md 8.6: "A manifest rebuilding dataset: an event for it is
+// applied through the versions API when its files can be had; otherwise it
+// stays pending and the next sync's manifest loads it." Before, an event
+// after the manifest's cursor whose version still answered 503 while the
+// files were rebuilt failed the dataset and made the sync partial.
+func TestScenario_RebuildingEventWithoutFilesStaysPending(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, _, parcels := seedTwo(t, em)
+	must(t, em.SetRebuilding("ds_parcels", true))
+	fast := func(o *Options) {
+		o.FetchOptions = func(f *fetch.Options) {
+			f.MaxAttempts, f.RetryMinWait, f.RetryMaxWait = 2, time.Millisecond, time.Millisecond
+		}
+	}
+	r := mustOpen(t, em, sub, "", fast)
+	mustSync(t, r)
+	// A version published during the rebuild: its event follows the
+	// manifest's cursor, and its files cannot be had yet.
+	_, err := em.Publish(ctx, "ds_parcels", parcels(1))
+	must(t, err)
+	res, err := r.Sync(ctx)
+	if err != nil || len(res.Failed) != 0 || res.EventsFailed != 0 {
+		t.Fatalf("sync during the rebuild: %v, %+v; want no failure", err, res)
+	}
+	if d := datasetRow(t, r, "ds_parcels"); d.Status != storage.StatusPending || d.StatusReason != storage.ReasonRebuilding || d.Version != 0 {
+		t.Fatalf("during the rebuild: %s (%s) v%d, want pending (rebuilding)", d.Status, d.StatusReason, d.Version)
+	}
+	must(t, em.SetRebuilding("ds_parcels", false))
+	if res = mustSync(t, r); res.SnapshotsLoaded != 1 {
+		t.Fatalf("after the rebuild: %+v, want the manifest's version loaded", res)
+	}
+	assertMatchesTruth(t, r, em, "ds_parcels", 2)
+}
+
 // feed-events.txt: "A cursor past the subscription's newest event is not
 // one it gave, and returns 400 invalid_input." The sync says to run
 // --rebootstrap, which reloads every dataset from a fresh manifest into
