@@ -2,6 +2,8 @@ package replica
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -240,14 +242,28 @@ func (s *source) Discard(paths []string) {
 	}
 }
 
-// fileName is a safe spool name for one file of a version.
+// fileName is a safe spool name for one file of a version, one name for
+// one dataset id: dataset ids are opaque strings, used exactly as given
+// (CONTRACT.md 2), so two ids that read the same once made safe ("ds.a",
+// "ds_a"), or once a case-insensitive file system folds them ("ds_A",
+// "ds_a"), must not share a spool file (their concurrent loads would
+// read each other's files). Such an id gets a hash of itself after a "~",
+// which no safe id holds.
 func fileName(datasetID string, version int, kind string, part int, ext string) string {
+	folds := false
 	safe := strings.Map(func(r rune) rune {
+		if r >= 'A' && r <= 'Z' {
+			folds = true
+		}
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' {
 			return r
 		}
 		return '_'
 	}, datasetID)
+	if folds || safe != datasetID {
+		sum := sha256.Sum256([]byte(datasetID))
+		safe += "~" + hex.EncodeToString(sum[:8])
+	}
 	return fmt.Sprintf("%s-v%d-%s-%d%s", safe, version, kind, part, ext)
 }
 

@@ -1,0 +1,64 @@
+package replica
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/ploti-replica/ploti-replica/emulator"
+)
+
+// CONTRACT.md 2: "Dataset ids and place ids are opaque strings: use them
+// exactly as given." Ids that read the same once made safe for a file
+// name ("ds_a", "ds.a", "ds a"), or once a case-insensitive file system
+// folds them ("ds_A"), get spool names of their own: before, they shared
+// one, and their concurrent loads failed or read each other's files.
+func TestFileName_oneNamePerDatasetID(t *testing.T) {
+	ids := []string{"ds_a", "ds.a", "ds a", "ds/a", "ds_A", "DS_A", "ds-a", "ds_a_"}
+	seen := map[string]string{}
+	for _, id := range ids {
+		for _, kind := range []string{"snapshot", "changes", "idMap", "schema"} {
+			name := strings.ToLower(fileName(id, 3, kind, 0, ".parquet"))
+			if other, ok := seen[name]; ok {
+				t.Fatalf("dataset ids %q and %q share the spool name %q", other, id, name)
+			}
+			seen[name] = id
+		}
+	}
+	if got := fileName("ds_permits", 2, "snapshot", 0, ".parquet"); got != "ds_permits-v2-snapshot-0.parquet" {
+		t.Fatalf("a safe id's spool name changed: %q", got)
+	}
+}
+
+func TestSync_DatasetIDsThatReadTheSameOnceMadeSafe(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	em.AddPlace(emulator.Place{ID: "fl-orange", Name: "Orange County, FL", Kind: "county", State: "fl"})
+	em.AddTopic("development-activity", "Development activity")
+	ids := []string{"ds_a", "ds.a", "ds a", "ds/a"}
+	for _, id := range ids {
+		must(t, em.AddDataset(emulator.DatasetSpec{ID: id, Title: id, PlaceID: "fl-orange", Topic: "development-activity",
+			KeyColumns: []string{"k"}, Columns: []emulator.Column{{Name: "k", Type: "string"}, {Name: "n", Type: "integer"}}}))
+	}
+	sub, err := em.CreateSubscription(emulator.SubscriptionSpec{Places: []string{"fl-orange"}})
+	must(t, err)
+	publish := func(round int) {
+		for i, id := range ids {
+			_, err := em.Publish(ctx, id, []emulator.Row{{"k": id, "n": int64(i + round)}, {"k": "other", "n": int64(10*i + round)}})
+			must(t, err)
+		}
+	}
+	publish(0)
+	r := mustOpen(t, em, sub, "")
+	for version := 1; version <= 2; version++ {
+		if version == 2 {
+			publish(1) // merges this time
+		}
+		if res := mustSync(t, r); len(res.Failed) != 0 {
+			t.Fatalf("v%d: failed %v", version, res.Failed)
+		}
+		for _, id := range ids {
+			assertMatchesTruth(t, r, em, id, version)
+		}
+	}
+}
