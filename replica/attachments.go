@@ -210,7 +210,7 @@ func (r *Replica) fetchAttachment(ctx context.Context, d *storage.Dataset, i int
 		out.Content, err = os.ReadFile(path)
 		return out, err
 	}
-	rel := filepath.Join(filepath.Base(r.attachmentsDir()), safeFileName(d.ID), "v"+strconv.Itoa(d.Version), safeFileName(a.Name))
+	rel := filepath.Join(filepath.Base(r.attachmentsDir()), datasetFolder(d.ID), "v"+strconv.Itoa(d.Version), safeFileName(a.Name))
 	dst := filepath.Join(filepath.Dir(r.db.Path()), rel)
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return storage.Attachment{}, fmt.Errorf("keep attachment %q of %s: %w", a.Name, d.ID, err)
@@ -248,7 +248,7 @@ func (r *Replica) pruneAttachmentFiles(datasetID string, keep []storage.Attachme
 			want[filepath.Clean(filepath.Join(base, filepath.FromSlash(a.Path)))] = true
 		}
 	}
-	root := filepath.Join(r.attachmentsDir(), safeFileName(datasetID))
+	root := filepath.Join(r.attachmentsDir(), datasetFolder(datasetID))
 	filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
 		if err == nil && !e.IsDir() && !want[filepath.Clean(p)] {
 			os.Remove(p)
@@ -280,6 +280,21 @@ func hashFile(path string) (string, int64, error) {
 		return "", 0, err
 	}
 	return hex.EncodeToString(h.Sum(nil)), n, nil
+}
+
+// datasetFolder is the folder of a dataset's attachment files, one per
+// dataset id: ids are opaque strings, used exactly as given (CONTRACT.md
+// 2), so an id that safeFileName changes ("ds a" reads as "ds_a"), or that
+// a case-insensitive file system would fold ("ds_A"), gets a hash of
+// itself after a "~", which no id kept as it is holds. Two datasets
+// sharing a folder overwrote, and pruned, each other's files.
+func datasetFolder(id string) string {
+	safe := safeFileName(id)
+	if safe != id || strings.ToLower(id) != id {
+		sum := sha256.Sum256([]byte(id))
+		safe += "~" + hex.EncodeToString(sum[:8])
+	}
+	return safe
 }
 
 // safeFileName keeps a name from the network to one path segment.

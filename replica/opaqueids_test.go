@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -59,6 +60,41 @@ func TestSync_DatasetIDsThatReadTheSameOnceMadeSafe(t *testing.T) {
 		}
 		for _, id := range ids {
 			assertMatchesTruth(t, r, em, id, version)
+		}
+	}
+}
+
+// The same for the folder that keeps a dataset's attachments beside the
+// file: "ds a" and "ds_a" shared one, so that one's files overwrote the
+// other's, and the prune after one's sync removed the other's.
+func TestScenario_AttachmentsOfDatasetIDsThatReadTheSame(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	em.AddPlace(emulator.Place{ID: "fl-orange", Name: "Orange County, FL", Kind: "county", State: "fl"})
+	ids := []string{"ds_a", "ds a"}
+	content := map[string][]byte{}
+	for _, id := range ids {
+		content[id] = bytes.Repeat([]byte("manual of "+id+"\n"), 100)
+		must(t, em.AddDataset(emulator.DatasetSpec{ID: id, Title: id, PlaceID: "fl-orange", KeyColumns: []string{"k"},
+			Columns:     []emulator.Column{{Name: "k", Type: "string"}},
+			Attachments: []emulator.Attachment{{Name: "manual.txt", ContentType: "text/plain", Data: content[id]}}}))
+	}
+	sub, err := em.CreateSubscription(emulator.SubscriptionSpec{Places: []string{"fl-orange"}})
+	must(t, err)
+	for _, id := range ids {
+		_, err := em.Publish(ctx, id, []emulator.Row{{"k": id}})
+		must(t, err)
+	}
+	r := mustOpen(t, em, sub, "", func(o *Options) { o.AttachmentsInlineMax = -1 })
+	if !r.db.IsFile() {
+		t.Skip("a database keeps attachments inline")
+	}
+	if res := mustSync(t, r); len(res.AttachmentsFailed) != 0 {
+		t.Fatalf("attachments failed: %v", res.AttachmentsFailed)
+	}
+	for _, id := range ids {
+		if got := keptAttachments(t, r, id)["manual.txt"]; !bytes.Equal(got.Content, content[id]) {
+			t.Fatalf("%s's manual (%s) = %.20q…, want its own", id, got.Path, got.Content)
 		}
 	}
 }
