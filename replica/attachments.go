@@ -210,7 +210,7 @@ func (r *Replica) fetchAttachment(ctx context.Context, d *storage.Dataset, i int
 		out.Content, err = os.ReadFile(path)
 		return out, err
 	}
-	rel := filepath.Join(filepath.Base(r.attachmentsDir()), datasetFolder(d.ID), "v"+strconv.Itoa(d.Version), safeFileName(a.Name))
+	rel := filepath.Join(filepath.Base(r.attachmentsDir()), datasetFolder(d.ID), "v"+strconv.Itoa(d.Version), attachmentFile(a.Name))
 	dst := filepath.Join(filepath.Dir(r.db.Path()), rel)
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return storage.Attachment{}, fmt.Errorf("keep attachment %q of %s: %w", a.Name, d.ID, err)
@@ -295,6 +295,22 @@ func datasetFolder(id string) string {
 		safe += "~" + hex.EncodeToString(sum[:8])
 	}
 	return safe
+}
+
+// attachmentFile is the file name of an attachment in its version's
+// folder, one per attachment name: a name that safeFileName changes ("a
+// b.pdf" reads as "a_b.pdf"), or that a case-insensitive file system
+// would fold, gets a hash of itself after a "~", before its extension
+// (which says its format, as its contentType does). Two attachments of a
+// version sharing a file kept one's bytes under the other's name.
+func attachmentFile(name string) string {
+	safe := safeFileName(name)
+	if safe == name && strings.ToLower(name) == name {
+		return safe
+	}
+	sum := sha256.Sum256([]byte(name))
+	ext := filepath.Ext(safe)
+	return strings.TrimSuffix(safe, ext) + "~" + hex.EncodeToString(sum[:8]) + ext
 }
 
 // safeFileName keeps a name from the network to one path segment.

@@ -117,3 +117,39 @@ func TestScenario_Attachments(t *testing.T) {
 		t.Fatalf("attachment files = %v, want the manual's only", entries)
 	}
 }
+
+// Attachments are kept verified (bytes, sha256) under their names: two of
+// a version whose names read the same once made safe for a file ("a
+// b.txt", "a_b.txt"), or once a case-insensitive file system folds them
+// ("A_B.txt"), are kept in files of their own. Before, they shared one,
+// and one's row named the other's bytes.
+func TestScenario_AttachmentsWhoseNamesReadTheSame(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	em.AddPlace(emulator.Place{ID: "fl-orange", Name: "Orange County, FL", Kind: "county", State: "fl"})
+	names := []string{"a b.txt", "a_b.txt", "A_B.txt"}
+	var atts []emulator.Attachment
+	for _, n := range names {
+		atts = append(atts, emulator.Attachment{Name: n, ContentType: "text/plain", Data: bytes.Repeat([]byte(n+"\n"), 50)})
+	}
+	must(t, em.AddDataset(emulator.DatasetSpec{ID: "ds_a", Title: "A", PlaceID: "fl-orange", KeyColumns: []string{"k"},
+		Columns: []emulator.Column{{Name: "k", Type: "string"}}, Attachments: atts}))
+	sub, err := em.CreateSubscription(emulator.SubscriptionSpec{Places: []string{"fl-orange"}})
+	must(t, err)
+	_, err = em.Publish(ctx, "ds_a", []emulator.Row{{"k": "x"}})
+	must(t, err)
+	r := mustOpen(t, em, sub, "", func(o *Options) { o.AttachmentsInlineMax = -1 })
+	if res := mustSync(t, r); len(res.AttachmentsFailed) != 0 {
+		t.Fatalf("attachments failed: %v", res.AttachmentsFailed)
+	}
+	kept := keptAttachments(t, r, "ds_a")
+	for _, a := range atts {
+		got := kept[a.Name]
+		if !bytes.Equal(got.Content, a.Data) || got.SHA256 != sha(a.Data) {
+			t.Fatalf("%q (%s) = %.20q…, want its own bytes", a.Name, got.Path, got.Content)
+		}
+		if r.db.IsFile() && (!strings.HasPrefix(got.Path, "replica.duckdb.attachments/ds_a/v1/") || !strings.HasSuffix(got.Path, ".txt")) {
+			t.Fatalf("%q kept as %s, want a .txt file under the version's folder", a.Name, got.Path)
+		}
+	}
+}
