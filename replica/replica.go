@@ -202,7 +202,10 @@ func (r *Replica) exclusive(ctx context.Context) (func(), error) {
 
 // Open opens (or creates) the DuckDB file at path for the subscription, or,
 // when path is a postgres:// URL, the PostgreSQL database it names (which
-// must exist; PostGIS and _ploti are made in it).
+// must exist; PostGIS and _ploti are made in it). A file has one Replica
+// at a time, in this process as across processes: a second Open waits for
+// the first's Close (Options.LockTimeout), then fails with
+// storage.ErrLocked.
 func Open(ctx context.Context, path string, opts Options) (*Replica, error) {
 	if opts.APIURL == "" {
 		opts.APIURL = DefaultAPIURL

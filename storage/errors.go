@@ -7,7 +7,8 @@ import (
 )
 
 var (
-	// ErrLocked means another process holds the DuckDB file.
+	// ErrLocked means another process holds the DuckDB file, or another
+	// open of it for writing in this process (writers.go).
 	ErrLocked = errors.New("database file is locked by another process")
 	// ErrNewerFile means the file was written by a newer ploti-replica.
 	ErrNewerFile = errors.New("database file has a newer _ploti migration than this build knows")

@@ -69,6 +69,7 @@ type DB struct {
 	be        Backend     // another engine's database (backend.go), or nil for the DuckDB file
 	facts     factCache   // changes files read ahead of their merges (inspect_changes.go)
 	threads   threadCount // DuckDB's threads: as opened, and now (threads.go)
+	writer    string      // the path holdWriter took for this writer; "" for none
 }
 
 var lockRE = regexp.MustCompile(`(?i)conflicting lock|could not set lock`)
@@ -143,8 +144,16 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 }
 
 func open(ctx context.Context, path string, opts Options, existed bool) (*DB, error) {
+	var writer string
+	if !opts.ReadOnly {
+		var err error
+		if writer, err = holdWriter(path); err != nil {
+			return nil, err
+		}
+	}
 	connector, err := newConnector(path, opts)
 	if err != nil {
+		releaseWriter(writer)
 		if lockRE.MatchString(err.Error()) {
 			return nil, fmt.Errorf("%w: %s", ErrLocked, lockHolder(err.Error()))
 		}
@@ -153,7 +162,7 @@ func open(ctx context.Context, path string, opts Options, existed bool) (*DB, er
 		}
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	db := &DB{sql: sql.OpenDB(connector), connector: connector, path: path, now: opts.Now, readOnly: opts.ReadOnly}
+	db := &DB{sql: sql.OpenDB(connector), connector: connector, path: path, now: opts.Now, readOnly: opts.ReadOnly, writer: writer}
 	if !opts.ReadOnly {
 		// Held now: no summary of an older state outlives what this
 		// process writes (summary.go).
@@ -347,6 +356,8 @@ func (db *DB) Close() error {
 		errs = append(errs, db.pubSrc.Close())
 	}
 	err := errors.Join(errs...)
+	releaseWriter(db.writer)
+	db.writer = ""
 	if err == nil && db.readable && !db.readOnly {
 		// The file as this process left it, read whole at open and
 		// written since by DuckDB: the next open, here or in another

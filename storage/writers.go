@@ -1,0 +1,41 @@
+package storage
+
+import (
+	"fmt"
+	"path/filepath"
+	"sync"
+)
+
+// DuckDB's lock on a file keeps out other processes, not a second open
+// in this one: two writers of one file in one process (two Replicas of a
+// Go service, say) would share the file's spool and race each other's
+// transactions. So a process holds each file it writes once, here, and
+// a second open for writing waits for the first to close, as one from
+// another process waits for DuckDB's lock.
+var writers sync.Map // absolute path → struct{}
+
+// holdWriter takes path for this process's one writer; "" for a file in
+// memory, which nothing shares.
+func holdWriter(path string) (string, error) {
+	if path == "" || path == ":memory:" {
+		return "", nil
+	}
+	key, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("open %s: %w", path, err)
+	}
+	if real, err := filepath.EvalSymlinks(key); err == nil {
+		key = real
+	}
+	if _, held := writers.LoadOrStore(key, struct{}{}); held {
+		return "", fmt.Errorf("%w: open for writing elsewhere in this process", ErrLocked)
+	}
+	return key, nil
+}
+
+// releaseWriter gives back what holdWriter took.
+func releaseWriter(key string) {
+	if key != "" {
+		writers.Delete(key)
+	}
+}
