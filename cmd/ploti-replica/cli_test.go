@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ploti-replica/ploti-replica/emulator"
 	"github.com/ploti-replica/ploti-replica/replica"
@@ -91,6 +92,8 @@ func TestSync_usageErrors(t *testing.T) {
 		{"no subscription and no watches", map[string]string{"PLOTI_API_KEY": "k"}, []string{"sync", "--watches=false"}, "PLOTI_SUBSCRIPTION"},
 		{"bad flag", nil, []string{"sync", "--nope"}, "unknown flag"},
 		{"bad id-ref", map[string]string{"PLOTI_API_KEY": "k", "PLOTI_SUBSCRIPTION": "s"}, []string{"sync", "--id-ref", "notes"}, "TABLE.COLUMN=DATASET"},
+		{"no attempts", map[string]string{"PLOTI_API_KEY": "k", "PLOTI_SUBSCRIPTION": "s"}, []string{"sync", "--max-attempts", "0"}, "--max-attempts 0"},
+		{"no plan wait", map[string]string{"PLOTI_API_KEY": "k", "PLOTI_SUBSCRIPTION": "s"}, []string{"sync", "--plan-unavailable-wait", "0s"}, "--plan-unavailable-wait"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, errs := cli(t, tc.vars, tc.args...)
@@ -289,5 +292,24 @@ func TestSync_keepChanges(t *testing.T) {
 	err = db.SQL().QueryRow(`SELECT count(*), coalesce(max(n), 0) FROM (SELECT dataset_id, count(DISTINCT version) AS n FROM _ploti.changes GROUP BY ALL)`).Scan(&datasets, &most)
 	if err != nil || datasets == 0 || most != 1 {
 		t.Fatalf("_ploti.changes: %d datasets, at most %d versions each (%v); want some, 1 each", datasets, most, err)
+	}
+}
+
+// CONTRACT.md 8.3: "a 503 plan_unavailable without [Retry-After] waits a
+// configurable minute": sync's --plan-unavailable-wait sets it, and
+// --max-attempts bounds the tries.
+func TestSync_planUnavailableWaitIsConfigurable(t *testing.T) {
+	em, _, vars := demoWorld(t)
+	em.Inject(emulator.Fault{Match: "/v1/**", Kind: emulator.FaultStatus, Status: 503, Code: "plan_unavailable", Count: 2})
+	start := time.Now()
+	code, _, errs := cli(t, vars, "sync", "--plan-unavailable-wait", "50ms")
+	if code != 0 || time.Since(start) > 30*time.Second {
+		t.Fatalf("sync through two 503 plan_unavailable: exit %d after %s: %s", code, time.Since(start), errs)
+	}
+	em.Inject(emulator.Fault{Match: "/v1/**", Kind: emulator.FaultStatus, Status: 503, Code: "plan_unavailable", Count: -1})
+	defer em.ClearFaults()
+	code, _, errs = cli(t, vars, "sync", "--plan-unavailable-wait", "10ms", "--max-attempts", "2")
+	if code != exitFailure || !strings.Contains(errs, "plan") {
+		t.Fatalf("sync against a plan that stays unreadable: exit %d, stderr %q; want %d naming the plan", code, errs, exitFailure)
 	}
 }

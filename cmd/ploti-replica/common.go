@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ploti-replica/ploti-replica/apply"
+	"github.com/ploti-replica/ploti-replica/fetch"
 	"github.com/ploti-replica/ploti-replica/replica"
 	"github.com/ploti-replica/ploti-replica/storage"
 	"github.com/ploti-replica/ploti-replica/storage/backends"
@@ -48,6 +49,9 @@ type connFlags struct {
 	// --watches); without a subscription it is all a file keeps.
 	Watch    bool
 	Geometry string
+	// MaxAttempts is --max-attempts; PlanWait --plan-unavailable-wait.
+	MaxAttempts int
+	PlanWait    time.Duration
 	// syncFlags: the command takes the sync flags (their values are the
 	// user's, not defaults to fill in).
 	syncFlags bool
@@ -67,7 +71,7 @@ const (
 	flagsLog  flagSet = 1 << iota // --log-level, --log-format
 	flagsFile                     // --db, --lock-timeout
 	flagsAPI                      // --api-url, --api-key, --subscription
-	flagsSync                     // --on-major, --memory-limit, --id-ref, --page-size, --keep-changes, --history, --history-keep, --geometry, --publish
+	flagsSync                     // --on-major, --memory-limit, --id-ref, --page-size, --keep-changes, --history, --history-keep, --geometry, --publish, --max-attempts, --plan-unavailable-wait
 
 	flagsRead = flagsLog | flagsFile                        // the file only
 	flagsAll  = flagsLog | flagsFile | flagsAPI | flagsSync // sync, serve
@@ -102,7 +106,25 @@ func (c *connFlags) register(cmd *cobra.Command, sets flagSet) {
 		f.StringVar(&c.AttachmentsInline, "attachments-inline-max", "1MiB", "attachments up to this size are kept in _ploti.attachments, larger ones in the folder <db>.attachments beside the file (0: every one in the folder)")
 		f.StringVar(&c.Geometry, "geometry", "", "how tables store geometry: geometry (DuckDB's GEOMETRY, read as geometry by DuckDB 1.5) or wkb (standard WKB in a BLOB, which every DuckDB client, shapely and GeoPandas read); the file remembers it, a new one starts with geometry, and the other converts its tables")
 		f.StringVar(&c.Publish, "publish", "", "after each sync, write a checkpointed read-only copy of the file to PATH, renamed over it atomically: readers of PATH never wait for the writer")
+		f.IntVar(&c.MaxAttempts, "max-attempts", fetch.DefaultMaxAttempts, "tries of each call and download after a connection error, a 5xx, a 429 or a 503 (waiting Retry-After between them)")
+		f.DurationVar(&c.PlanWait, "plan-unavailable-wait", fetch.DefaultPlanUnavailableWait, "the wait before trying again when Ploti answers 503 plan_unavailable without Retry-After (\"try again in a minute\")")
 	}
+}
+
+// fetchTweaks are --max-attempts and --plan-unavailable-wait for the API
+// client; nil for a command without the sync flags (the client's defaults).
+func (c *connFlags) fetchTweaks() (func(*fetch.Options), error) {
+	if !c.syncFlags {
+		return nil, nil
+	}
+	if c.MaxAttempts < 1 {
+		return nil, &usageError{fmt.Errorf("--max-attempts %d: want 1 or more", c.MaxAttempts)}
+	}
+	if c.PlanWait <= 0 {
+		return nil, &usageError{fmt.Errorf("--plan-unavailable-wait %s: want a duration above zero, e.g. 1m or 5s", c.PlanWait)}
+	}
+	attempts, wait := c.MaxAttempts, c.PlanWait
+	return func(fo *fetch.Options) { fo.MaxAttempts, fo.PlanUnavailableWait = attempts, wait }, nil
 }
 
 // resolve fills unset flags from the environment and defaults.
@@ -242,13 +264,17 @@ func (c *connFlags) options(env *Env) (replica.Options, error) {
 	if err != nil {
 		return replica.Options{}, &usageError{err}
 	}
+	tweaks, err := c.fetchTweaks()
+	if err != nil {
+		return replica.Options{}, err
+	}
 	told := false
 	return replica.Options{
 		APIURL: c.APIURL, APIKey: c.APIKey, SubscriptionID: c.Subscription, Watch: c.Watch, Logger: log, OnMajor: c.OnMajor,
 		MemoryLimit: c.MemoryLimit, LockTimeout: wait, IDReferences: refs, PageSize: c.PageSize, KeepChanges: c.KeepChanges,
 		AttachmentsInlineMax: inline, SpoolDir: c.Spool, History: c.History, HistoryKeep: keep,
 		Publish:  c.Publish,
-		Geometry: c.Geometry,
+		Geometry: c.Geometry, FetchOptions: tweaks,
 		OnLocked: func(msg string) {
 			if !told {
 				log.Warn().Str("db", backends.Name(c.DB)).Msg("waiting for the file: " + msg)
