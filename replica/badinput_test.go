@@ -365,3 +365,36 @@ func TestSync_PageRetryKeepsWhatCommittedBefore(t *testing.T) {
 	}
 	assertMatchesTruth(t, r, em, "ds_permits", 2)
 }
+
+// DESIGN.md, "Errors and logging": "Return errors with %w context naming
+// the dataset, version and event". A reload outside the walk (a release, a
+// repair) knows the version it loads: its failure names it, in the error
+// and in the dataset's reason, and the last good version and the hold stay.
+func TestRelease_BadInputNamesTheVersion(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, permits, _ := seedTwo(t, em)
+	r := mustOpen(t, em, sub, "", fastRetries)
+	mustSync(t, r)
+	cols, rows := droppingFinal(permits(1))
+	rel, err := em.Publish(ctx, "ds_permits", rows, emulator.WithSchema(cols, []string{"permit"}), emulator.SkipReview())
+	must(t, err)
+	mustSync(t, r)
+	if d := datasetRow(t, r, "ds_permits"); d.Status != storage.StatusHeld {
+		t.Fatalf("after the MAJOR change: %s, want held", d.Status)
+	}
+	must(t, em.SpoilFile(ctx, "ds_permits", rel.Version, "snapshot", 0, truncateHalf))
+
+	err = r.Release(ctx, "ds_permits")
+	want := "load ds_permits v" + itoa(rel.Version) + ": "
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("release of a bad snapshot: %v; want an error naming %q", err, want)
+	}
+	if d := datasetRow(t, r, "ds_permits"); !strings.Contains(d.LastError, want) || d.Version != 1 {
+		t.Fatalf("after the failed release: v%d, last error %q; want v1 and a reason naming %q", d.Version, d.LastError, want)
+	}
+	if hs := holdsOf(t, r, "ds_permits"); len(hs) != 1 || hs[0].Kind != storage.HoldLocal {
+		t.Fatalf("the review hold should stay after a failed release: %+v", hs)
+	}
+	assertMatchesTruth(t, r, em, "ds_permits", 1)
+}

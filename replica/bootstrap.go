@@ -316,7 +316,9 @@ func (r *Replica) reloadCurrent(ctx context.Context, d *storage.Dataset, review 
 		err = fmt.Errorf("reload %s from its current version: %s", d.ID, err.Error())
 	}
 	if err != nil {
-		return r.exec.Fail(ctx, d, 0, err)
+		// cur is the version it loads, or 0 when the dataset's call failed:
+		// the failure names it (DESIGN.md, "Errors and logging").
+		return r.exec.Fail(ctx, d, cur, err)
 	}
 	return nil
 }
