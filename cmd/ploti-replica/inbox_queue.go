@@ -74,9 +74,18 @@ func (q *inboxQueue) keep(_ context.Context, e webhook.Event) error {
 	if err := os.MkdirAll(filepath.Dir(q.path), 0o700); err != nil { // a database's queue: its folder in the cache
 		return fmt.Errorf("keep request event %s: %w", e.ID, err)
 	}
-	f, err := os.OpenFile(q.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	f, err := os.OpenFile(q.path, os.O_APPEND|os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return fmt.Errorf("keep request event %s: %w", e.ID, err)
+	}
+	if cut, err := endsCutShort(f); err != nil {
+		f.Close()
+		return fmt.Errorf("keep request event %s: %w", e.ID, err)
+	} else if cut {
+		// A line cut short (a crash or a full disk while it was written):
+		// end it, so that this event's line is not glued to it and
+		// skipped with it at take.
+		line = append([]byte{'\n'}, line...)
 	}
 	_, werr := f.Write(append(line, '\n'))
 	serr := f.Sync()
@@ -85,6 +94,19 @@ func (q *inboxQueue) keep(_ context.Context, e webhook.Event) error {
 		return fmt.Errorf("keep request event %s: %w", e.ID, err)
 	}
 	return nil
+}
+
+// endsCutShort reports whether the queue file ends inside a line.
+func endsCutShort(f *os.File) (bool, error) {
+	st, err := f.Stat()
+	if err != nil || st.Size() == 0 {
+		return false, err
+	}
+	last := make([]byte, 1)
+	if _, err := f.ReadAt(last, st.Size()-1); err != nil {
+		return false, err
+	}
+	return last[0] != '\n', nil
 }
 
 // take returns the events to record and the file they are in: a queue

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ploti-replica/ploti-replica/webhook"
+)
+
+// inboxQueue's rule: "an event Ploti was told it got is not lost with the
+// process". A crash (or a full disk) can leave the queue ending in a line
+// cut short, whose delivery was not answered 2xx and comes again; the next
+// event kept after it, answered 2xx, must still read back whole, not glued
+// to the cut line and skipped with it.
+func TestInboxQueue_keepAfterALineCutShort(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "feeds.duckdb")
+	q := newInboxQueue(db, time.Now, zerolog.Nop())
+	ctx := context.Background()
+	ev := func(id string) webhook.Event {
+		return webhook.Event{ID: id, Type: "data_request.ready", Timestamp: time.Now().UTC(),
+			Data: json.RawMessage(`{"requestId":"req_1","url":"https://app.ploti.ai/r/1"}`)}
+	}
+	must(t, q.keep(ctx, ev("evt_a")))
+	// evt_b's line was being written when the process died.
+	f, err := os.OpenFile(q.path, os.O_APPEND|os.O_WRONLY, 0o600)
+	must(t, err)
+	_, err = f.WriteString(`{"id":"evt_b","type":"data_req`)
+	must(t, err)
+	must(t, f.Close())
+	// After the restart, evt_c is kept and answered 2xx.
+	must(t, q.keep(ctx, ev("evt_c")))
+
+	_, evs, err := q.take()
+	must(t, err)
+	var ids []string
+	for _, e := range evs {
+		ids = append(ids, e.ID)
+	}
+	if len(ids) != 2 || ids[0] != "evt_a" || ids[1] != "evt_c" {
+		t.Fatalf("queue read back %v, want [evt_a evt_c]: the event kept after a line cut short was lost", ids)
+	}
+}
