@@ -40,6 +40,7 @@ const (
 	logKeyEventType  = "event_type"
 	logKeyDeliveryID = "delivery_id"
 	logKeyRemote     = "remote_addr"
+	logKeyPath       = "path"
 )
 
 // Event is a delivery's body: a feed event, a ping or another Ploti event.
@@ -264,7 +265,7 @@ func (h *Handler) log(r *http.Request, ev Event, res Result, err error) {
 	case ResultDuplicate:
 		e = l.Debug()
 	default:
-		e = l.Warn().Err(err).Str(logKeyRemote, r.RemoteAddr)
+		e = l.Warn().Err(err).Str(logKeyPath, r.URL.Path).Str(logKeyRemote, r.RemoteAddr)
 	}
 	if ev.ID != "" {
 		e = e.Str(logKeyEventID, ev.ID).Str(logKeyEventType, ev.Type).Str(logKeyDeliveryID, ev.DeliveryID)

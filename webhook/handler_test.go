@@ -470,3 +470,19 @@ func TestHandler_Keep(t *testing.T) {
 		t.Fatalf("not kept counted %d times, want 1", n)
 	}
 }
+
+// A refused delivery's log line says where it was refused as well as why
+// (the brief's rule for bad input: "a clear error naming what and where"):
+// serve can listen on two webhook paths with a secret each (a
+// subscription's and a member's), and a secret put at the wrong path is
+// found only from the path.
+func TestHandler_logsTheRefusingPath(t *testing.T) {
+	f := mustFixture(t)
+	f.serve(t, delivery{body: event("evt_1", "feed.dataset.updated"), secret: otherSecret}.request(t))
+	logs := f.logs.String()
+	for _, want := range []string{`"result":"bad_signature"`, `"path":"/webhook"`} {
+		if !strings.Contains(logs, want) {
+			t.Fatalf("the refusal's log line lacks %s:\n%s", want, logs)
+		}
+	}
+}
