@@ -313,3 +313,19 @@ func TestSync_planUnavailableWaitIsConfigurable(t *testing.T) {
 		t.Fatalf("sync against a plan that stays unreadable: exit %d, stderr %q; want %d naming the plan", code, errs, exitFailure)
 	}
 }
+
+// A bad attachment (its sha256 not as signed) does not fail its dataset
+// (docs/decisions.md 26) but is bad input all the same, and the sync's
+// summary says so, as its --json does (attachmentsFailed): bad input gets
+// a clear error naming what and where.
+func TestSync_summaryNamesAttachmentsNotKept(t *testing.T) {
+	em, _, vars := demoWorld(t)
+	em.Inject(emulator.Fault{Match: "/files/*/attachments/*/*", Kind: emulator.FaultCorrupt, Count: -1})
+	code, out, errs := cli(t, vars, "sync")
+	if code != exitOK {
+		t.Fatalf("sync: exit %d, want %d (an attachment does not fail its dataset)\n%s\n%s", code, exitOK, out, errs)
+	}
+	if want := "attachments not kept: " + emulator.DemoPermits; !strings.Contains(out, want) {
+		t.Fatalf("the summary does not say %q:\n%s", want, out)
+	}
+}
