@@ -398,3 +398,30 @@ func TestRelease_BadInputNamesTheVersion(t *testing.T) {
 	}
 	assertMatchesTruth(t, r, em, "ds_permits", 1)
 }
+
+// A repair that holds its dataset for review instead of loading it (a
+// failed release of a MAJOR change: decision 6, "reloads never slip a
+// MAJOR change past review") loads no snapshot, and the sync's result
+// says none was loaded.
+func TestSync_RepairThatHoldsCountsNoSnapshot(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, permits, _ := seedTwo(t, em)
+	r := mustOpen(t, em, sub, "", fastRetries)
+	mustSync(t, r)
+	cols, rows := droppingFinal(permits(1))
+	rel, err := em.Publish(ctx, "ds_permits", rows, emulator.WithSchema(cols, []string{"permit"}), emulator.SkipReview())
+	must(t, err)
+	mustSync(t, r)
+	must(t, em.SpoilFile(ctx, "ds_permits", rel.Version, "snapshot", 0, truncateHalf))
+	if err := r.Release(ctx, "ds_permits"); err == nil {
+		t.Fatal("release of a bad snapshot succeeded")
+	}
+	res := mustSync(t, r) // the repair holds ds_permits again
+	if d := datasetRow(t, r, "ds_permits"); d.Status != storage.StatusHeld || d.Version != 1 {
+		t.Fatalf("after the repair: %s v%d, want held at v1", d.Status, d.Version)
+	}
+	if res.SnapshotsLoaded != 0 {
+		t.Fatalf("the repair held the dataset and loaded nothing, but the sync reports %d snapshot(s) loaded", res.SnapshotsLoaded)
+	}
+}

@@ -292,6 +292,9 @@ func (r *Replica) repair(ctx context.Context, res *SyncResult) error {
 			res.Failed = appendOnce(res.Failed, d.ID)
 			continue
 		}
+		if d.Status == storage.StatusHeld {
+			continue // held for review instead (a MAJOR change): nothing loaded
+		}
 		res.SnapshotsLoaded++
 	}
 	return nil
