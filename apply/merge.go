@@ -70,6 +70,9 @@ func (x *Executor) sharedMerge(ctx context.Context, b *Batch, d *storage.Dataset
 		}
 		return fmt.Errorf("%w: %s v%d: %w", ErrRetryPage, d.ID, v.Version, err)
 	}
+	if err := checkChangesIDs(ctx, tx, paths); err != nil {
+		return total, retry(err)
+	}
 	rows := d.RowCount
 	if rows <= 0 {
 		rows = -1
@@ -163,6 +166,9 @@ func (x *Executor) merge(ctx context.Context, d *storage.Dataset, v *ploti.Versi
 // mergeFiles merges a version's changes files into the dataset's table.
 func mergeFiles(ctx context.Context, tx *storage.Tx, d *storage.Dataset, v *ploti.Version, schema *ploti.Schema, paths []string) (storage.MergeStats, error) {
 	var total storage.MergeStats
+	if err := checkChangesIDs(ctx, tx, paths); err != nil {
+		return total, err
+	}
 	// The registry's row count is the table's (every version it records
 	// was committed with its count); unknown or zero, the merge counts.
 	rows := d.RowCount
@@ -180,4 +186,14 @@ func mergeFiles(ctx context.Context, tx *storage.Tx, d *storage.Dataset, v *plot
 		total.Rows, rows = st.Rows, st.Rows
 	}
 	return total, nil
+}
+
+// checkChangesIDs refuses a version's changes files that list a record id
+// in more than one of them (storage.ChangesIDChecker), where the engine
+// can tell: each merge checks only its own file.
+func checkChangesIDs(ctx context.Context, tx *storage.Tx, paths []string) error {
+	if c, ok := tx.Tables().(storage.ChangesIDChecker); ok {
+		return c.CheckChangesIDs(ctx, paths)
+	}
+	return nil
 }

@@ -1,12 +1,21 @@
 package replica
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -423,5 +432,80 @@ func TestSync_RepairThatHoldsCountsNoSnapshot(t *testing.T) {
 	}
 	if res.SnapshotsLoaded != 0 {
 		t.Fatalf("the repair held the dataset and loaded nothing, but the sync reports %d snapshot(s) loaded", res.SnapshotsLoaded)
+	}
+}
+
+// versionRewriter is a proxy in front of the emulator whose answers for
+// ds_permits's versions rewrite can change: a server that sends what the
+// docs say it never does.
+func versionRewriter(tb testing.TB, em *emulator.Emulator, rewrite func(v map[string]any)) string {
+	tb.Helper()
+	target, err := url.Parse(em.URL())
+	must(tb, err)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.ModifyResponse = func(resp *http.Response) error {
+		if !strings.Contains(resp.Request.URL.Path, "/datasets/ds_permits/versions/") || resp.StatusCode != http.StatusOK {
+			return nil
+		}
+		var v map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+			return err
+		}
+		rewrite(v)
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(b))
+		resp.ContentLength = int64(len(b))
+		resp.Header.Set("Content-Length", strconv.Itoa(len(b)))
+		return nil
+	}
+	srv := httptest.NewServer(proxy)
+	tb.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// Invariant 4 and CONTRACT.md 5 ("_ploti_record_id ... unique in a
+// version"): a version whose changes files (its parts) list the same
+// record ids is bad input, as a changes file whose ids repeat is. Each
+// merge checked only its own file, so the ids were merged twice and
+// logged twice in _ploti.changes; now the dataset fails, keeps its last
+// good version, and the other dataset goes on.
+func TestSync_ChangesPartsRepeatingIDs(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, permits, parcels := seedTwo(t, em)
+	var split atomic.Bool
+	proxied := versionRewriter(t, em, func(v map[string]any) {
+		files, _ := v["files"].(map[string]any)
+		if ch, ok := files["changes"].([]any); ok && len(ch) == 1 && split.Load() {
+			files["changes"] = []any{ch[0], ch[0]} // every id in both parts
+		}
+	})
+	r := mustOpen(t, em, sub, "", fastRetries, func(o *Options) { o.APIURL = proxied })
+	mustSync(t, r)
+	// Only changed rows: merged twice, they raise nothing on their own.
+	rows := permits(0)
+	for _, row := range rows {
+		row["valuation"] = "7.77"
+	}
+	_, err := em.Publish(ctx, "ds_permits", rows)
+	must(t, err)
+	_, err = em.Publish(ctx, "ds_parcels", parcels(1))
+	must(t, err)
+	split.Store(true)
+
+	res, err := r.Sync(ctx)
+	if !errors.Is(err, ErrPartial) || len(res.Failed) != 1 || res.Failed[0] != "ds_permits" {
+		t.Fatalf("sync with repeated ids across changes parts: %v, failed %v; want ErrPartial naming ds_permits", err, res.Failed)
+	}
+	assertFailed(t, r, "ds_permits-v2-changes-0.parquet, ds_permits-v2-changes-1.parquet", "in more than one file")
+	assertMatchesTruth(t, r, em, "ds_permits", 1)
+	assertMatchesTruth(t, r, em, "ds_parcels", 2)
+	var logged int
+	must(t, r.DB().QueryRowContext(ctx, "SELECT count(*) FROM _ploti.changes WHERE dataset_id = 'ds_permits' AND version = 2").Scan(&logged))
+	if logged != 0 {
+		t.Fatalf("_ploti.changes logged %d changes of the refused version", logged)
 	}
 }

@@ -1,0 +1,44 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+)
+
+// ChangesIDChecker is the Tables of an engine that checks a version's
+// changes files (its parts) together: the DuckDB file. Each merge checks
+// its own file's ids; a record id listed in two parts of one version
+// would be applied twice (the second part winning, silently) and logged
+// twice in _ploti.changes.
+type ChangesIDChecker interface {
+	// CheckChangesIDs refuses, with a DataError, the changes files of one
+	// version when a record id is listed in more than one of them
+	// (CONTRACT.md 5: a record id is unique in a version). One file, or
+	// none, has nothing to check.
+	CheckChangesIDs(ctx context.Context, files []string) error
+}
+
+var _ ChangesIDChecker = (*Tx)(nil)
+
+// CheckChangesIDs is ChangesIDChecker's, for the DuckDB file.
+func (tx *Tx) CheckChangesIDs(ctx context.Context, files []string) error {
+	if tx.be != nil || len(files) < 2 {
+		return nil
+	}
+	id := Ident(ColRecordID)
+	var repeated int64
+	var first *string
+	err := tx.tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*), min(%[1]s) FROM (
+			SELECT %[1]s FROM %[2]s WHERE %[1]s IS NOT NULL GROUP BY %[1]s HAVING count(DISTINCT zz_ploti_file) > 1)`,
+		id, byFile(files, ColRecordID))).Scan(&repeated, &first)
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return fmt.Errorf("check record ids of %d changes files: %w: %w", len(files), cerr, err)
+		}
+		return &DataError{File: baseNames(files), Detail: "read: " + err.Error()}
+	}
+	if repeated > 0 {
+		return &DataError{File: baseNames(files), Detail: fmt.Sprintf("changes files list %d _ploti_record_id values in more than one file (e.g. %s)", repeated, *first)}
+	}
+	return nil
+}
