@@ -323,6 +323,15 @@ func TestSync_BadInputAtBootstrap(t *testing.T) {
 		t.Fatalf("a table %s was left for a dataset that never loaded", d.Table)
 	}
 	assertMatchesTruth(t, r, em, "ds_parcels", 1)
+	// Status says what the file holds of it: nothing yet, not "the last
+	// good version stays" (there is none).
+	st, err := r.Status(ctx)
+	must(t, err)
+	for _, ds := range st.Datasets {
+		if ds.DatasetID == "ds_permits" && (strings.Contains(ds.Detail, "last good version") || !strings.Contains(ds.Detail, "no version loaded yet")) {
+			t.Fatalf("status of a dataset that never loaded: %q", ds.Detail)
+		}
+	}
 	must(t, em.RestoreFiles("ds_permits", 1))
 	if res := mustSync(t, r); res.SnapshotsLoaded != 1 {
 		t.Fatalf("the repair loaded %d snapshots, want 1", res.SnapshotsLoaded)

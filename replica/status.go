@@ -211,6 +211,10 @@ func explain(d DatasetStatus) string {
 		}
 		parts = append(parts, "left the subscription ("+d.Reason+"); its rows stay and stop updating")
 	case storage.StatusFailed:
+		if d.Version == 0 {
+			parts = append(parts, "failed: "+d.Reason+"; no version loaded yet, and the next sync tries again")
+			break
+		}
 		parts = append(parts, "failed: "+d.Reason+"; the last good version stays and the next sync tries again")
 	}
 	switch d.Reason {
