@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	stdlog "log"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -276,6 +278,15 @@ func (s *serveCmd) verifier(now func() time.Time) (*webhook.Verifier, error) {
 func readVerifier(path string, now func() time.Time) (*webhook.Verifier, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
+		if strings.HasPrefix(filepath.Base(path), "whsec_") {
+			// The secret itself where its file's path belongs: the
+			// error's path would carry it.
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return nil, &usageError{fmt.Errorf("read the webhook secret: %w: the flag takes the path of a file holding the secret, not the secret", err)}
+		}
 		return nil, &usageError{fmt.Errorf("read the webhook secret: %w", err)}
 	}
 	secret := strings.TrimSpace(string(b))

@@ -620,6 +620,25 @@ func TestServe_secretFile(t *testing.T) {
 	}
 }
 
+// DESIGN.md invariant 5 and the webhook secret's rule, never log the
+// secret: the secret given in place of the file that holds it (serve
+// --webhook-secret-file whsec_…) is refused without the secret in the
+// message, as the missing file's path would have carried it.
+func TestServe_secretGivenAsThePath(t *testing.T) {
+	dir := t.TempDir()
+	vars := map[string]string{"PLOTI_API_KEY": "k", "PLOTI_SUBSCRIPTION": "sub_1", "PLOTI_DB": filepath.Join(dir, "f.duckdb")}
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	for _, flag := range []string{"--webhook-secret-file", "--member-webhook-secret-file"} {
+		code, out, errs := cli(t, vars, "serve", "--listen", "127.0.0.1:0", flag, secret)
+		if code != exitUsage || !strings.Contains(errs, "not the secret") {
+			t.Fatalf("%s: exit %d, stderr %q; want %d saying the flag takes a file, not the secret", flag, code, errs, exitUsage)
+		}
+		if strings.Contains(out+errs, strings.TrimPrefix(secret, "whsec_")) {
+			t.Fatalf("%s: the secret is in the message: %q", flag, errs)
+		}
+	}
+}
+
 // TestServe_signalDuringSync guards "SIGINT/SIGTERM finishes the current
 // transaction and exits 0": a signal while a page of events is being
 // applied lets that page commit, starts nothing after it, and run returns
