@@ -198,7 +198,7 @@ func (r *Replica) verifyOne(ctx context.Context, d *storage.Dataset) (DatasetChe
 		if errors.Is(err, fetch.ErrExpired) || errors.Is(err, fetch.ErrNotFound) {
 			c.Reason = fmt.Sprintf("version %d is no longer served (past retention): a sync to the current version, then verify", d.Version)
 		}
-		return c, nil, nil
+		return r.countsWithoutSnapshot(ctx, d, v, c)
 	}
 	cmp, err := r.db.CompareSnapshot(ctx, d.Table, schema.Columns, paths)
 	if err != nil {
@@ -239,6 +239,36 @@ func (r *Replica) verifyOne(ctx context.Context, d *storage.Dataset) (DatasetChe
 		c.Verdict = VerdictDiffers
 	}
 	return c, v, nil
+}
+
+// countsWithoutSnapshot is what an unverifiable check can still say: the
+// table's row count against the registry's and, when Ploti answered for
+// the version (v) but its snapshot could not be read, against the
+// version's rowCount. A count that differs makes the check differ.
+func (r *Replica) countsWithoutSnapshot(ctx context.Context, d *storage.Dataset, v *ploti.Version, c DatasetCheck) (DatasetCheck, *ploti.Version, error) {
+	var rows int64
+	if err := r.db.SQL().QueryRowContext(ctx, "SELECT count(*) FROM main."+storage.Ident(d.Table)).Scan(&rows); err != nil {
+		if ctx.Err() != nil {
+			return c, nil, ctx.Err()
+		}
+		return c, nil, nil // the table itself is another check's (status, the next sync)
+	}
+	c.Rows = rows
+	if d.RowCount != rows {
+		c.Differences = append(c.Differences, fmt.Sprintf("the registry says %d rows, the table has %d", d.RowCount, rows))
+	}
+	if v != nil && v.RowCount != nil {
+		c.SnapshotRows = *v.RowCount
+		if *v.RowCount != rows {
+			c.Differences = append(c.Differences, fmt.Sprintf("the table has %d rows, version %d has %d", rows, d.Version, *v.RowCount))
+		}
+	}
+	if len(c.Differences) > 0 {
+		c.Verdict = VerdictDiffers
+		c.Notes = append(c.Notes, c.Reason)
+		c.Reason = ""
+	}
+	return c, nil, nil
 }
 
 // registryDifferences compares the registry row with the table and the
