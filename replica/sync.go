@@ -194,7 +194,10 @@ func runRow(id int64, res SyncResult, err error) storage.Run {
 		switch {
 		case errors.Is(err, ErrPartial):
 			run.Result = "partial"
-		case errors.Is(err, ErrStopped):
+		case errors.Is(err, ErrStopped), errors.Is(err, context.Canceled):
+			// Stopped at a commit point (Options.Stop), or cancelled (the
+			// CLI's SIGINT or SIGTERM, a caller's ctx): what was committed
+			// stays either way, and nothing failed.
 			run.Result = "stopped"
 		}
 	}
