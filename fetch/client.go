@@ -212,11 +212,12 @@ func (c *Client) httpClients(tmpl *http.Client) (api, files *http.Client) {
 		tmpl = &http.Client{Transport: defaultTransport()}
 	}
 	f := *tmpl
-	f.CheckRedirect = checkRedirect
+	f.CheckRedirect = checkFileRedirect
 	if f.Transport == nil {
 		f.Transport = http.DefaultTransport
 	}
 	a := f
+	a.CheckRedirect = checkRedirect
 	if c.limiter != nil {
 		a.Transport = &limitTransport{base: f.Transport, lim: c.limiter}
 	}
@@ -247,6 +248,21 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 	}
 	if !sameHost(first, req.URL) {
 		return fmt.Errorf("%w: to another host %s", ErrRedirect, redactURL(req.URL))
+	}
+	return nil
+}
+
+// checkFileRedirect follows a signed file link's redirect to any host
+// (CONTRACT.md 1: file links "may be on another host"; a link that hands
+// over to a storage service's own signed URL is common), never from https
+// to http, at most 10 times. A file request carries no API key to leak:
+// the key is only ever set on API calls, whose client keeps checkRedirect.
+func checkFileRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return fmt.Errorf("%w: more than 10 redirects", ErrRedirect)
+	}
+	if via[0].URL.Scheme == "https" && req.URL.Scheme != "https" {
+		return fmt.Errorf("%w: from https to %s", ErrRedirect, redactURL(req.URL))
 	}
 	return nil
 }
