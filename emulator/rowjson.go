@@ -41,7 +41,7 @@ func jsonExpr(c Column, x string, depth int) string {
 		// conversion: "2026-11-20 10:06:07.25" → "2026-11-20T10:06:07.25Z"
 		return fmt.Sprintf("replace(CAST(make_timestamp(epoch_us(%s)) AS VARCHAR), ' ', 'T') || 'Z'", x)
 	case "geometry":
-		return fmt.Sprintf("chr(1) || 'wkb:' || hex(ST_AsWKB(%s))", x)
+		return fmt.Sprintf("chr(1) || 'wkb:' || hex(ST_AsWKB(%s))", asGeometry(x))
 	case "list":
 		if nativeJSON(c) {
 			return x // DuckDB writes a list of strings or booleans as the array it is

@@ -22,16 +22,22 @@ func lit(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" 
 func cmpExpr(c Column, alias string) string {
 	col := alias + "." + ident(c.Name)
 	if c.Type == "geometry" {
-		return "ST_AsWKB(" + col + ")"
+		return "ST_AsWKB(" + asGeometry(col) + ")"
 	}
 	return col
 }
+
+// asGeometry is a geometry column as GEOMETRY: one no row gives a value
+// reads back from its Parquet file as a BLOB of NULLs (DuckDB leaves it
+// out of the file's GeoParquet metadata), which casts to GEOMETRY; a
+// GEOMETRY column is left as it is.
+func asGeometry(col string) string { return "CAST(" + col + " AS GEOMETRY)" }
 
 // textExpr is a column as text, to match columns whose types differ.
 func textExpr(c Column, alias string) string {
 	col := alias + "." + ident(c.Name)
 	if c.Type == "geometry" {
-		return "ST_AsText(" + col + ")"
+		return "ST_AsText(" + asGeometry(col) + ")"
 	}
 	return "CAST(" + col + " AS VARCHAR)"
 }
