@@ -2,6 +2,7 @@ package ploti
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -98,6 +99,33 @@ type ManifestDataset struct {
 	RowCount      *int64     `json:"rowCount"`
 	Files         Files      `json:"files"`
 	LinksExpireAt *time.Time `json:"linksExpireAt"`
+	// DecodeErr is set when the entry's datasetId could be read but
+	// another field could not: the entry is then its dataset's bad input,
+	// not the whole manifest's (as an event's DecodeErr is its dataset's).
+	DecodeErr error `json:"-"`
+}
+
+// UnmarshalJSON decodes a manifest entry; one whose fields past datasetId
+// do not decode is kept with DecodeErr set (and its version, when that
+// reads), so that one odd entry fails its dataset, not the bootstrap.
+func (m *ManifestDataset) UnmarshalJSON(b []byte) error {
+	type plain ManifestDataset
+	var p plain
+	err := json.Unmarshal(b, &p)
+	if err == nil {
+		*m = ManifestDataset(p)
+		return nil
+	}
+	var min struct {
+		DatasetID string          `json:"datasetId"`
+		Version   json.RawMessage `json:"version"`
+	}
+	if json.Unmarshal(b, &min) != nil || min.DatasetID == "" {
+		return err
+	}
+	*m = ManifestDataset{DatasetID: min.DatasetID, DecodeErr: fmt.Errorf("decode manifest entry of %s: %w", min.DatasetID, err)}
+	json.Unmarshal(min.Version, &m.Version) // best effort: the version names the failure
+	return nil
 }
 
 // Unavailable is a dataset a manifest cannot list yet: "rebuilding" (with

@@ -42,6 +42,12 @@ func (r *Replica) bootstrap(ctx context.Context, sub *storage.Subscription, res 
 		if d == nil {
 			d = &storage.Dataset{ID: md.DatasetID, Status: storage.StatusPending}
 		}
+		if md.DecodeErr != nil {
+			if err := r.badManifestEntry(ctx, d, md, res); err != nil {
+				return err
+			}
+			continue
+		}
 		if d.Source == storage.SourceWatch {
 			// Kept from a watch until now: Ploti's version numbers are not
 			// Data Feeds', the feed loads it whole and keeps it from now on.
@@ -81,6 +87,24 @@ func (r *Replica) bootstrap(ctx context.Context, sub *storage.Subscription, res 
 		return err
 	}
 	sub.Cursor = m.EventCursor
+	return nil
+}
+
+// badManifestEntry fails the dataset of a manifest entry that does not
+// decode (ploti.ManifestDataset.DecodeErr), as any bad input from the
+// network fails its dataset alone (DESIGN.md invariant 4): it keeps what
+// it holds, the other datasets load, and the next sync repairs it through
+// the versions API. One the file holds at that version, or holds for
+// review, is left as it is.
+func (r *Replica) badManifestEntry(ctx context.Context, d *storage.Dataset, md ploti.ManifestDataset, res *SyncResult) error {
+	if d.Status == storage.StatusHeld || d.Status == storage.StatusCurrent && d.Version == md.Version && md.Version > 0 {
+		return nil
+	}
+	r.log.Warn().Str("dataset", md.DatasetID).Err(md.DecodeErr).Msg("manifest entry not applied")
+	if ferr := r.exec.Fail(ctx, d, md.Version, fmt.Errorf("%w: %w", apply.ErrBadInput, md.DecodeErr)); !isDatasetError(ferr) {
+		return ferr
+	}
+	res.Failed = appendOnce(res.Failed, d.ID)
 	return nil
 }
 
