@@ -87,7 +87,7 @@ func (r *Replica) catchUpFromManifest(ctx context.Context, sub *storage.Subscrip
 	var jobs []*loadJob
 	for _, md := range m.Datasets {
 		d := candidates[md.DatasetID]
-		if d == nil || md.Version <= d.Version || md.SchemaVersion != d.SchemaVersion {
+		if d == nil || md.DecodeErr != nil || md.Version <= d.Version || md.SchemaVersion != d.SchemaVersion {
 			continue
 		}
 		v := &ploti.Version{DatasetID: md.DatasetID, Version: md.Version, SchemaVersion: md.SchemaVersion, RowCount: md.RowCount,

@@ -55,7 +55,7 @@ func (r *Replica) reloadRebuilt(ctx context.Context, sub *storage.Subscription, 
 		return nil
 	}
 	for _, md := range m.Datasets {
-		if d := waiting[md.DatasetID]; d != nil {
+		if d := waiting[md.DatasetID]; d != nil && md.DecodeErr == nil { // an entry that does not decode: the next sync asks again
 			if err := r.stopped(); err != nil {
 				return err
 			}
