@@ -221,36 +221,8 @@ func (c *connFlags) options(env *Env) (replica.Options, error) {
 	if err != nil {
 		return replica.Options{}, &usageError{err}
 	}
-	if c.OnMajor != apply.OnMajorHold && c.OnMajor != apply.OnMajorReload {
-		return replica.Options{}, &usageError{fmt.Errorf("--on-major %q: want hold or reload", c.OnMajor)}
-	}
-	if c.PageSize < 1 || c.PageSize > 500 {
-		return replica.Options{}, &usageError{fmt.Errorf("--page-size %d: want 1 to 500", c.PageSize)}
-	}
-	if c.KeepChanges < 0 {
-		return replica.Options{}, &usageError{fmt.Errorf("--keep-changes %d: want 0 (keep all) or more", c.KeepChanges)}
-	}
-	if err := checkAPIURL(c.APIURL); err != nil {
+	if err := c.checkSyncFlags(); err != nil {
 		return replica.Options{}, err
-	}
-	if c.MemoryLimit != "" && !memoryLimitRE.MatchString(c.MemoryLimit) {
-		return replica.Options{}, &usageError{fmt.Errorf("--memory-limit %q: want a size such as 1GB, 512MiB or 50%%", c.MemoryLimit)}
-	}
-	if backends.IsDatabase(c.DB) {
-		// A file's settings: a database's readers never wait for the
-		// writer (no copy to publish), and its geometry is PostGIS's.
-		switch {
-		case c.Publish != "":
-			return replica.Options{}, &usageError{fmt.Errorf("--publish copies a DuckDB file for its readers; a database's readers need no copy")}
-		case c.Geometry != "":
-			return replica.Options{}, &usageError{fmt.Errorf("--geometry is how a DuckDB file stores geometry; a database stores PostGIS geometry")}
-		}
-	}
-	if err := checkPublish(c.DB, c.Publish); err != nil {
-		return replica.Options{}, err
-	}
-	if err := storage.CheckGeometry(c.Geometry); err != nil {
-		return replica.Options{}, &usageError{fmt.Errorf("--%w", err)}
 	}
 	wait, err := c.lockWait()
 	if err != nil {
@@ -282,6 +254,43 @@ func (c *connFlags) options(env *Env) (replica.Options, error) {
 			}
 		},
 	}, nil
+}
+
+// checkSyncFlags refuses sync flags out of range or that do not go with
+// --db, as usage errors.
+func (c *connFlags) checkSyncFlags() error {
+	if c.OnMajor != apply.OnMajorHold && c.OnMajor != apply.OnMajorReload {
+		return &usageError{fmt.Errorf("--on-major %q: want hold or reload", c.OnMajor)}
+	}
+	if c.PageSize < 1 || c.PageSize > 500 {
+		return &usageError{fmt.Errorf("--page-size %d: want 1 to 500", c.PageSize)}
+	}
+	if c.KeepChanges < 0 {
+		return &usageError{fmt.Errorf("--keep-changes %d: want 0 (keep all) or more", c.KeepChanges)}
+	}
+	if err := checkAPIURL(c.APIURL); err != nil {
+		return err
+	}
+	if c.MemoryLimit != "" && !memoryLimitRE.MatchString(c.MemoryLimit) {
+		return &usageError{fmt.Errorf("--memory-limit %q: want a size such as 1GB, 512MiB or 50%%", c.MemoryLimit)}
+	}
+	if backends.IsDatabase(c.DB) {
+		// A file's settings: a database's readers never wait for the
+		// writer (no copy to publish), and its geometry is PostGIS's.
+		switch {
+		case c.Publish != "":
+			return &usageError{fmt.Errorf("--publish copies a DuckDB file for its readers; a database's readers need no copy")}
+		case c.Geometry != "":
+			return &usageError{fmt.Errorf("--geometry is how a DuckDB file stores geometry; a database stores PostGIS geometry")}
+		}
+	}
+	if err := checkPublish(c.DB, c.Publish); err != nil {
+		return err
+	}
+	if err := storage.CheckGeometry(c.Geometry); err != nil {
+		return &usageError{fmt.Errorf("--%w", err)}
+	}
+	return nil
 }
 
 // lockWait is --lock-timeout as storage.Options takes it: 0 on the
