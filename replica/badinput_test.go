@@ -449,11 +449,18 @@ func TestSync_RepairThatHoldsCountsNoSnapshot(t *testing.T) {
 // docs say it never does.
 func versionRewriter(tb testing.TB, em *emulator.Emulator, rewrite func(v map[string]any)) string {
 	tb.Helper()
+	return answerRewriter(tb, em, func(path string) bool { return strings.Contains(path, "/datasets/ds_permits/versions/") }, rewrite)
+}
+
+// answerRewriter is a proxy in front of the emulator whose 200 answers to
+// the paths match takes rewrite can change, as decoded JSON objects.
+func answerRewriter(tb testing.TB, em *emulator.Emulator, match func(path string) bool, rewrite func(v map[string]any)) string {
+	tb.Helper()
 	target, err := url.Parse(em.URL())
 	must(tb, err)
 	proxy := httputil.NewSingleHostReverseProxy(target)
 	proxy.ModifyResponse = func(resp *http.Response) error {
-		if !strings.Contains(resp.Request.URL.Path, "/datasets/ds_permits/versions/") || resp.StatusCode != http.StatusOK {
+		if !match(resp.Request.URL.Path) || resp.StatusCode != http.StatusOK {
 			return nil
 		}
 		var v map[string]any

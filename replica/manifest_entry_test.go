@@ -1,16 +1,8 @@
 package replica
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -28,19 +20,9 @@ func TestSync_ManifestEntryThatDoesNotDecode(t *testing.T) {
 	ctx := context.Background()
 	em := mustEmulator(t)
 	sub, _, _ := seedTwo(t, em)
-	target, err := url.Parse(em.URL())
-	must(t, err)
 	var spoil atomic.Bool
 	spoil.Store(true)
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	proxy.ModifyResponse = func(resp *http.Response) error {
-		if !strings.HasSuffix(resp.Request.URL.Path, "/manifest") || resp.StatusCode != http.StatusOK || !spoil.Load() {
-			return nil
-		}
-		var m map[string]any
-		if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
-			return err
-		}
+	proxied := answerRewriter(t, em, func(path string) bool { return strings.HasSuffix(path, "/manifest") && spoil.Load() }, func(m map[string]any) {
 		ds, _ := m["datasets"].([]any)
 		spoiled := false
 		for _, e := range ds {
@@ -51,18 +33,8 @@ func TestSync_ManifestEntryThatDoesNotDecode(t *testing.T) {
 		if !spoiled {
 			t.Errorf("no ds_permits entry in the manifest: %v", m)
 		}
-		b, err := json.Marshal(m)
-		if err != nil {
-			return err
-		}
-		resp.Body = io.NopCloser(bytes.NewReader(b))
-		resp.ContentLength = int64(len(b))
-		resp.Header.Set("Content-Length", strconv.Itoa(len(b)))
-		return nil
-	}
-	srv := httptest.NewServer(proxy)
-	t.Cleanup(srv.Close)
-	r := mustOpen(t, em, sub, "", fastRetries, func(o *Options) { o.APIURL = srv.URL })
+	})
+	r := mustOpen(t, em, sub, "", fastRetries, func(o *Options) { o.APIURL = proxied })
 
 	res, err := r.Sync(ctx)
 	if !errors.Is(err, ErrPartial) || len(res.Failed) != 1 || res.Failed[0] != "ds_permits" || res.SnapshotsLoaded != 1 {
