@@ -525,3 +525,30 @@ func TestSync_ChangesPartsRepeatingIDs(t *testing.T) {
 		t.Fatalf("_ploti.changes logged %d changes of the refused version", logged)
 	}
 }
+
+// A dataset whose version fails (a corrupt changes file) and which a later
+// event of the same sync brings to a version ends the sync current: the
+// sync is not partial (nothing waits for the next one to retry), and the
+// failed event is still counted.
+func TestSync_FailedThenRecoveredInOneSyncIsNotPartial(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, permits, _ := seedTwo(t, em)
+	r := mustOpen(t, em, sub, "", fastRetries)
+	mustSync(t, r)
+	_, err := em.Publish(ctx, "ds_permits", permits(1))
+	must(t, err)
+	rel, err := em.Publish(ctx, "ds_permits", permits(2))
+	must(t, err)
+	em.Inject(emulator.Fault{Match: fileMatch(t, em, "ds_permits", 2, "*.parquet"), Kind: emulator.FaultCorrupt, Count: -1})
+	res, err := r.Sync(ctx)
+	d := datasetRow(t, r, "ds_permits")
+	if d.Status != storage.StatusCurrent || d.Version != rel.Version {
+		t.Fatalf("the version after the bad one did not bring ds_permits current: %s v%d", d.Status, d.Version)
+	}
+	if err != nil || len(res.Failed) != 0 || res.EventsFailed != 1 {
+		t.Fatalf("sync that failed ds_permits v2 and then loaded v%d: %v, failed %v, %d event(s) failed; want no error, none failed, 1 event failed",
+			rel.Version, err, res.Failed, res.EventsFailed)
+	}
+	assertMatchesTruth(t, r, em, "ds_permits", rel.Version)
+}

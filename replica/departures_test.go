@@ -47,10 +47,14 @@ func TestScenario_404OnlyFromTheEventsVersionMeansLeft(t *testing.T) {
 			// on the way is a 404.
 			must(t, em.SpoilFile(ctx, "ds_permits", 2, "changes", 0, truncateHalf))
 			em.FailNext(tc.match, http.StatusNotFound, 1)
-			if _, err := r.Sync(ctx); !errors.Is(err, ErrPartial) {
-				t.Fatalf("sync = %v, want ErrPartial (v2 failed)", err)
-			}
+			_, err := r.Sync(ctx)
 			d := datasetRow(t, r, "ds_permits")
+			// v2 failed; a later event of the same sync may bring the
+			// dataset current again, and the sync is then not partial.
+			recovered := d.Status == storage.StatusCurrent && d.Version == 1+tc.publish
+			if !errors.Is(err, ErrPartial) && !(err == nil && recovered && !tc.left) {
+				t.Fatalf("sync = %v with ds_permits %s v%d, want ErrPartial (v2 failed) or nil with it current at v%d", err, d.Status, d.Version, 1+tc.publish)
+			}
 			if d.SkipUntilRemoved != tc.left {
 				t.Fatalf("after the 404: %s v%d skip=%v (%s); want skip=%v", d.Status, d.Version, d.SkipUntilRemoved, d.StatusReason, tc.left)
 			}

@@ -512,10 +512,11 @@ func (r *Replica) applyEvent(ctx context.Context, b *apply.Batch, seen map[strin
 		return nil
 	case err != nil:
 		return fmt.Errorf("apply %s (%s, %s): %w", ev.ID, ev.Type, ev.Data.DatasetID, err)
-	case out.Action.Kind == apply.Removed:
-		// Left the subscription: a failure of its earlier in this sync (its
-		// repair, an event before) no longer makes the sync partial; its
-		// rows stay, as any removed dataset's.
+	case out.Action.Kind == apply.Removed, out.Applied && out.Action.Kind.Heavy():
+		// Left the subscription, or brought to a version by a later event
+		// (a reload after a bad changes file): a failure of its earlier in
+		// this sync (its repair, an event before) no longer makes the sync
+		// partial; the event that failed is still counted (EventsFailed).
 		res.Failed = slices.DeleteFunc(res.Failed, func(id string) bool { return id == ev.Data.DatasetID })
 	}
 	r.count(out, res)
