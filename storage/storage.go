@@ -180,41 +180,41 @@ func open(ctx context.Context, path string, opts Options, existed bool) (*DB, er
 		}
 	}
 	db.readable = true
-	if opts.ReadOnly {
-		if err := db.checkReplica(ctx); err != nil {
-			db.Close()
-			return nil, err
-		}
-		if err := db.readGeometry(ctx); err != nil {
-			db.Close()
-			return nil, err
-		}
-	} else {
-		if err := db.migrate(ctx); err != nil {
-			db.Close()
-			return nil, err
-		}
-		db.chained = true
-		if err := db.readThreads(ctx); err != nil {
-			db.Close()
-			return nil, err
-		}
-		if err := db.readGeometry(ctx); err != nil {
-			db.Close()
-			return nil, err
-		}
-		if err := db.setGeometry(ctx, opts.Geometry); err != nil {
-			db.Close()
-			return nil, err
-		}
-		// DuckDB's setting is global to the open file: every connection
-		// of the pool shares it.
-		if _, err := db.sql.ExecContext(ctx, "SET checkpoint_threshold = '"+CheckpointThreshold+"'"); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("open %s: %w", path, err)
-		}
+	if err := db.prepare(ctx, opts); err != nil {
+		db.Close()
+		return nil, err
 	}
 	return db, nil
+}
+
+// prepare gets an opened file ready: a reader checks that it is a replica
+// this build reads; a writer migrates it and sets the engine's settings.
+func (db *DB) prepare(ctx context.Context, opts Options) error {
+	if opts.ReadOnly {
+		if err := db.checkReplica(ctx); err != nil {
+			return err
+		}
+		return db.readGeometry(ctx)
+	}
+	if err := db.migrate(ctx); err != nil {
+		return err
+	}
+	db.chained = true
+	if err := db.readThreads(ctx); err != nil {
+		return err
+	}
+	if err := db.readGeometry(ctx); err != nil {
+		return err
+	}
+	if err := db.setGeometry(ctx, opts.Geometry); err != nil {
+		return err
+	}
+	// DuckDB's setting is global to the open file: every connection
+	// of the pool shares it.
+	if _, err := db.sql.ExecContext(ctx, "SET checkpoint_threshold = '"+CheckpointThreshold+"'"); err != nil {
+		return fmt.Errorf("open %s: %w", db.path, err)
+	}
+	return nil
 }
 
 // CheckpointThreshold is the engine's DuckDB checkpoint_threshold between
