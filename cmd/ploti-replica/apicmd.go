@@ -30,7 +30,7 @@ func (a *apiCmd) register(cmd *cobra.Command) {
 	f.StringVar(&a.conn.APIKey, "api-key", "", "Ploti API key (env PLOTI_API_KEY; prefer the variable: flags show in ps)")
 	f.StringVar(&a.conn.LogLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	f.StringVar(&a.conn.LogFormat, "log-format", "auto", "log format: auto (human on a terminal, JSON otherwise), human, json")
-	f.IntVar(&a.MaxAttempts, "max-attempts", fetch.DefaultMaxAttempts, "tries of each call after a connection error, a 429 or a 503 (waiting Retry-After between them)")
+	maxAttemptsFlag(cmd, &a.MaxAttempts)
 	f.BoolVar(&a.JSON, "json", false, "print JSON (camelCase keys, [] for empty lists, absent fields left out)")
 }
 
@@ -40,8 +40,8 @@ func (a *apiCmd) client() (*fetch.Client, error) {
 	if a.conn.APIKey == "" {
 		return nil, &usageError{fmt.Errorf("no API key: set PLOTI_API_KEY (or --api-key)")}
 	}
-	if a.MaxAttempts < 1 {
-		return nil, &usageError{fmt.Errorf("--max-attempts %d: want 1 or more", a.MaxAttempts)}
+	if err := checkMaxAttempts(a.MaxAttempts); err != nil {
+		return nil, err
 	}
 	log, err := a.conn.logger(a.env.Stderr)
 	if err != nil {

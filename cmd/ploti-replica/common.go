@@ -106,9 +106,22 @@ func (c *connFlags) register(cmd *cobra.Command, sets flagSet) {
 		f.StringVar(&c.AttachmentsInline, "attachments-inline-max", "1MiB", "attachments up to this size are kept in _ploti.attachments, larger ones in the folder <db>.attachments beside the file (0: every one in the folder)")
 		f.StringVar(&c.Geometry, "geometry", "", "how tables store geometry: geometry (DuckDB's GEOMETRY, read as geometry by DuckDB 1.5) or wkb (standard WKB in a BLOB, which every DuckDB client, shapely and GeoPandas read); the file remembers it, a new one starts with geometry, and the other converts its tables")
 		f.StringVar(&c.Publish, "publish", "", "after each sync, write a checkpointed read-only copy of the file to PATH, renamed over it atomically: readers of PATH never wait for the writer")
-		f.IntVar(&c.MaxAttempts, "max-attempts", fetch.DefaultMaxAttempts, "tries of each call and download after a connection error, a 5xx, a 429 or a 503 (waiting Retry-After between them)")
+		maxAttemptsFlag(cmd, &c.MaxAttempts)
 		f.DurationVar(&c.PlanWait, "plan-unavailable-wait", fetch.DefaultPlanUnavailableWait, "the wait before trying again when Ploti answers 503 plan_unavailable without Retry-After (\"try again in a minute\")")
 	}
+}
+
+// maxAttemptsFlag adds --max-attempts, the API client's tries, to cmd.
+func maxAttemptsFlag(cmd *cobra.Command, n *int) {
+	cmd.Flags().IntVar(n, "max-attempts", fetch.DefaultMaxAttempts, "tries of each call and download after a connection error, a 5xx, a 429 or a 503 (waiting Retry-After between them)")
+}
+
+// checkMaxAttempts refuses --max-attempts below 1.
+func checkMaxAttempts(n int) error {
+	if n < 1 {
+		return &usageError{fmt.Errorf("--max-attempts %d: want 1 or more", n)}
+	}
+	return nil
 }
 
 // fetchTweaks are --max-attempts and --plan-unavailable-wait for the API
@@ -117,8 +130,8 @@ func (c *connFlags) fetchTweaks() (func(*fetch.Options), error) {
 	if !c.syncFlags {
 		return nil, nil
 	}
-	if c.MaxAttempts < 1 {
-		return nil, &usageError{fmt.Errorf("--max-attempts %d: want 1 or more", c.MaxAttempts)}
+	if err := checkMaxAttempts(c.MaxAttempts); err != nil {
+		return nil, err
 	}
 	if c.PlanWait <= 0 {
 		return nil, &usageError{fmt.Errorf("--plan-unavailable-wait %s: want a duration above zero, e.g. 1m or 5s", c.PlanWait)}
