@@ -290,11 +290,7 @@ func hashFile(path string) (string, int64, error) {
 // sharing a folder overwrote, and pruned, each other's files.
 func datasetFolder(id string) string {
 	safe := safeFileName(id)
-	if safe != id || strings.ToLower(id) != id {
-		sum := sha256.Sum256([]byte(id))
-		safe += "~" + hex.EncodeToString(sum[:8])
-	}
-	return safe
+	return safe + nameTag(id, safe)
 }
 
 // attachmentFile is the file name of an attachment in its version's
@@ -305,12 +301,20 @@ func datasetFolder(id string) string {
 // version sharing a file kept one's bytes under the other's name.
 func attachmentFile(name string) string {
 	safe := safeFileName(name)
-	if safe == name && strings.ToLower(name) == name {
-		return safe
-	}
-	sum := sha256.Sum256([]byte(name))
 	ext := filepath.Ext(safe)
-	return strings.TrimSuffix(safe, ext) + "~" + hex.EncodeToString(sum[:8]) + ext
+	return strings.TrimSuffix(safe, ext) + nameTag(name, safe) + ext
+}
+
+// nameTag keeps apart the names that safe, a file name made from s, may
+// share with others: "" when safe is s and s has no capital (a
+// case-insensitive file system would fold it), else "~" and a hash of s,
+// which no name kept as it is holds.
+func nameTag(s, safe string) string {
+	if safe == s && strings.ToLower(s) == s {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(s))
+	return "~" + hex.EncodeToString(sum[:8])
 }
 
 // safeFileName keeps a name from the network to one path segment.

@@ -2,8 +2,6 @@ package replica
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -250,21 +248,13 @@ func (s *source) Discard(paths []string) {
 // read each other's files). Such an id gets a hash of itself after a "~",
 // which no safe id holds.
 func fileName(datasetID string, version int, kind string, part int, ext string) string {
-	folds := false
 	safe := strings.Map(func(r rune) rune {
-		if r >= 'A' && r <= 'Z' {
-			folds = true
-		}
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' {
 			return r
 		}
 		return '_'
 	}, datasetID)
-	if folds || safe != datasetID {
-		sum := sha256.Sum256([]byte(datasetID))
-		safe += "~" + hex.EncodeToString(sum[:8])
-	}
-	return fmt.Sprintf("%s-v%d-%s-%d%s", safe, version, kind, part, ext)
+	return fmt.Sprintf("%s%s-v%d-%s-%d%s", safe, nameTag(datasetID, safe), version, kind, part, ext)
 }
 
 // Describe is apply.Describer: the dataset's title, place and topic.
