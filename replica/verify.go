@@ -224,9 +224,7 @@ func (r *Replica) verifyOne(ctx context.Context, d *storage.Dataset) (DatasetChe
 		}
 		c.Differences = append(c.Differences, diffs...)
 		c.Notes = notes
-		if cmp.TableRows != cmp.SnapshotRows {
-			c.Differences = append(c.Differences, fmt.Sprintf("the table has %d rows, version %d has %d", cmp.TableRows, d.Version, cmp.SnapshotRows))
-		}
+		c.Differences = append(c.Differences, versionRows(cmp.TableRows, d.Version, cmp.SnapshotRows)...)
 		if len(c.Differences) == 0 && len(notes) == 0 {
 			// The sums of the cells' hashes differ and nothing above
 			// says where (nor is it a MINOR column's NULLs): still not
@@ -246,22 +244,18 @@ func (r *Replica) verifyOne(ctx context.Context, d *storage.Dataset) (DatasetChe
 // the version (v) but its snapshot could not be read, against the
 // version's rowCount. A count that differs makes the check differ.
 func (r *Replica) countsWithoutSnapshot(ctx context.Context, d *storage.Dataset, v *ploti.Version, c DatasetCheck) (DatasetCheck, *ploti.Version, error) {
-	var rows int64
-	if err := r.db.SQL().QueryRowContext(ctx, "SELECT count(*) FROM main."+storage.Ident(d.Table)).Scan(&rows); err != nil {
+	rows, err := r.db.TableRows(ctx, d.Table)
+	if err != nil {
 		if ctx.Err() != nil {
 			return c, nil, ctx.Err()
 		}
 		return c, nil, nil // the table itself is another check's (status, the next sync)
 	}
 	c.Rows = rows
-	if d.RowCount != rows {
-		c.Differences = append(c.Differences, fmt.Sprintf("the registry says %d rows, the table has %d", d.RowCount, rows))
-	}
+	c.Differences = registryRows(d, rows)
 	if v != nil && v.RowCount != nil {
 		c.SnapshotRows = *v.RowCount
-		if *v.RowCount != rows {
-			c.Differences = append(c.Differences, fmt.Sprintf("the table has %d rows, version %d has %d", rows, d.Version, *v.RowCount))
-		}
+		c.Differences = append(c.Differences, versionRows(rows, d.Version, *v.RowCount)...)
 	}
 	if len(c.Differences) > 0 {
 		c.Verdict = VerdictDiffers
@@ -274,16 +268,31 @@ func (r *Replica) countsWithoutSnapshot(ctx context.Context, d *storage.Dataset,
 // registryDifferences compares the registry row with the table and the
 // version's schema.
 func registryDifferences(d *storage.Dataset, schema *ploti.Schema, rows int64) []string {
-	var out []string
-	if d.RowCount != rows {
-		out = append(out, fmt.Sprintf("the registry says %d rows, the table has %d", d.RowCount, rows))
-	}
+	out := registryRows(d, rows)
 	// By name: a MINOR change's column sits at the table's end, wherever
 	// the schema puts it (decision 60).
 	if got, want := columnList(d.Columns), columnList(schema.Columns); got != want {
 		out = append(out, fmt.Sprintf("the registry's columns (%s) are not version %d's schema (%s)", got, d.Version, want))
 	}
 	return out
+}
+
+// registryRows is the difference, if any, between the registry's row
+// count and the table's, rows.
+func registryRows(d *storage.Dataset, rows int64) []string {
+	if d.RowCount == rows {
+		return nil
+	}
+	return []string{fmt.Sprintf("the registry says %d rows, the table has %d", d.RowCount, rows)}
+}
+
+// versionRows is the difference, if any, between the table's row count
+// and version's, want.
+func versionRows(rows int64, version int, want int64) []string {
+	if rows == want {
+		return nil
+	}
+	return []string{fmt.Sprintf("the table has %d rows, version %d has %d", rows, version, want)}
 }
 
 func columnList(cols []ploti.Column) string {

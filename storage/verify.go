@@ -63,6 +63,16 @@ func (db *DB) CompareSnapshot(ctx context.Context, table string, cols []ploti.Co
 	return c, nil
 }
 
+// TableRows counts a dataset table's rows (verify's count when no snapshot
+// can be read to compare with), in either engine.
+func (db *DB) TableRows(ctx context.Context, table string) (int64, error) {
+	var n int64
+	if err := db.sql.QueryRowContext(ctx, "SELECT count(*) FROM "+db.tableRel(table)).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count %s: %w", table, err)
+	}
+	return n, nil
+}
+
 func (c *SnapshotComparison) load(ctx context.Context, cols []ploti.Column, files []string) error {
 	snap, n, err := c.tx.Tables().LoadScratch(ctx, cols, files)
 	if err != nil {

@@ -2,7 +2,6 @@ package storage
 
 import (
 	"fmt"
-	"path/filepath"
 	"sync"
 )
 
@@ -20,13 +19,7 @@ func holdWriter(path string) (string, error) {
 	if path == "" || path == ":memory:" {
 		return "", nil
 	}
-	key, err := filepath.Abs(path)
-	if err != nil {
-		return "", fmt.Errorf("open %s: %w", path, err)
-	}
-	if real, err := filepath.EvalSymlinks(key); err == nil {
-		key = real
-	}
+	key := stampKey(path) // the file whatever the path that names it
 	if _, held := writers.LoadOrStore(key, struct{}{}); held {
 		return "", fmt.Errorf("%w: open for writing elsewhere in this process", ErrLocked)
 	}
