@@ -110,7 +110,7 @@ func (r *Replica) syncExclusive(ctx context.Context) (SyncResult, error) {
 		end.recorded = false
 	}
 	res.Duration = time.Since(start)
-	err = outcome(name, res, err)
+	err = outcome(name, res, stoppedBy(ctx, err))
 	if df := storage.AsDiskFull(err, r.db.Path()); df != nil {
 		err = fmt.Errorf("sync %s: %w", name, df)
 	}
@@ -177,6 +177,17 @@ type syncEnd struct {
 func outcome(subID string, res SyncResult, err error) error {
 	if err == nil && len(res.Failed) > 0 {
 		return fmt.Errorf("sync %s: %d dataset(s) failed (%v); their last good versions stay: %w", subID, len(res.Failed), res.Failed, ErrPartial)
+	}
+	return err
+}
+
+// stoppedBy says why a sync whose context ended failed: a statement the
+// cancel interrupted fails with DuckDB's bare "Interrupted!" (or the
+// driver's own words), which neither errors.Is(context.Canceled) nor the
+// run's row would read as a stop.
+func stoppedBy(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); err != nil && cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("%w: %w", cerr, err)
 	}
 	return err
 }

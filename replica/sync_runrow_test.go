@@ -27,3 +27,24 @@ func TestRunRow_cancelledIsStopped(t *testing.T) {
 		}
 	}
 }
+
+// A cancel that lands as DuckDB starts a statement can fail it with the
+// engine's bare "INTERRUPT Error: Interrupted!" rather than the driver's
+// context.Canceled (a CI run met it in the walk's read of
+// _ploti.applied_events): the sync still reports context.Canceled, as
+// documented for a cancelled sync, and its run is recorded as stopped.
+func TestStoppedBy_aStatementTheCancelInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	interrupted := fmt.Errorf("read applied events: %w", errors.New("INTERRUPT Error: Interrupted!"))
+	err := stoppedBy(ctx, interrupted)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("stoppedBy(%v) = %v, want context.Canceled", interrupted, err)
+	}
+	if got := runRow(1, SyncResult{}, err).Result; got != "stopped" {
+		t.Fatalf("run recorded %q, want stopped", got)
+	}
+	if err := stoppedBy(context.Background(), errors.New("disk full")); errors.Is(err, context.Canceled) {
+		t.Fatalf("a sync nobody cancelled reads as cancelled: %v", err)
+	}
+}
