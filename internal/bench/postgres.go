@@ -219,86 +219,103 @@ type pgLoadFixture struct {
 // constraints and indexes, one transaction. The engine goes first in the
 // first run (its table's DDL is the raw side's), then they take turns.
 func (p *pgBench) load(ctx context.Context, b *bigDataset) (*pgLoadFixture, error) {
-	fx := &pgLoadFixture{}
-	var eng, raw, dl Costs
-	var engSrv, rawSrv Stat
-	var rawDB string
+	lr := &pgLoadRuns{p: p, b: b, fx: &pgLoadFixture{}}
 	for i := range p.r.cfg.Repeat {
-		engineRun := func() error {
-			db, err := p.fresh(ctx, "load_engine")
-			if err != nil {
-				return err
-			}
-			run, c, err := p.engine(ctx, b, db)
-			if err == nil && run.Result.SnapshotsLoaded != 1 {
-				err = fmt.Errorf("bootstrap of %s loaded %d snapshots, want 1: %w", b.id, run.Result.SnapshotsLoaded, errMismatch)
-			}
-			if err != nil {
-				return err
-			}
-			eng.Add(c)
-			engSrv.Add(p.server)
-			dl.Add(run.Network())
-			if fx.table == nil {
-				if fx.table, err = readTable(ctx, p.url(db), "public", b.table); err != nil {
-					return err
-				}
-				fx.csv = filepath.Join(p.r.dir, "postgres-snapshot.csv")
-				start := time.Now()
-				if err := writeCSV(ctx, fx.table, b.files, "", fx.csv); err != nil {
-					return err
-				}
-				p.r.logf("postgres: the snapshot's rows written as CSV by DuckDB in %s (untimed)", time.Since(start).Round(time.Millisecond))
-			}
-			if fx.engineDB != "" {
-				if err := p.drop(ctx, fx.engineDB); err != nil {
-					return err
-				}
-			}
-			fx.engineDB = db
-			return nil
-		}
-		rawRun := func() error {
-			db, err := p.fresh(ctx, "load_raw")
-			if err != nil {
-				return err
-			}
-			stop, err := p.watch(ctx, db)
-			if err != nil {
-				return err
-			}
-			if err := rawPGLoad(ctx, p.url(db), fx.table, fx.csv); err != nil {
-				return fmt.Errorf("postgres alone, load: %w", err)
-			}
-			raw.Add(stop())
-			rawSrv.Add(p.server)
-			if rawDB != "" {
-				if err := p.drop(ctx, rawDB); err != nil {
-					return err
-				}
-			}
-			rawDB = db
-			return nil
-		}
-		if err := inTurns(i, engineRun, rawRun); err != nil {
+		if err := inTurns(i, func() error { return lr.engineRun(ctx) }, func() error { return lr.rawRun(ctx) }); err != nil {
 			return nil, err
 		}
 		p.r.logf("postgres load %s, run %d: engine %s (+ download and API calls %s), PostgreSQL alone %s", rows(b.n), i+1,
-			secs(eng.Wall.Runs[i]), secs(dl.Wall.Runs[i]), secs(raw.Wall.Runs[i]))
+			secs(lr.eng.Wall.Runs[i]), secs(lr.dl.Wall.Runs[i]), secs(lr.raw.Wall.Runs[i]))
 	}
-	if err := p.sameTables(ctx, fx.engineDB, rawDB, fx.table, b.n); err != nil {
+	fx := lr.fx
+	if err := p.sameTables(ctx, fx.engineDB, lr.rawDB, fx.table, b.n); err != nil {
 		return nil, err
 	}
-	if err := p.drop(ctx, rawDB); err != nil {
+	if err := p.drop(ctx, lr.rawDB); err != nil {
 		return nil, err
 	}
-	ratio, cpu := ratios(eng, raw)
+	ratio, cpu := ratios(lr.eng, lr.raw)
 	size := fmt.Sprintf("%s rows, %s Parquet", rows(b.n), mib(float64(b.parquetB)))
 	line := Line{What: "9a. snapshot load into PostgreSQL (bootstrap, download and API calls excluded; cpu: this process and the cluster's)", Size: size,
-		Engine: p.costText(eng, engSrv), Versus: "PostgreSQL alone, one transaction: the same DDL, COPY FROM STDIN of a CSV, the same primary key and GiST index: " + p.costText(raw, rawSrv),
+		Engine: p.costText(lr.eng, lr.engSrv), Versus: "PostgreSQL alone, one transaction: the same DDL, COPY FROM STDIN of a CSV, the same primary key and GiST index: " + p.costText(lr.raw, lr.rawSrv),
 		Ratio: ratio, CPURatio: cpu}
 	p.targetOrLine(line, 1.3, "pg_load_ratio", ratio)
 	return fx, nil
+}
+
+// pgLoadRuns is what the load's runs gather: each side's costs, the
+// cluster's share, and the databases the last runs left.
+type pgLoadRuns struct {
+	p              *pgBench
+	b              *bigDataset
+	fx             *pgLoadFixture
+	eng, raw, dl   Costs
+	engSrv, rawSrv Stat
+	rawDB          string
+}
+
+// engineRun bootstraps the dataset into a fresh database; the first run
+// also reads the table's shape and writes the snapshot's rows as the CSV
+// PostgreSQL alone copies (untimed).
+func (lr *pgLoadRuns) engineRun(ctx context.Context) error {
+	p, b, fx := lr.p, lr.b, lr.fx
+	db, err := p.fresh(ctx, "load_engine")
+	if err != nil {
+		return err
+	}
+	run, c, err := p.engine(ctx, b, db)
+	if err == nil && run.Result.SnapshotsLoaded != 1 {
+		err = fmt.Errorf("bootstrap of %s loaded %d snapshots, want 1: %w", b.id, run.Result.SnapshotsLoaded, errMismatch)
+	}
+	if err != nil {
+		return err
+	}
+	lr.eng.Add(c)
+	lr.engSrv.Add(p.server)
+	lr.dl.Add(run.Network())
+	if fx.table == nil {
+		if fx.table, err = readTable(ctx, p.url(db), "public", b.table); err != nil {
+			return err
+		}
+		fx.csv = filepath.Join(p.r.dir, "postgres-snapshot.csv")
+		start := time.Now()
+		if err := writeCSV(ctx, fx.table, b.files, "", fx.csv); err != nil {
+			return err
+		}
+		p.r.logf("postgres: the snapshot's rows written as CSV by DuckDB in %s (untimed)", time.Since(start).Round(time.Millisecond))
+	}
+	if fx.engineDB != "" {
+		if err := p.drop(ctx, fx.engineDB); err != nil {
+			return err
+		}
+	}
+	fx.engineDB = db
+	return nil
+}
+
+// rawRun loads the CSV into a fresh database as PostgreSQL alone would.
+func (lr *pgLoadRuns) rawRun(ctx context.Context) error {
+	p := lr.p
+	db, err := p.fresh(ctx, "load_raw")
+	if err != nil {
+		return err
+	}
+	stop, err := p.watch(ctx, db)
+	if err != nil {
+		return err
+	}
+	if err := rawPGLoad(ctx, p.url(db), lr.fx.table, lr.fx.csv); err != nil {
+		return fmt.Errorf("postgres alone, load: %w", err)
+	}
+	lr.raw.Add(stop())
+	lr.rawSrv.Add(p.server)
+	if lr.rawDB != "" {
+		if err := p.drop(ctx, lr.rawDB); err != nil {
+			return err
+		}
+	}
+	lr.rawDB = db
+	return nil
 }
 
 // costText is c's text with the cluster's share of the CPU time.
@@ -361,66 +378,84 @@ func (p *pgBench) merge(ctx context.Context, b *bigDataset, fx *pgLoadFixture) e
 	if err := writeCSV(ctx, fx.table, []string{st.changes}, "_ploti_change", changes); err != nil {
 		return err
 	}
-	var eng, raw Costs
-	var engSrv, rawSrv, opens Stat
-	var lastE, lastR string
+	mr := &pgMergeRuns{p: p, b: b, fx: fx, st: st, changes: changes}
 	for i := range p.r.cfg.Repeat {
-		engineRun := func() error {
-			db, err := p.copyOf(ctx, fx.engineDB, "merge_engine")
-			if err != nil {
-				return err
-			}
-			run, c, err := p.engine(ctx, b, db)
-			if err == nil && (run.Result.ChangesMerged != 1 || run.Result.SnapshotsLoaded != 0) {
-				err = fmt.Errorf("sync of version %d merged %d and loaded %d, want one merge: %w", st.rel.Version, run.Result.ChangesMerged, run.Result.SnapshotsLoaded, errMismatch)
-			}
-			if err != nil {
-				return err
-			}
-			eng.Add(c)
-			engSrv.Add(p.server)
-			opens.Add(run.Open.Wall)
-			return p.keep(ctx, &lastE, db)
-		}
-		rawRun := func() error {
-			db, err := p.copyOf(ctx, fx.engineDB, "merge_raw")
-			if err != nil {
-				return err
-			}
-			stop, err := p.watch(ctx, db)
-			if err != nil {
-				return err
-			}
-			if err := rawPGMerge(ctx, p.url(db), fx.table, changes); err != nil {
-				return fmt.Errorf("postgres alone, merge: %w", err)
-			}
-			raw.Add(stop())
-			rawSrv.Add(p.server)
-			return p.keep(ctx, &lastR, db)
-		}
-		if err := inTurns(i, engineRun, rawRun); err != nil {
+		if err := inTurns(i, func() error { return mr.engineRun(ctx) }, func() error { return mr.rawRun(ctx) }); err != nil {
 			return err
 		}
 		p.r.logf("postgres merge %s of %s, run %d: engine %s (of which replica.Open %s), PostgreSQL alone %s", pct(st.f), rows(b.n), i+1,
-			secs(eng.Wall.Runs[i]), secs(opens.Runs[i]), secs(raw.Wall.Runs[i]))
+			secs(mr.eng.Wall.Runs[i]), secs(mr.opens.Runs[i]), secs(mr.raw.Wall.Runs[i]))
 	}
-	if err := p.sameTables(ctx, lastE, lastR, fx.table, st.rel.RowCount); err != nil {
+	if err := p.sameTables(ctx, mr.lastE, mr.lastR, fx.table, st.rel.RowCount); err != nil {
 		return err
 	}
-	for _, db := range []string{lastE, lastR} {
+	for _, db := range []string{mr.lastE, mr.lastR} {
 		if err := p.drop(ctx, db); err != nil {
 			return err
 		}
 	}
 	b.version = st.rel.Version
-	ratio, cpu := ratios(eng, raw)
+	ratio, cpu := ratios(mr.eng, mr.raw)
 	size := fmt.Sprintf("%s of %s rows: +%d ~%d −%d", pct(st.f), rows(b.n), st.rel.Added, st.rel.Changed, st.rel.Removed)
-	p.targetOrLine(Line{What: "9b. changes merge in PostgreSQL (download and API calls excluded; cpu: this process and the cluster's)", Size: size, Engine: p.costText(eng, engSrv),
-		Versus: "PostgreSQL alone, one transaction: temporary table by COPY of a CSV, DELETE … USING, INSERT … SELECT: " + p.costText(raw, rawSrv),
+	p.targetOrLine(Line{What: "9b. changes merge in PostgreSQL (download and API calls excluded; cpu: this process and the cluster's)", Size: size, Engine: p.costText(mr.eng, mr.engSrv),
+		Versus: "PostgreSQL alone, one transaction: temporary table by COPY of a CSV, DELETE … USING, INSERT … SELECT: " + p.costText(mr.raw, mr.rawSrv),
 		Ratio:  ratio, CPURatio: cpu}, 1.3, "pg_merge_ratio", ratio)
 	p.r.rep.add(Line{What: "9b. of which replica.Open (two sessions, the writer's advisory lock, the migrations' check, the in-memory DuckDB)", Size: size,
-		Engine: opens.String(), Ratio: math.NaN()})
+		Engine: mr.opens.String(), Ratio: math.NaN()})
 	return nil
+}
+
+// pgMergeRuns is what the merge's runs gather: each side's costs, the
+// cluster's share, the engine's opens, and the databases the last runs
+// left.
+type pgMergeRuns struct {
+	p                     *pgBench
+	b                     *bigDataset
+	fx                    *pgLoadFixture
+	st                    *mergeStep
+	changes               string
+	eng, raw              Costs
+	engSrv, rawSrv, opens Stat
+	lastE, lastR          string
+}
+
+// engineRun syncs a copy of the loaded database to the next version.
+func (mr *pgMergeRuns) engineRun(ctx context.Context) error {
+	p := mr.p
+	db, err := p.copyOf(ctx, mr.fx.engineDB, "merge_engine")
+	if err != nil {
+		return err
+	}
+	run, c, err := p.engine(ctx, mr.b, db)
+	if err == nil && (run.Result.ChangesMerged != 1 || run.Result.SnapshotsLoaded != 0) {
+		err = fmt.Errorf("sync of version %d merged %d and loaded %d, want one merge: %w", mr.st.rel.Version, run.Result.ChangesMerged, run.Result.SnapshotsLoaded, errMismatch)
+	}
+	if err != nil {
+		return err
+	}
+	mr.eng.Add(c)
+	mr.engSrv.Add(p.server)
+	mr.opens.Add(run.Open.Wall)
+	return p.keep(ctx, &mr.lastE, db)
+}
+
+// rawRun merges the changes' CSV into a copy as PostgreSQL alone would.
+func (mr *pgMergeRuns) rawRun(ctx context.Context) error {
+	p := mr.p
+	db, err := p.copyOf(ctx, mr.fx.engineDB, "merge_raw")
+	if err != nil {
+		return err
+	}
+	stop, err := p.watch(ctx, db)
+	if err != nil {
+		return err
+	}
+	if err := rawPGMerge(ctx, p.url(db), mr.fx.table, mr.changes); err != nil {
+		return fmt.Errorf("postgres alone, merge: %w", err)
+	}
+	mr.raw.Add(stop())
+	mr.rawSrv.Add(p.server)
+	return p.keep(ctx, &mr.lastR, db)
 }
 
 // keep makes db the last one of its kind, dropping the one before.
