@@ -160,10 +160,8 @@ func (r *run) manyBootstrap(ctx context.Context, f *manyFixture) error {
 	wire := r.cfg.Wire
 	limited := r.eo
 	limited.RateLimit = true
-	var wired, local, raw Costs
-	var rate Quantity
-	var bytes int64
-	var calls map[string]int
+	c := &manyBootstrapCosts{}
+	wired, local, raw, rate := &c.wired, &c.local, &c.raw, &c.rate
 	for i := range r.cfg.Repeat {
 		ep, lp, rp := r.path("many-engine"), r.path("many-engine-local"), r.path("many-raw")
 		steps := []func() error{
@@ -173,7 +171,7 @@ func (r *run) manyBootstrap(ctx context.Context, f *manyFixture) error {
 				run, err := r.manySync(ctx, f, ep, limited, len(f.ids))
 				wired.Add(run.Total)
 				rate.Add(float64(len(f.ids)) / run.Total.Wall.Seconds())
-				bytes, calls = run.Bytes, run.Calls
+				c.bytes, c.calls = run.Bytes, run.Calls
 				return err
 			},
 			func() error {
@@ -205,25 +203,42 @@ func (r *run) manyBootstrap(ctx context.Context, f *manyFixture) error {
 			f.engine, f.raw = ep, rp
 		}
 	}
-	wireBound := time.Duration(float64(bytes) / float64(wire.Bandwidth) * float64(time.Second))
-	bound := max(wireBound, raw.Wall.Median())
-	ratio := wired.Wall.Seconds() / bound.Seconds()
-	size := fmt.Sprintf("%d datasets, %s rows, %s", len(f.ids), rows(f.rows), mib(float64(bytes)))
+	r.reportManyBootstrap(f, c)
+	return nil
+}
+
+// manyBootstrapCosts is what the statewide bootstrap's runs gather: over
+// the link, on loopback, DuckDB alone, the datasets a second, and the
+// link's bytes and calls of the last run over it.
+type manyBootstrapCosts struct {
+	wired, local, raw Costs
+	rate              Quantity
+	bytes             int64
+	calls             map[string]int
+}
+
+// reportManyBootstrap adds the bootstrap's lines: the link's ratio against
+// max(bytes / bandwidth, DuckDB alone), loopback's, and the file's bytes.
+func (r *run) reportManyBootstrap(f *manyFixture, c *manyBootstrapCosts) {
+	wire := r.cfg.Wire
+	wireBound := time.Duration(float64(c.bytes) / float64(wire.Bandwidth) * float64(time.Second))
+	bound := max(wireBound, c.raw.Wall.Median())
+	ratio := c.wired.Wall.Seconds() / bound.Seconds()
+	size := fmt.Sprintf("%d datasets, %s rows, %s", len(f.ids), rows(f.rows), mib(float64(c.bytes)))
 	r.rep.target(Line{What: fmt.Sprintf("7a. bootstrap of a statewide subscription over a %s link (%s a request), rate limits on", mbps(wire.Bandwidth), wire.Latency),
 		Size:   size,
-		Engine: fmt.Sprintf("%s; %s datasets/s; %s", wired.String(), rate.Format(func(v float64) string { return fmt.Sprintf("%.0f", v) }), callText(calls)),
-		Versus: fmt.Sprintf("max(bytes / bandwidth %s, DuckDB alone %s)", secs(wireBound), raw.Wall.String()),
+		Engine: fmt.Sprintf("%s; %s datasets/s; %s", c.wired.String(), c.rate.Format(func(v float64) string { return fmt.Sprintf("%.0f", v) }), callText(c.calls)),
+		Versus: fmt.Sprintf("max(bytes / bandwidth %s, DuckDB alone %s)", secs(wireBound), c.raw.Wall.String()),
 		Ratio:  ratio, CPURatio: math.NaN()}, 1.3, true)
 	r.rep.Summary["many_bootstrap_ratio"] = ratio
-	lr, lcpu := ratios(local, raw)
-	r.rep.add(Line{What: "7a. the same on loopback, rate limits off (the engine's own cost)", Size: size, Engine: local.String(),
-		Versus: "DuckDB alone, a CREATE TABLE AS each: " + raw.String(), Ratio: lr, CPURatio: lcpu})
+	lr, lcpu := ratios(c.local, c.raw)
+	r.rep.add(Line{What: "7a. the same on loopback, rate limits off (the engine's own cost)", Size: size, Engine: c.local.String(),
+		Versus: "DuckDB alone, a CREATE TABLE AS each: " + c.raw.String(), Ratio: lr, CPURatio: lcpu})
 	eb, rb := fileSize(f.engine), fileSize(f.raw)
 	r.rep.target(Line{What: "7a. file bytes a small table after the bootstrap", Size: fmt.Sprintf("%d tables", len(f.ids)),
 		Engine: fmt.Sprintf("%s (%s a table)", mib(float64(eb)), kib(float64(eb)/float64(len(f.ids)))),
 		Versus: fmt.Sprintf("DuckDB alone: %s (%s a table)", mib(float64(rb)), kib(float64(rb)/float64(len(f.ids)))),
 		Ratio:  float64(eb) / float64(rb), CPURatio: math.NaN()}, 1.2, true)
-	return nil
 }
 
 // manySync bootstraps or catches up the file at path with the fixture's
