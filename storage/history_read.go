@@ -78,33 +78,44 @@ func (db *DB) HistoryDiff(ctx context.Context, datasetID, table string, dataCols
 	defer rows.Close()
 	out := []DiffRow{}
 	for rows.Next() {
-		var r DiffRow
-		var prev, before, after sql.NullString
-		vals := make([]sql.NullString, 2*len(cols))
-		dest := []any{&r.Change, &r.RecordID, &prev, &before, &after}
-		for i := range vals {
-			dest = append(dest, &vals[i])
-		}
-		if err := rows.Scan(dest...); err != nil {
+		r, err := scanDiffRow(rows, cols)
+		if err != nil {
 			return nil, fmt.Errorf("diff %s v%d v%d: %w", datasetID, from, to, err)
-		}
-		r.PreviousRecordID = prev.String
-		if before.Valid {
-			r.Before = json.RawMessage(before.String)
-		}
-		if after.Valid {
-			r.After = json.RawMessage(after.String)
-		}
-		if r.Change == ChangeChanged || r.Change == ChangeRenamed {
-			for i, c := range cols {
-				if o, n := vals[2*i], vals[2*i+1]; o != n && c != ColRecordID {
-					r.Columns = append(r.Columns, ColumnChange{Name: c, Old: nullText(o), New: nullText(n)})
-				}
-			}
 		}
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// scanDiffRow reads one row of HistoryDiff's query: the change, the ids,
+// both sides as JSON, then each column's text on either side, from which
+// a changed or renamed row's changed columns are listed.
+func scanDiffRow(rows *sql.Rows, cols []string) (DiffRow, error) {
+	var r DiffRow
+	var prev, before, after sql.NullString
+	vals := make([]sql.NullString, 2*len(cols))
+	dest := []any{&r.Change, &r.RecordID, &prev, &before, &after}
+	for i := range vals {
+		dest = append(dest, &vals[i])
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return r, err
+	}
+	r.PreviousRecordID = prev.String
+	if before.Valid {
+		r.Before = json.RawMessage(before.String)
+	}
+	if after.Valid {
+		r.After = json.RawMessage(after.String)
+	}
+	if r.Change == ChangeChanged || r.Change == ChangeRenamed {
+		for i, c := range cols {
+			if o, n := vals[2*i], vals[2*i+1]; o != n && c != ColRecordID {
+				r.Columns = append(r.Columns, ColumnChange{Name: c, Old: nullText(o), New: nullText(n)})
+			}
+		}
+	}
+	return r, nil
 }
 
 func nullText(s sql.NullString) *string {
