@@ -84,53 +84,17 @@ func (tx *Tx) WatchHistory(ctx context.Context, hv HistoryVersion, m WatchMerge,
 	if err := tx.WidenHistory(ctx, hv.DatasetID, hv.Table, m.Columns); err != nil {
 		return err
 	}
-	present := map[string]bool{}
-	for _, src := range m.Rows {
-		for _, id := range src.IDs {
-			present[id] = true
-		}
-	}
-	var endIDs, openIDs, openHeld, openChange []string
-	var endV, openV []int32
-	var endAt, openAt []*time.Time
-	for _, t := range watchLineages(m, present) {
-		if t.held != "" {
-			endIDs, endV, endAt = append(endIDs, t.held), append(endV, int32(t.last)), append(endAt, at[t.last])
-		}
-		if t.current == "" {
-			continue
-		}
-		change := HistoryAdded
-		switch {
-		case t.held != "" && t.held != t.current:
-			change = HistoryRenamed
-		case t.held != "":
-			change = HistoryChanged
-		}
-		openIDs, openHeld, openChange = append(openIDs, t.current), append(openHeld, t.held), append(openChange, change)
-		openV, openAt = append(openV, int32(t.last)), append(openAt, at[t.last])
-	}
-	if len(endIDs) > 0 {
+	e := watchHistoryEdits(m, at)
+	if len(e.endIDs) > 0 {
 		if _, err := tx.tx.ExecContext(ctx, `INSERT INTO _ploti.history_ends (dataset_id, record_id, valid_to, valid_to_at)
 			SELECT ?, id, v, CAST(nullif(at_s, '') AS TIMESTAMPTZ) FROM (SELECT unnest(?::VARCHAR[]) AS id, unnest(?::INTEGER[]) AS v, unnest(?::VARCHAR[]) AS at_s)`,
-			hv.DatasetID, endIDs, endV, timesOf(endAt)); err != nil {
+			hv.DatasetID, e.endIDs, e.endV, timesOf(e.endAt)); err != nil {
 			return fmt.Errorf("record %s v%d in its history: ends: %w", hv.DatasetID, hv.Version, err)
 		}
 	}
-	if len(openIDs) > 0 {
-		casts, err := tx.historyCasts(ctx, hv.Table, m.Columns)
-		if err != nil {
+	if len(e.openIDs) > 0 {
+		if err := tx.openWatchHistoryRows(ctx, hv, m, e); err != nil {
 			return err
-		}
-		rowsT := hv.rowsTable()
-		q := fmt.Sprintf(`INSERT INTO %[1]s (%[2]s)
-			SELECT %[3]s, u.v, CAST(nullif(u.at_s, '') AS TIMESTAMPTZ), u.change, CASE u.change WHEN 'changed' THEN o.origin WHEN 'renamed' THEN coalesce(o.origin, u.held) END
-			FROM main.%[4]s n JOIN (SELECT unnest(?::VARCHAR[]) AS id, unnest(?::VARCHAR[]) AS held, unnest(?::VARCHAR[]) AS change,
-				unnest(?::INTEGER[]) AS v, unnest(?::VARCHAR[]) AS at_s) u ON u.id = n.%[5]s
-			LEFT JOIN %[6]s o ON o.id = nullif(u.held, '')`,
-			rowsT, historyInsertColumns(m.Columns), castedColumns("n.", m.Columns, casts), Ident(hv.Table), Ident(ColRecordID), originsSQL(rowsT))
-		if _, err := tx.tx.ExecContext(ctx, q, openIDs, openHeld, openChange, openV, timesOf(openAt)); err != nil {
-			return fmt.Errorf("record %s v%d in its history: rows: %w", hv.DatasetID, hv.Version, err)
 		}
 	}
 	// Each version merged is listed, for the versions a history keeps.
@@ -147,6 +111,64 @@ func (tx *Tx) WatchHistory(ctx context.Context, hv HistoryVersion, m WatchMerge,
 		if err := tx.recordVersion(ctx, vhv, VersionMerge); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// watchEdits is what a watch merge does to a history: the rows it ends
+// (the ids held before, at the version they were last seen) and the rows
+// it opens (the ids current now, added, changed or renamed from the id
+// held before).
+type watchEdits struct {
+	endIDs, openIDs, openHeld, openChange []string
+	endV, openV                           []int32
+	endAt, openAt                         []*time.Time
+}
+
+func watchHistoryEdits(m WatchMerge, at map[int]*time.Time) *watchEdits {
+	present := map[string]bool{}
+	for _, src := range m.Rows {
+		for _, id := range src.IDs {
+			present[id] = true
+		}
+	}
+	e := &watchEdits{}
+	for _, t := range watchLineages(m, present) {
+		if t.held != "" {
+			e.endIDs, e.endV, e.endAt = append(e.endIDs, t.held), append(e.endV, int32(t.last)), append(e.endAt, at[t.last])
+		}
+		if t.current == "" {
+			continue
+		}
+		change := HistoryAdded
+		switch {
+		case t.held != "" && t.held != t.current:
+			change = HistoryRenamed
+		case t.held != "":
+			change = HistoryChanged
+		}
+		e.openIDs, e.openHeld, e.openChange = append(e.openIDs, t.current), append(e.openHeld, t.held), append(e.openChange, change)
+		e.openV, e.openAt = append(e.openV, int32(t.last)), append(e.openAt, at[t.last])
+	}
+	return e
+}
+
+// openWatchHistoryRows copies the opened ids' rows from the table into
+// the history, each with its version, time, change and lineage's origin.
+func (tx *Tx) openWatchHistoryRows(ctx context.Context, hv HistoryVersion, m WatchMerge, e *watchEdits) error {
+	casts, err := tx.historyCasts(ctx, hv.Table, m.Columns)
+	if err != nil {
+		return err
+	}
+	rowsT := hv.rowsTable()
+	q := fmt.Sprintf(`INSERT INTO %[1]s (%[2]s)
+		SELECT %[3]s, u.v, CAST(nullif(u.at_s, '') AS TIMESTAMPTZ), u.change, CASE u.change WHEN 'changed' THEN o.origin WHEN 'renamed' THEN coalesce(o.origin, u.held) END
+		FROM main.%[4]s n JOIN (SELECT unnest(?::VARCHAR[]) AS id, unnest(?::VARCHAR[]) AS held, unnest(?::VARCHAR[]) AS change,
+			unnest(?::INTEGER[]) AS v, unnest(?::VARCHAR[]) AS at_s) u ON u.id = n.%[5]s
+		LEFT JOIN %[6]s o ON o.id = nullif(u.held, '')`,
+		rowsT, historyInsertColumns(m.Columns), castedColumns("n.", m.Columns, casts), Ident(hv.Table), Ident(ColRecordID), originsSQL(rowsT))
+	if _, err := tx.tx.ExecContext(ctx, q, e.openIDs, e.openHeld, e.openChange, e.openV, timesOf(e.openAt)); err != nil {
+		return fmt.Errorf("record %s v%d in its history: rows: %w", hv.DatasetID, hv.Version, err)
 	}
 	return nil
 }
