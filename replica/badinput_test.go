@@ -257,7 +257,10 @@ func TestSync_MalformedLogAndManifest(t *testing.T) {
 		must(t, err)
 		em.Inject(emulator.Fault{Match: "GET /v1/feeds/subscriptions/*/events", Kind: emulator.FaultCorrupt})
 		_, err = r.Sync(ctx)
-		if !errors.Is(err, fetch.ErrMalformed) || !strings.Contains(err.Error(), "read events of "+sub) ||
+		// Named once: "read events sub_1 after …", not "read events of
+		// sub_1: read events sub_1 after …".
+		if !errors.Is(err, fetch.ErrMalformed) || !strings.Contains(err.Error(), "read events "+sub+" after "+cursor) ||
+			strings.Count(err.Error(), "read events") != 1 ||
 			!strings.Contains(err.Error(), "/events: malformed response: invalid character") {
 			t.Fatalf("sync over a corrupt events page: %v", err)
 		}

@@ -285,7 +285,9 @@ func (r *Replica) sync(ctx context.Context, sub *storage.Subscription, res *Sync
 				"run `ploti-replica sync --rebootstrap` (Replica.Rebootstrap) to reload every dataset from a fresh manifest into this file: %w",
 				sub.ID, sub.Cursor, ErrForeignCursor, err)
 		case err != nil:
-			return fmt.Errorf("read events of %s: %w", sub.ID, subscriptionGone(sub.ID, err))
+			// The client's error names the call, the subscription and
+			// the cursor already ("read events sub_1 after …").
+			return subscriptionGone(sub.ID, err)
 		}
 		if len(page.Events) == 0 {
 			cursor := sub.Cursor
