@@ -270,27 +270,9 @@ func (x *Executor) light(ctx context.Context, b *Batch, tx *storage.Tx, d *stora
 	case AlterSchema:
 		// Ploti released a version past the held one: its delay is over.
 		b.deleteHolds(d.ID, storage.HoldServer)
-		var add []ploti.Column
-		have := map[string]bool{}
-		for _, c := range d.Columns {
-			have[c.Name] = true
-		}
-		var added []ploti.Column
-		if ev.Data.SchemaChange != nil { // absent: the updated's schema brings the columns
-			added = ev.Data.SchemaChange.Added
-		}
-		for _, c := range added {
-			if !have[c.Name] {
-				add = append(add, c)
-			}
-		}
-		if err := tx.Tables().AddColumns(ctx, d.Table, add); err != nil {
+		if err := x.addColumns(ctx, tx, d, ev); err != nil {
 			return &Error{Op: "alter", DatasetID: d.ID, Version: a.Version, EventID: ev.ID, Err: err}
 		}
-		if err := x.widenHistory(ctx, tx, d, append(slices.Clone(d.Columns), add...)); err != nil {
-			return &Error{Op: "alter", DatasetID: d.ID, Version: a.Version, EventID: ev.ID, Err: err}
-		}
-		d.Columns = append(d.Columns, add...)
 	case HoldForReview:
 		b.deleteHolds(d.ID, storage.HoldServer)
 		detail, _ := json.Marshal(map[string]any{"pendingVersion": a.Version, "schemaVersion": ev.Data.SchemaVersion, "schemaChange": ev.Data.SchemaChange})
@@ -326,6 +308,32 @@ func (x *Executor) light(ctx context.Context, b *Batch, tx *storage.Tx, d *stora
 		}
 	}
 	b.putDataset(d)
+	return nil
+}
+
+// addColumns adds to d's table (and history) the columns a MINOR
+// schema_changed adds that the table does not have yet.
+func (x *Executor) addColumns(ctx context.Context, tx *storage.Tx, d *storage.Dataset, ev ploti.Event) error {
+	have := map[string]bool{}
+	for _, c := range d.Columns {
+		have[c.Name] = true
+	}
+	var added, add []ploti.Column
+	if ev.Data.SchemaChange != nil { // absent: the updated's schema brings the columns
+		added = ev.Data.SchemaChange.Added
+	}
+	for _, c := range added {
+		if !have[c.Name] {
+			add = append(add, c)
+		}
+	}
+	if err := tx.Tables().AddColumns(ctx, d.Table, add); err != nil {
+		return err
+	}
+	if err := x.widenHistory(ctx, tx, d, append(slices.Clone(d.Columns), add...)); err != nil {
+		return err
+	}
+	d.Columns = append(d.Columns, add...)
 	return nil
 }
 
