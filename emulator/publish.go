@@ -435,40 +435,9 @@ func sameSet(a, b []string) bool {
 // gets "rec_<tag>_<counter + _ord>", so ids are unique within the dataset and
 // never reused (the counter moves past every _ord a version used).
 func (e *Emulator) assignIDs(ctx context.Context, p *buildPlan, v *version) error {
-	stg, ids := p.table("stg"), p.table("ids")
-	newE, oldE, uniq := matchExprs(p, v)
-	var from string // stg as s, LEFT JOIN a relation o with the matched id o._rid
-	switch {
-	case len(newE) == 0:
-		from = stg + " s LEFT JOIN (SELECT NULL::VARCHAR AS _rid) o ON false"
-	case uniq:
-		// both sides unique on a key without nulls: one plain hash join
-		var om, on []string
-		for i := range newE {
-			om = append(om, fmt.Sprintf("%s AS _m%d", oldE[i], i))
-			on = append(on, fmt.Sprintf("%s = o._m%d", newE[i], i))
-		}
-		from = fmt.Sprintf("%s s LEFT JOIN (SELECT b._ploti_record_id AS _rid, %s FROM %s b) o ON %s",
-			stg, strings.Join(om, ", "), p.mRel, strings.Join(on, " AND "))
-	default:
-		// duplicates possible: pair the n-th new row of a key with the n-th old one
-		var nm, om, on, part []string
-		for i := range newE {
-			m := fmt.Sprintf("_m%d", i)
-			nm = append(nm, newE[i]+" AS "+m)
-			om = append(om, oldE[i]+" AS "+m)
-			on = append(on, fmt.Sprintf("n.%s IS NOT DISTINCT FROM o.%s", m, m))
-			part = append(part, m)
-		}
-		q := fmt.Sprintf(`CREATE OR REPLACE TABLE %[1]s AS
-WITH n AS (SELECT *, row_number() OVER (PARTITION BY %[2]s ORDER BY _ord) AS _dup FROM (SELECT s._ord, %[3]s FROM %[4]s s)),
-o AS (SELECT *, row_number() OVER (PARTITION BY %[2]s ORDER BY _rid) AS _dup FROM (SELECT b._ploti_record_id AS _rid, %[5]s FROM %[6]s b))
-SELECT n._ord, o._rid FROM n JOIN o ON %[7]s AND n._dup = o._dup`,
-			ids, strings.Join(part, ", "), strings.Join(nm, ", "), stg, strings.Join(om, ", "), p.mRel, strings.Join(on, " AND "))
-		if _, err := e.db.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("match records: %w", err)
-		}
-		from = fmt.Sprintf("%s s LEFT JOIN %s o ON s._ord = o._ord", stg, ids)
+	from, err := e.matchFrom(ctx, p, v)
+	if err != nil {
+		return err
 	}
 	place := "NULL::VARCHAR"
 	if p.place != "" {
@@ -508,6 +477,49 @@ WHERE _from IS NOT NULL ORDER BY from_id`, v.table), p.rel+"/id-map.parquet")
 		v.idMap = &f
 	}
 	return nil
+}
+
+// matchFrom is the relation that pairs each staged row (stg as s) with
+// the base version's record it continues (o._rid, NULL for none): a plain
+// hash join on a key both sides hold unique and without nulls, else the
+// n-th new row of a key with the n-th old one.
+func (e *Emulator) matchFrom(ctx context.Context, p *buildPlan, v *version) (string, error) {
+	stg, ids := p.table("stg"), p.table("ids")
+	newE, oldE, uniq := matchExprs(p, v)
+	var from string // stg as s, LEFT JOIN a relation o with the matched id o._rid
+	switch {
+	case len(newE) == 0:
+		from = stg + " s LEFT JOIN (SELECT NULL::VARCHAR AS _rid) o ON false"
+	case uniq:
+		// both sides unique on a key without nulls: one plain hash join
+		var om, on []string
+		for i := range newE {
+			om = append(om, fmt.Sprintf("%s AS _m%d", oldE[i], i))
+			on = append(on, fmt.Sprintf("%s = o._m%d", newE[i], i))
+		}
+		from = fmt.Sprintf("%s s LEFT JOIN (SELECT b._ploti_record_id AS _rid, %s FROM %s b) o ON %s",
+			stg, strings.Join(om, ", "), p.mRel, strings.Join(on, " AND "))
+	default:
+		// duplicates possible: pair the n-th new row of a key with the n-th old one
+		var nm, om, on, part []string
+		for i := range newE {
+			m := fmt.Sprintf("_m%d", i)
+			nm = append(nm, newE[i]+" AS "+m)
+			om = append(om, oldE[i]+" AS "+m)
+			on = append(on, fmt.Sprintf("n.%s IS NOT DISTINCT FROM o.%s", m, m))
+			part = append(part, m)
+		}
+		q := fmt.Sprintf(`CREATE OR REPLACE TABLE %[1]s AS
+WITH n AS (SELECT *, row_number() OVER (PARTITION BY %[2]s ORDER BY _ord) AS _dup FROM (SELECT s._ord, %[3]s FROM %[4]s s)),
+o AS (SELECT *, row_number() OVER (PARTITION BY %[2]s ORDER BY _rid) AS _dup FROM (SELECT b._ploti_record_id AS _rid, %[5]s FROM %[6]s b))
+SELECT n._ord, o._rid FROM n JOIN o ON %[7]s AND n._dup = o._dup`,
+			ids, strings.Join(part, ", "), strings.Join(nm, ", "), stg, strings.Join(om, ", "), p.mRel, strings.Join(on, " AND "))
+		if _, err := e.db.ExecContext(ctx, q); err != nil {
+			return "", fmt.Errorf("match records: %w", err)
+		}
+		from = fmt.Sprintf("%s s LEFT JOIN %s o ON s._ord = o._ord", stg, ids)
+	}
+	return from, nil
 }
 
 // computeChanges compares the version with the base over the columns both
