@@ -195,35 +195,46 @@ func (r *Replica) Release(ctx context.Context, datasetID string) error {
 // explain puts a dataset's state in words, with what to do about it.
 func explain(d DatasetStatus) string {
 	var parts []string
+	if s := explainStatus(d); s != "" {
+		parts = append(parts, s)
+	}
+	if s := explainReason(d); s != "" {
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// explainStatus words a removed or failed dataset's state.
+func explainStatus(d DatasetStatus) string {
 	switch d.Status {
 	case storage.StatusRemoved:
 		if d.Reason == storage.ReasonUnwatched {
-			parts = append(parts, "no longer watched; its rows stay and stop updating (`ploti-replica watch add "+d.DatasetID+"` to follow it again)")
-			break
+			return "no longer watched; its rows stay and stop updating (`ploti-replica watch add " + d.DatasetID + "` to follow it again)"
 		}
 		if d.Source == storage.SourceWatch && d.Version == 0 {
-			parts = append(parts, "watched, but the workspace's coverage or plan does not open it ("+d.Reason+"); nothing is loaded, and each sync tries again")
-			break
+			return "watched, but the workspace's coverage or plan does not open it (" + d.Reason + "); nothing is loaded, and each sync tries again"
 		}
 		if d.Source == storage.SourceWatch {
-			parts = append(parts, "watched, but the workspace's coverage or plan no longer opens it ("+d.Reason+"); its rows stay and stop updating, and a sync after its next version tries again")
-			break
+			return "watched, but the workspace's coverage or plan no longer opens it (" + d.Reason + "); its rows stay and stop updating, and a sync after its next version tries again"
 		}
-		parts = append(parts, "left the subscription ("+d.Reason+"); its rows stay and stop updating")
+		return "left the subscription (" + d.Reason + "); its rows stay and stop updating"
 	case storage.StatusFailed:
 		if d.Version == 0 {
-			parts = append(parts, "failed: "+d.Reason+"; no version loaded yet, and the next sync tries again")
-			break
+			return "failed: " + d.Reason + "; no version loaded yet, and the next sync tries again"
 		}
-		parts = append(parts, "failed: "+d.Reason+"; the last good version stays and the next sync tries again")
+		return "failed: " + d.Reason + "; the last good version stays and the next sync tries again"
 	}
+	return ""
+}
+
+// explainReason words what a dataset waits for, or why it is held.
+func explainReason(d DatasetStatus) string {
 	switch d.Reason {
 	case storage.ReasonAwaitingFirstVersion:
 		if d.Source == storage.SourceWatch {
-			parts = append(parts, "watched, with no version yet; the first sync after its first version reads it")
-			break
+			return "watched, with no version yet; the first sync after its first version reads it"
 		}
-		parts = append(parts, "no released version yet; its first version arrives as resync_required first_version")
+		return "no released version yet; its first version arrives as resync_required first_version"
 	case storage.ReasonMajorSchemaChange:
 		s := "held for review after a MAJOR schema change"
 		for _, h := range d.Holds {
@@ -235,7 +246,7 @@ func explain(d DatasetStatus) string {
 				s = fmt.Sprintf("held for review: version %d brings a MAJOR schema change (to %s)", det.PendingVersion, det.SchemaVersion)
 			}
 		}
-		parts = append(parts, s+"; review, then `ploti-replica holds release "+d.DatasetID+"`")
+		return s + "; review, then `ploti-replica holds release " + d.DatasetID + "`"
 	case ploti.DelaySchemaReview, ploti.DelayDataCheck, ploti.DelayProcessing:
 		s := "Ploti holds the next version for review (" + d.Reason + ")"
 		for _, h := range d.Holds {
@@ -246,23 +257,23 @@ func explain(d DatasetStatus) string {
 		if d.Version > 0 {
 			s += fmt.Sprintf("; version %d stays current", d.Version)
 		}
-		parts = append(parts, s)
+		return s
 	case storage.ReasonStale:
 		s := "stale: Ploti missed a check of the source"
 		if d.NextCheckBy != nil {
 			s += " (due " + d.NextCheckBy.UTC().Format(time.RFC3339) + ")"
 		}
-		parts = append(parts, s)
+		return s
 	case storage.ReasonRebuilding:
-		parts = append(parts, "Ploti is rebuilding its files; the next sync loads it")
+		return "Ploti is rebuilding its files; the next sync loads it"
 	case storage.ReasonLeftSubscription:
-		parts = append(parts, "the API says it is no longer delivered; its events are skipped until feed.dataset.removed")
+		return "the API says it is no longer delivered; its events are skipped until feed.dataset.removed"
 	case storage.ReasonNotLoadedYet:
-		parts = append(parts, "the manifest lists it, but the bootstrap stopped before loading it; the next sync loads it")
+		return "the manifest lists it, but the bootstrap stopped before loading it; the next sync loads it"
 	case storage.ReasonNotInManifest:
-		parts = append(parts, "no longer in the subscription's manifest; its rows stay")
+		return "no longer in the subscription's manifest; its rows stay"
 	case "building", "held", "failed", "awaiting_release":
-		parts = append(parts, "no released version yet (Ploti: "+d.Reason+")")
+		return "no released version yet (Ploti: " + d.Reason + ")"
 	}
-	return strings.Join(parts, "; ")
+	return ""
 }
