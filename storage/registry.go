@@ -499,18 +499,7 @@ const registryCols = `table_name, title, place_id, topic, version, previous_vers
 // 500 datasets; the same rows as one JSON text took 10–45 ms).
 func (tx *Tx) datasetRows(ds []*Dataset) (string, []any, error) {
 	if tx.be != nil {
-		rows := make([]string, len(ds))
-		var args []any
-		for i, d := range ds {
-			keys, vals, err := tx.datasetValues(d)
-			if err != nil {
-				return "", nil, err
-			}
-			rows[i] = `(?::VARCHAR, ?::VARCHAR, ?::VARCHAR, ?::VARCHAR, ?::INTEGER, ?::INTEGER, ?::VARCHAR, ` + keys + `, ?::BIGINT,
-			?::VARCHAR, ?::VARCHAR, ?::TIMESTAMPTZ, ?::JSON, ?::BOOLEAN, ?::TIMESTAMPTZ, ?::TIMESTAMPTZ, ?::VARCHAR, ?::TIMESTAMPTZ, ?::VARCHAR, ?::VARCHAR)`
-			args = append(append(args, d.Table), vals...)
-		}
-		return "(VALUES " + strings.Join(rows, ", ") + ") v(" + registryCols + ")", args, nil
+		return tx.datasetValuesRows(ds)
 	}
 	type row struct {
 		Table         string   `json:"table_name"`
@@ -566,6 +555,23 @@ func (tx *Tx) datasetRows(ds []*Dataset) (string, []any, error) {
 			r.row_count, r.status, r.status_reason, r.updated_at, CAST(r.columns AS JSON) AS columns, r.skip_until_removed,
 			r.stale_last_checked_at, r.stale_next_check_by, r.last_error, r.failed_at, r.source, r.dataset_id
 		FROM ` + rel + `) v`, args, nil
+}
+
+// datasetValuesRows is datasetRows on a database backend: a VALUES
+// list with each value's type, which every SQL engine takes.
+func (tx *Tx) datasetValuesRows(ds []*Dataset) (string, []any, error) {
+	rows := make([]string, len(ds))
+	var args []any
+	for i, d := range ds {
+		keys, vals, err := tx.datasetValues(d)
+		if err != nil {
+			return "", nil, err
+		}
+		rows[i] = `(?::VARCHAR, ?::VARCHAR, ?::VARCHAR, ?::VARCHAR, ?::INTEGER, ?::INTEGER, ?::VARCHAR, ` + keys + `, ?::BIGINT,
+		?::VARCHAR, ?::VARCHAR, ?::TIMESTAMPTZ, ?::JSON, ?::BOOLEAN, ?::TIMESTAMPTZ, ?::TIMESTAMPTZ, ?::VARCHAR, ?::TIMESTAMPTZ, ?::VARCHAR, ?::VARCHAR)`
+		args = append(append(args, d.Table), vals...)
+	}
+	return "(VALUES " + strings.Join(rows, ", ") + ") v(" + registryCols + ")", args, nil
 }
 
 // jsonRows is rows as a DuckDB relation r read from one JSON text of
