@@ -378,24 +378,9 @@ func (x *Executor) reloadWatched(ctx context.Context, d *storage.Dataset, why st
 		return x.pendingWatched(ctx, d)
 	}
 	res.Version = *rs.Version
-	cols := rs.Columns
-	var at *time.Time // the version's promotedAt, for a history (a rows answer has none)
-	if d.Title == "" || len(cols) == 0 {
-		info, err := x.Watch.Info(ctx, d.ID)
-		if err != nil {
-			return res, err
-		}
-		describeWatched(d, info)
-		if len(cols) == 0 {
-			cols = info.Columns
-		}
-		at = promotedAt(info, *rs.Version)
-	} else if x.keeps(d.ID) {
-		// Best effort: unknown, the history counts the version's rows as
-		// always there (decision 47).
-		if info, err := x.Watch.Info(ctx, d.ID); err == nil {
-			at = promotedAt(info, *rs.Version)
-		}
+	cols, at, err := x.describeRead(ctx, d, rs)
+	if err != nil {
+		return res, err
 	}
 	var files []string
 	if rs.Path != "" {
@@ -429,6 +414,29 @@ func (x *Executor) reloadWatched(ctx context.Context, d *storage.Dataset, why st
 		}
 	}
 	return res, err
+}
+
+// describeRead asks for the dataset now, for a read whole: its place,
+// topic and key for the registry row (the watches list gives only a
+// title), the columns when the rows gave none, and the version's
+// promotedAt for a history (a rows answer has none). Needed when the row
+// has no title or the rows no columns; else best effort: unknown, the
+// history counts the version's rows as always there (decision 47).
+func (x *Executor) describeRead(ctx context.Context, d *storage.Dataset, rs *RowSet) ([]ploti.Column, *time.Time, error) {
+	cols := rs.Columns
+	info, err := x.Watch.Info(ctx, d.ID)
+	switch {
+	case err != nil && (d.Title == "" || len(cols) == 0):
+		return nil, nil, err
+	case err != nil:
+		x.Log.Debug().Str("dataset", d.ID).Err(err).Msg("describe a watched dataset read whole")
+		return cols, nil, nil
+	}
+	describeWatched(d, info)
+	if len(cols) == 0 {
+		cols = info.Columns
+	}
+	return cols, promotedAt(info, *rs.Version), nil
 }
 
 // promotedAt is the dataset's promotedAt when info describes version v.
@@ -473,7 +481,7 @@ func (x *Executor) pendingWatched(ctx context.Context, d *storage.Dataset) (Watc
 	if d.Version > 0 && d.Status == storage.StatusCurrent {
 		return WatchResult{Kind: WatchSkip, Why: "no version listed; the held one stays", Version: d.Version, Rows: d.RowCount}, nil
 	}
-	if d.Title == "" {
+	if d.Table == "" || d.Title == "" { // new: the watches list gives only a title
 		if info, err := x.Watch.Info(ctx, d.ID); err == nil {
 			describeWatched(d, info)
 		}

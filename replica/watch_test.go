@@ -434,3 +434,27 @@ func TestWatch_AlsoInTheSubscriptionLeavesCoverage(t *testing.T) {
 	}
 	assertMatchesTruth(t, r, em, dsWatched, d.Version)
 }
+
+// DESIGN.md: _ploti.datasets holds each dataset's "title, place, topic,
+// version, schemaVersion, keyColumns"; GET /v1/datasets/{id} gives them for
+// a watched one (the watches list only its title). A watched dataset read
+// whole, and one that has no version yet, have them from its first sync,
+// not only once a merge asked for the dataset.
+func TestWatch_RegistryDescribesTheDataset(t *testing.T) {
+	em := mustEmulator(t)
+	seedWatched(t, em, 20)
+	const early = "ds_fl_orange_early"
+	must(t, em.AddDataset(emulator.DatasetSpec{ID: early, Title: "Early", PlaceID: "fl-orange", Topic: "development-activity",
+		KeyColumns: []string{"k"}, Columns: watchCols()}))
+	if _, err := em.Watch(early); err != nil {
+		t.Fatal(err)
+	}
+	r := mustOpenWatches(t, em, "")
+	mustSync(t, r)
+	for _, id := range []string{dsWatched, early} {
+		d := datasetRow(t, r, id)
+		if d.PlaceID != "fl-orange" || d.Topic != "development-activity" || strings.Join(d.KeyColumns, ",") != "k" {
+			t.Fatalf("%s (%s): place %q, topic %q, key %q; want fl-orange, development-activity, k", id, d.Status, d.PlaceID, d.Topic, d.KeyColumns)
+		}
+	}
+}
