@@ -165,7 +165,7 @@ type watchOut struct {
 	DatasetID  string     `json:"datasetId"`
 	Title      string     `json:"title,omitempty"`
 	WatchedAt  *time.Time `json:"watchedAt,omitempty"`
-	Version    *int       `json:"version"`
+	Version    *int       `json:"version,omitempty"` // none before the first version
 	PromotedAt *time.Time `json:"promotedAt,omitempty"`
 	Local      *localOut  `json:"local,omitempty"`
 	// Behind is true when the file does not hold the version Ploti has

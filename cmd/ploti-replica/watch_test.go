@@ -289,3 +289,22 @@ func TestWatch_verifyAndReleaseOnAFileOfWatchesOnly(t *testing.T) {
 		t.Fatalf("holds release of a watched dataset: exit %d %s", code, errs)
 	}
 }
+
+// README: every --json output leaves out "a value that is not known ...
+// rather than given as -1 or null". A watched dataset before its first
+// version has no version: watch list --json leaves it out, as watch add
+// --json does.
+func TestWatch_listJSONLeavesOutAVersionNotYetThere(t *testing.T) {
+	em, vars := watchWorld(t)
+	const early = "ds_fl_orange_early"
+	if err := em.AddDataset(emulator.DatasetSpec{ID: early, Title: "Early", PlaceID: "fl-orange",
+		Columns: []emulator.Column{{Name: "k", Type: "string"}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"watch", "add", early, "--json"}, {"sync"}, {"watch", "list", "--json"}} {
+		code, out, errs := cli(t, vars, args...)
+		if code != exitOK || strings.Contains(out, "null") {
+			t.Fatalf("%s: exit %d, want no null:\n%s%s", strings.Join(args, " "), code, out, errs)
+		}
+	}
+}
