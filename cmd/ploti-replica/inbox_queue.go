@@ -159,21 +159,34 @@ func (q *inboxQueue) done(path string) {
 	}
 }
 
-// record writes the queue's events into the replica's inbox.
+// record writes the queue's events into the replica's inbox: a queue
+// taken before and not recorded, then the queue now, so that the events
+// kept since the first was taken do not wait for another sync.
 func (q *inboxQueue) record(ctx context.Context, r *replica.Replica) {
+	for range 2 {
+		if !q.recordOne(ctx, r) {
+			return
+		}
+	}
+}
+
+// recordOne takes a queue and records it; false when there was none, or
+// it could not be read or recorded (it waits for the next sync).
+func (q *inboxQueue) recordOne(ctx context.Context, r *replica.Replica) bool {
 	path, evs, err := q.take()
 	if err != nil {
 		q.log.Warn().Err(err).Msg("request events wait for the next sync")
-		return
+		return false
 	}
 	if path == "" {
-		return
+		return false
 	}
 	n, err := r.RecordInbox(ctx, evs)
 	if err != nil {
 		q.log.Warn().Err(err).Msg("record request events in _ploti.inbox; the next sync tries again")
-		return
+		return false
 	}
 	q.done(path)
 	q.log.Info().Int("events", len(evs)).Int("new", n).Msg("request events recorded in _ploti.inbox")
+	return true
 }

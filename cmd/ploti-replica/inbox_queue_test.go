@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/ploti-replica/ploti-replica/replica"
 	"github.com/ploti-replica/ploti-replica/webhook"
 )
 
@@ -44,5 +45,34 @@ func TestInboxQueue_keepAfterALineCutShort(t *testing.T) {
 	}
 	if len(ids) != 2 || ids[0] != "evt_a" || ids[1] != "evt_c" {
 		t.Fatalf("queue read back %v, want [evt_a evt_c]: the event kept after a line cut short was lost", ids)
+	}
+}
+
+// README: request events are "recorded by the next sync in _ploti.inbox".
+// A queue taken and not recorded (a sync that failed to write it, or a
+// crash) is recorded first; the events kept since, in a new queue, must
+// not wait for yet another sync (with --poll 0, for another delivery).
+func TestInboxQueue_aQueueLeftTakenDoesNotHoldBackTheEventsAfterIt(t *testing.T) {
+	em, vars := watchWorld(t)
+	db := vars["PLOTI_DB"]
+	q := newInboxQueue(db, time.Now, zerolog.Nop())
+	ctx := context.Background()
+	ev := func(id string) webhook.Event {
+		return webhook.Event{ID: id, Type: "data_request.ready", Timestamp: time.Now().UTC(),
+			Data: json.RawMessage(`{"requestId":"req_1","url":"https://app.ploti.ai/r/1"}`)}
+	}
+	must(t, q.keep(ctx, ev("evt_a")))
+	if path, evs, err := q.take(); err != nil || path == "" || len(evs) != 1 {
+		t.Fatalf("take: %q %v %v", path, evs, err) // and not recorded: the sync failed
+	}
+	must(t, q.keep(ctx, ev("evt_b")))
+	r, err := replica.Open(ctx, db, replica.Options{APIURL: em.URL(), APIKey: em.APIKey(), Watch: true})
+	must(t, err)
+	defer r.Close()
+	q.record(ctx, r)
+	var n int
+	must(t, r.DB().QueryRowContext(ctx, "SELECT count(*) FROM _ploti.inbox").Scan(&n))
+	if n != 2 {
+		t.Fatalf("the next sync recorded %d request event(s), want both: the one kept after the queue left taken waits", n)
 	}
 }
