@@ -34,6 +34,9 @@ type inboxQueue struct {
 	path string
 	now  func() time.Time
 	log  zerolog.Logger
+	// opened, when set (tests), runs after the queue file is opened for
+	// an event and before the event is written to it.
+	opened func()
 }
 
 func newInboxQueue(db string, now func() time.Time, log zerolog.Logger) *inboxQueue {
@@ -61,6 +64,15 @@ func inboxQueuePath(db string) string {
 
 // keep appends a request event (webhook.HandlerOptions.Keep); other events
 // are not kept.
+//
+// Another process (a `sync` of the same file while serve runs) may take
+// the queue, renaming it aside, reading and removing it, between this
+// process's open and its write: the line would land in a queue already
+// read, and be lost after its 2xx. So once written, the line is written
+// again to the queue now whenever the file it went to is no longer the
+// queue (a line recorded twice is recorded once: the inbox dedupes by
+// event id); if the queue keeps moving, the answer is 503 and Ploti
+// delivers the event again.
 func (q *inboxQueue) keep(_ context.Context, e webhook.Event) error {
 	if !ploti.IsRequestEvent(e.Type) {
 		return nil
@@ -74,13 +86,31 @@ func (q *inboxQueue) keep(_ context.Context, e webhook.Event) error {
 	if err := os.MkdirAll(filepath.Dir(q.path), 0o700); err != nil { // a database's queue: its folder in the cache
 		return fmt.Errorf("keep request event %s: %w", e.ID, err)
 	}
+	for range 3 {
+		stayed, err := q.appendLine(line)
+		if err != nil {
+			return fmt.Errorf("keep request event %s: %w", e.ID, err)
+		}
+		if stayed {
+			return nil
+		}
+	}
+	return fmt.Errorf("keep request event %s: the queue %s was taken by another process while the event was written, three times", e.ID, q.path)
+}
+
+// appendLine appends line to the queue and syncs it; stayed reports
+// whether the file written is still the queue's (not taken meanwhile).
+func (q *inboxQueue) appendLine(line []byte) (stayed bool, err error) {
 	f, err := os.OpenFile(q.path, os.O_APPEND|os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
-		return fmt.Errorf("keep request event %s: %w", e.ID, err)
+		return false, err
+	}
+	if q.opened != nil {
+		q.opened()
 	}
 	if cut, err := endsCutShort(f); err != nil {
 		f.Close()
-		return fmt.Errorf("keep request event %s: %w", e.ID, err)
+		return false, err
 	} else if cut {
 		// A line cut short (a crash or a full disk while it was written):
 		// end it, so that this event's line is not glued to it and
@@ -89,11 +119,15 @@ func (q *inboxQueue) keep(_ context.Context, e webhook.Event) error {
 	}
 	_, werr := f.Write(append(line, '\n'))
 	serr := f.Sync()
+	written, sterr := f.Stat()
+	// Compared while the file is open, so that its inode is not freed and
+	// given to a new queue meanwhile.
+	now, nerr := os.Stat(q.path)
 	cerr := f.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		return fmt.Errorf("keep request event %s: %w", e.ID, err)
+	if err := errors.Join(werr, serr, sterr, cerr); err != nil {
+		return false, err
 	}
-	return nil
+	return nerr == nil && os.SameFile(written, now), nil
 }
 
 // endsCutShort reports whether the queue file ends inside a line.

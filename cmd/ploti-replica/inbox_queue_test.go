@@ -76,3 +76,33 @@ func TestInboxQueue_aQueueLeftTakenDoesNotHoldBackTheEventsAfterIt(t *testing.T)
 		t.Fatalf("the next sync recorded %d request event(s), want both: the one kept after the queue left taken waits", n)
 	}
 }
+
+// inboxQueue's rule: "an event Ploti was told it got is not lost". A sync
+// in another process (a `sync` of the same file while serve runs) takes
+// the queue between serve's open of it and its write: the event's line
+// lands in the taken file after it was read, and is removed with it. It
+// must be in the queue still, for the next sync.
+func TestInboxQueue_anEventWrittenWhileAnotherProcessTakesTheQueueIsNotLost(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "feeds.duckdb")
+	serve := newInboxQueue(db, time.Now, zerolog.Nop())
+	other := newInboxQueue(db, time.Now, zerolog.Nop()) // the other process's
+	var got []string
+	takeAll := func(q *inboxQueue) {
+		path, evs, err := q.take()
+		must(t, err)
+		for _, e := range evs {
+			got = append(got, e.ID)
+		}
+		q.done(path)
+	}
+	serve.opened = func() {
+		serve.opened = nil
+		takeAll(other) // renamed, read (nothing yet) and removed
+	}
+	must(t, serve.keep(context.Background(), webhook.Event{ID: "evt_a", Type: "data_request.ready", Timestamp: time.Now().UTC(),
+		Data: json.RawMessage(`{"requestId":"req_1"}`)}))
+	takeAll(serve) // the next sync
+	if len(got) != 1 || got[0] != "evt_a" {
+		t.Fatalf("the syncs took %v, want evt_a: an event answered 2xx was lost", got)
+	}
+}
