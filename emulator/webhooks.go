@@ -789,9 +789,13 @@ func (e *Emulator) postWebhook(r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, errInvalid("the body must be a JSON object")
 	}
+	// Strict, as a server may be: a field the create does not take (a
+	// webhook's id or secret) is refused, not ignored.
 	var spec WebhookSpec
-	if err := json.Unmarshal(raw, &spec); err != nil {
-		return 0, nil, errInvalid("the body must be a JSON object: " + err.Error())
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&spec); err != nil {
+		return 0, nil, errInvalid("the body must be a JSON object of url, description, subscriptionId, events and header: " + err.Error())
 	}
 	h, err := e.CreateWebhook(spec)
 	if err != nil {

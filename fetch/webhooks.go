@@ -66,7 +66,7 @@ func (c *Client) CreateWebhook(ctx context.Context, w ploti.Webhook) (*ploti.Web
 // reached the server.
 func (c *Client) createWebhook(ctx context.Context, w ploti.Webhook) (*ploti.Webhook, error) {
 	var out ploti.Webhook
-	x := exchange{op: "create webhook", method: http.MethodPost, url: c.endpoint(nil, "v1", "webhooks"), body: w, once: true}
+	x := exchange{op: "create webhook", method: http.MethodPost, url: c.endpoint(nil, "v1", "webhooks"), body: webhookCreateBody(w), once: true}
 	err := c.send(ctx, x, func(b []byte, _ http.Header) error {
 		return decodeChecked(&out, func() bool { return out.ID != "" }, "webhook has no id")(b)
 	})
@@ -74,6 +74,21 @@ func (c *Client) createWebhook(ctx context.Context, w ploti.Webhook) (*ploti.Web
 		return nil, err
 	}
 	return &out, nil
+}
+
+// webhookCreate is POST /v1/webhooks's body: the fields CONTRACT.md 6
+// lists, no more (a webhook's id, secret, state and time are the
+// answer's, and a strict server refuses a field it does not take).
+type webhookCreate struct {
+	URL            string               `json:"url"`
+	Description    string               `json:"description,omitempty"`
+	SubscriptionID string               `json:"subscriptionId,omitempty"`
+	Events         []string             `json:"events,omitempty"`
+	Header         *ploti.WebhookHeader `json:"header,omitempty"`
+}
+
+func webhookCreateBody(w ploti.Webhook) webhookCreate {
+	return webhookCreate{URL: w.URL, Description: w.Description, SubscriptionID: w.SubscriptionID, Events: w.Events, Header: w.Header}
 }
 
 // forgetLostWebhook finds the webhooks a lost try made (to w's URL and

@@ -41,7 +41,7 @@ func newWebhooksCmd(env *Env) *cobra.Command {
 	}
 	create.Flags().StringVar(&w.URL, "url", "", "the https address Ploti POSTs events to (required)")
 	create.Flags().StringVar(&w.Description, "description", "", "a description")
-	create.Flags().StringSliceVar(&w.Events, "events", nil, "event types to send (default: every feed event type, which most receivers want; a filter without feed.dataset.added and feed.dataset.schema_changed never signals new datasets or schema changes)")
+	create.Flags().StringSliceVar(&w.Events, "events", nil, "event types to send (default: every type the webhook's kind receives: every feed event type for a subscription's, which most receivers want, and dataset.changed and the request events for a member's; a subscription's filter without feed.dataset.added and feed.dataset.schema_changed never signals new datasets or schema changes)")
 	create.Flags().StringVar(&w.Header, "header", "", `a header Ploti sends with every POST, "Name: value"`)
 	create.Flags().StringVar(&w.SecretFile, "secret-file", "", "write the signing secret to this new file (mode 0600; an existing file is never replaced) instead of printing it; serve reads it with --webhook-secret-file")
 	create.Flags().BoolVar(&w.Member, "member", false, "a member webhook, even with PLOTI_SUBSCRIPTION set: dataset.changed for the datasets you watch and your request events (the default without a subscription)")
