@@ -167,7 +167,7 @@ func (e *Emulator) getTopics(*http.Request) (int, any, error) {
 }
 
 // placeList is every place in coverage, with the implied "<state>-counties"
-// places after each state's own.
+// places after each state's own, and us last.
 func (e *Emulator) placeList() []*Place {
 	var out []*Place
 	states := map[string]bool{}
@@ -188,6 +188,9 @@ func (e *Emulator) placeList() []*Place {
 	slices.Sort(sts)
 	for _, st := range sts {
 		out = append(out, &Place{ID: st + "-counties", Name: strings.ToUpper(st) + " counties", Kind: "counties", State: st})
+	}
+	if us := e.placeByID(usPlace.ID); !slices.Contains(out, us) && e.placeInCoverage(us) {
+		out = append(out, us)
 	}
 	return out
 }

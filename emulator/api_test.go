@@ -175,3 +175,58 @@ func TestEmulator_VersionsAPI(t *testing.T) {
 		t.Fatalf("counts = %+v", places.Places[0])
 	}
 }
+
+// subscriptions-manifest-files.txt: "GET /v1/places lists the places in
+// your workspace's coverage: its counties, their states, each state's
+// counties and us", each with "its state (null for us)"; "a national one
+// with any coverage". The emulator lists us without being seeded with it,
+// and a subscription may name it.
+func TestEmulator_PlacesListUs(t *testing.T) {
+	em := mustEmulator(t)
+	type place struct {
+		ID           string  `json:"id"`
+		Kind         string  `json:"kind"`
+		State        *string `json:"state"`
+		DatasetCount int     `json:"datasetCount"`
+	}
+	list := func(query string) []place {
+		var body struct{ Places []place }
+		if st := apiGet(t, em, "/v1/places"+query, &body); st != 200 {
+			t.Fatalf("GET /v1/places%s = %d", query, st)
+		}
+		return body.Places
+	}
+	all := list("")
+	last := all[len(all)-1]
+	if last.ID != "us" || last.Kind != "us" || last.State != nil {
+		t.Fatalf("places = %+v, want us last, kind us, state null", all)
+	}
+	for _, p := range list("?state=fl") {
+		if p.ID == "us" {
+			t.Fatalf("?state=fl lists us: %+v", p)
+		}
+	}
+	if got := list("?kind=us"); len(got) != 1 || got[0].ID != "us" {
+		t.Fatalf("?kind=us = %+v", got)
+	}
+	if err := em.AddDataset(DatasetSpec{ID: "ds_us_permits", Title: "National permits", PlaceID: "us", Columns: permitColumns()}); err != nil {
+		t.Fatal(err)
+	}
+	if got := list("?kind=us"); got[0].DatasetCount != 1 {
+		t.Fatalf("us counts %d datasets, want the national one", got[0].DatasetCount)
+	}
+	sub := mustSub(t, em, SubscriptionSpec{Places: []string{"us"}})
+	var ds struct {
+		Datasets []struct{ ID string } `json:"datasets"`
+	}
+	apiGet(t, em, "/v1/feeds/datasets?subscription="+sub, &ds)
+	if len(ds.Datasets) != 1 || ds.Datasets[0].ID != "ds_us_permits" {
+		t.Fatalf("a subscription to us delivers %+v, want the national dataset", ds.Datasets)
+	}
+	em.SetCoverage([]string{})
+	for _, p := range list("") {
+		if p.ID == "us" {
+			t.Fatal("a workspace with no coverage lists us")
+		}
+	}
+}

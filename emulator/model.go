@@ -281,8 +281,18 @@ func (e *Emulator) placeByID(id string) *Place {
 			return p
 		}
 	}
+	if id == usPlace.ID {
+		us := usPlace
+		return &us
+	}
 	return nil
 }
+
+// usPlace is the whole country, a place every workspace with coverage has
+// ("GET /v1/places lists the places in your workspace's coverage: its
+// counties, their states, each state's counties and us"; "a national one
+// with any coverage"), so the emulator has it without being seeded with it.
+var usPlace = Place{ID: "us", Name: "United States", Kind: "us"}
 
 // datasetPlaces are the places a dataset is listed under: its own and the
 // ones it also covers.
