@@ -247,6 +247,23 @@ func TestSubscriptionsUpdate_answerLost(t *testing.T) {
 	}
 }
 
+// --json is for scripts (README: "Each of these takes --json"): an update
+// with nothing left to send, on the first read or after a 412, prints the
+// subscription as JSON too, and its notes go to stderr.
+func TestSubscriptionsUpdate_jsonWhenNothingIsSent(t *testing.T) {
+	em, d, vars := demoWorld(t)
+	var sub subscriptionOut
+	parseJSON(t, mustCLI(t, vars, "subscriptions", "update", d.SubscriptionID, "--add-place", "fl-counties", "--json"), &sub)
+	if sub.ID != d.SubscriptionID || sub.Revision != 1 || strings.Join(sub.Places, ",") != "fl-counties" {
+		t.Fatalf("a change already there, --json = %+v", sub)
+	}
+	em.Inject(emulator.Fault{Match: "PATCH /v1/feeds/subscriptions/*", Kind: emulator.FaultCutOff})
+	parseJSON(t, mustCLI(t, vars, "subscriptions", "update", d.SubscriptionID, "--add-dataset", emulator.DemoParcels, "--json"), &sub)
+	if sub.Revision != 2 || len(sub.DatasetIDs) != 1 || sub.DatasetIDs[0] != emulator.DemoParcels {
+		t.Fatalf("an answer lost after the change was made, --json = %+v", sub)
+	}
+}
+
 // subscriptions-manifest-files.txt: "Deleting a subscription stops its
 // events and its webhooks." A sync of a file whose subscription was
 // deleted says so in words, with what to do, and exits 1; the file keeps

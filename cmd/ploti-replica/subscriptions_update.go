@@ -41,7 +41,8 @@ deliver every topic of its places. Datasets that join arrive at the next
 sync as feed.dataset.added, those that leave as feed.dataset.removed (their
 rows stay yours).
 
---json prints the changed subscription (see subscriptions --help).`,
+--json prints the changed subscription (see subscriptions --help), or the
+subscription as read when it already was as asked.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, a []string) error {
 			u.nameSet = c.Flags().Changed("name")
@@ -157,6 +158,9 @@ func (u *subscriptionsUpdateCmd) run(ctx context.Context, id string) error {
 		fmt.Fprintf(u.env.Stderr, "note: %s\n", n)
 	}
 	if p.Empty() {
+		if u.JSON {
+			return u.printJSON(newSubscriptionOut(*first))
+		}
 		fmt.Fprintf(u.env.Stdout, "subscription %s already is as asked (revision %d): nothing sent\n", id, first.Revision)
 		return nil
 	}
@@ -189,6 +193,9 @@ func (u *subscriptionsUpdateCmd) retry(ctx context.Context, c *fetch.Client, fir
 		return nil, err
 	}
 	if p.Empty() {
+		if u.JSON {
+			return nil, u.printJSON(newSubscriptionOut(*fresh))
+		}
 		fmt.Fprintf(u.env.Stdout, "subscription %s already has your change (revision %d): nothing more sent\n", id, fresh.Revision)
 		return nil, nil
 	}
