@@ -146,15 +146,21 @@ func TestHolds_listAndRelease(t *testing.T) {
 	if !strings.Contains(out, "held") || !strings.Contains(out, "holds release "+emulator.DemoInspections) {
 		t.Fatalf("status should show the hold and how to release it:\n%s", out)
 	}
-	code, out, errs := cli(t, vars, "holds", "release", emulator.DemoInspections)
-	if code != exitOK || !strings.Contains(out, "now at version 2") {
-		t.Fatalf("holds release: exit %d\n%s\n%s", code, out, errs)
+	code, out, errs := cli(t, vars, "holds", "release", emulator.DemoInspections, "--json")
+	var released replica.DatasetStatus
+	parseJSON(t, out, &released)
+	if code != exitOK || released.DatasetID != emulator.DemoInspections || released.Version != 2 || released.Status != "current" || len(released.Holds) != 0 {
+		t.Fatalf("holds release --json: exit %d\n%s\n%s", code, out, errs)
 	}
 	if _, out, _ := cli(t, vars, "holds", "list"); !strings.Contains(out, "no holds") {
 		t.Fatalf("holds list after release: %s", out)
 	}
 	if code, _, errs := cli(t, vars, "holds", "release", emulator.DemoPermits); code != exitFailure || !strings.Contains(errs, "not held") {
 		t.Fatalf("release of a dataset not held: exit %d %s", code, errs)
+	}
+	if code, _, errs := cli(t, vars, "holds", "release", "ds_nope"); code != exitFailure ||
+		!strings.Contains(errs, "release ds_nope: "+vars["PLOTI_DB"]+" holds no dataset ds_nope") || strings.Contains(errs, "ds_nope: ds_nope") {
+		t.Fatalf("release of a dataset the file does not hold: exit %d %s", code, errs)
 	}
 	// Ploti's own hold (holds list shows it): not one to release here, and
 	// release says whose it is and what ends it.

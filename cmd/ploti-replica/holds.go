@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -34,9 +35,16 @@ func newHoldsCmd(env *Env) *cobra.Command {
 	release := &cobra.Command{
 		Use:   "release DATASET",
 		Short: "Release a dataset held for review: reload it from its current version",
-		Args:  cobra.ExactArgs(1),
-		RunE:  func(cmd *cobra.Command, args []string) error { return h.release(cmd.Context(), args[0]) },
+		Long: `Release a dataset held for review after a MAJOR schema change: reload it from
+its current version's snapshot, ending the hold. Ploti's own holds (a
+delayed version) are not yours to release: the sync after Ploti releases
+the version brings it.
+
+--json prints the dataset as status --json does.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return h.release(cmd.Context(), args[0]) },
 	}
+	release.Flags().BoolVar(&h.JSON, "json", false, "print JSON")
 	h.conn.register(list, flagsRead)
 	h.conn.register(release, flagsAll)
 	cmd.AddCommand(list, release)
@@ -92,6 +100,10 @@ func (h *holdsCmd) release(ctx context.Context, datasetID string) error {
 	}
 	defer r.Close()
 	if err := r.Release(ctx, datasetID); err != nil {
+		if errors.Is(err, storage.ErrNoDataset) {
+			return &explained{msg: fmt.Sprintf("release %s: %s holds no dataset %s (`ploti-replica holds list` shows the held ones, `ploti-replica status` every one)",
+				datasetID, h.conn.DB, datasetID), err: err}
+		}
 		return err
 	}
 	st, err := r.Status(ctx)
@@ -99,9 +111,15 @@ func (h *holdsCmd) release(ctx context.Context, datasetID string) error {
 		return err
 	}
 	for _, d := range st.Datasets {
-		if d.DatasetID == datasetID {
-			fmt.Fprintf(h.env.Stdout, "released %s: table %s now at version %d (schema %s, %d rows)\n", d.DatasetID, d.Table, d.Version, d.SchemaVersion, d.Rows)
+		if d.DatasetID != datasetID {
+			continue
 		}
+		if h.JSON {
+			enc := json.NewEncoder(h.env.Stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(d)
+		}
+		fmt.Fprintf(h.env.Stdout, "released %s: table %s now at version %d (schema %s, %d rows)\n", d.DatasetID, d.Table, d.Version, d.SchemaVersion, d.Rows)
 	}
 	return nil
 }
