@@ -29,6 +29,10 @@ type SyncResult struct {
 	WatchMerges     int      `json:"watchMerges"`     // watched datasets merged (one or more recorded versions)
 	WatchReloads    int      `json:"watchReloads"`    // watched datasets read whole from rows
 	Failed          []string `json:"failed"`          // datasets that failed this sync (their last good version stays)
+	// HeldForReview are the datasets the file holds for review after a
+	// MAJOR schema change when the sync ends, this sync's and earlier
+	// ones': each stays at its version until Release.
+	HeldForReview []string `json:"heldForReview"`
 	// AttachmentsFailed are datasets whose version's attachments could not
 	// be kept this sync (their data is applied; the next sync tries again).
 	AttachmentsFailed []string      `json:"attachmentsFailed,omitempty"`
@@ -38,7 +42,8 @@ type SyncResult struct {
 	Published *Published `json:"published,omitempty"`
 }
 
-// MarshalJSON writes Duration as durationSeconds and Failed as [] when empty.
+// MarshalJSON writes Duration as durationSeconds, and Failed and
+// HeldForReview as [] when empty.
 func (r SyncResult) MarshalJSON() ([]byte, error) {
 	type plain SyncResult
 	out := struct {
@@ -47,6 +52,9 @@ func (r SyncResult) MarshalJSON() ([]byte, error) {
 	}{plain(r), r.Duration.Seconds()}
 	if out.Failed == nil {
 		out.Failed = []string{}
+	}
+	if out.HeldForReview == nil {
+		out.HeldForReview = []string{}
 	}
 	return json.Marshal(out)
 }
@@ -109,6 +117,9 @@ func (r *Replica) syncExclusive(ctx context.Context) (SyncResult, error) {
 		err = r.syncWatches(ctx, &res)
 		end.recorded = false
 	}
+	if err == nil {
+		r.heldForReview(ctx, &res)
+	}
 	res.Duration = time.Since(start)
 	err = outcome(name, res, stoppedBy(ctx, err))
 	if df := storage.AsDiskFull(err, r.db.Path()); df != nil {
@@ -162,6 +173,24 @@ func (r *Replica) pruneChanges(ctx context.Context) {
 		r.log.Warn().Str("mark", h.Mark).Str("dataset", h.DatasetID).Int("mark_version", h.Version).Int("versions_kept", h.Versions).
 			Int("keep_versions", r.opts.KeepChanges).
 			Msg("_ploti.changes keeps versions past --keep-changes that this mark has not seen; advance it, or forget it (changes --mark NAME --forget)")
+	}
+}
+
+// heldForReview names in res the datasets held for review after a MAJOR
+// schema change: schemas-and-holds.txt's "hold the dataset at its current
+// version until someone on your side has reviewed it" needs that someone
+// told, by every sync until the review, or the table is silently stale.
+// A read that fails is logged: what the sync applied stands.
+func (r *Replica) heldForReview(ctx context.Context, res *SyncResult) {
+	hs, err := r.db.Holds(ctx, "")
+	if err != nil {
+		r.log.Warn().Err(err).Msg("could not list the datasets held for review; `ploti-replica holds list` shows them")
+		return
+	}
+	for _, h := range hs {
+		if h.Kind == storage.HoldLocal {
+			res.HeldForReview = appendOnce(res.HeldForReview, h.DatasetID)
+		}
 	}
 }
 

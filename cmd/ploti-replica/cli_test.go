@@ -137,7 +137,20 @@ func TestHolds_listAndRelease(t *testing.T) {
 	if _, err := em.Publish(ctx, emulator.DemoInspections, rows, emulator.WithSchema(cols, []string{"inspection_id"}), emulator.SkipReview()); err != nil {
 		t.Fatal(err)
 	}
-	cli(t, vars, "sync")
+	// schemas-and-holds.txt: "hold the dataset at its current version
+	// until someone on your side has reviewed it": every sync says so
+	// until the review, in words and in --json.
+	for _, args := range [][]string{{"sync"}, {"sync"}} {
+		if out := mustCLI(t, vars, args...); !strings.Contains(out, "held for review: "+emulator.DemoInspections) ||
+			!strings.Contains(out, "holds release "+emulator.DemoInspections) {
+			t.Fatalf("sync should name the dataset held for review:\n%s", out)
+		}
+	}
+	var res replica.SyncResult
+	parseJSON(t, mustCLI(t, vars, "sync", "--json"), &res)
+	if len(res.HeldForReview) != 1 || res.HeldForReview[0] != emulator.DemoInspections {
+		t.Fatalf("sync --json heldForReview = %v", res.HeldForReview)
+	}
 	_, out, _ := cli(t, vars, "holds", "list")
 	if !strings.Contains(out, emulator.DemoInspections) || !strings.Contains(out, "local") || !strings.Contains(out, "schema_review") {
 		t.Fatalf("holds list should show the local review hold:\n%s", out)
@@ -154,6 +167,9 @@ func TestHolds_listAndRelease(t *testing.T) {
 	}
 	if _, out, _ := cli(t, vars, "holds", "list"); !strings.Contains(out, "no holds") {
 		t.Fatalf("holds list after release: %s", out)
+	}
+	if out := mustCLI(t, vars, "sync"); strings.Contains(out, "held for review") {
+		t.Fatalf("a sync after the release names no hold:\n%s", out)
 	}
 	if code, _, errs := cli(t, vars, "holds", "release", emulator.DemoPermits); code != exitFailure || !strings.Contains(errs, "not held") {
 		t.Fatalf("release of a dataset not held: exit %d %s", code, errs)
