@@ -71,7 +71,9 @@ func (s *specFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringSliceVar(&s.Places, "place", nil, "a place id from `places` (repeatable, or comma-separated)")
 	f.StringSliceVar(&s.Topics, "topic", nil, "keep only datasets of these topics within the places (repeatable; default every topic)")
-	f.StringSliceVar(&s.Datasets, "dataset", nil, "a dataset id to include on its own, from anywhere in your coverage (repeatable)")
+	// A dataset id is opaque ("use them exactly as given"): taken whole,
+	// never split at a comma or read for quotes.
+	f.StringArrayVar(&s.Datasets, "dataset", nil, "a dataset id to include on its own, from anywhere in your coverage (repeatable)")
 }
 
 // spec checks the flags ("A subscription names at least one place or

@@ -247,6 +247,34 @@ func TestSubscriptionsUpdate_answerLost(t *testing.T) {
 	}
 }
 
+// CONTRACT.md 2: "Dataset ids and place ids are opaque strings: use them
+// exactly as given." --dataset, --add-dataset and --remove-dataset take an
+// id whole: one with a comma or a quote in it is not split or parsed.
+func TestSubscriptions_datasetIDsTakenWhole(t *testing.T) {
+	em, _, vars := demoWorld(t)
+	const odd = `ds_fl,"odd"`
+	must(t, em.AddDataset(emulator.DatasetSpec{ID: odd, Title: "Odd", PlaceID: "fl-orange",
+		Columns: []emulator.Column{{Name: "k", Type: "string"}}}))
+	var pv previewOut
+	parseJSON(t, mustCLI(t, vars, "subscriptions", "preview", "--dataset", odd, "--json"), &pv)
+	if pv.Total != 1 || pv.Datasets[0].ID != odd {
+		t.Fatalf("preview --dataset %s = %+v", odd, pv)
+	}
+	var sub subscriptionOut
+	parseJSON(t, mustCLI(t, vars, "subscriptions", "create", "--dataset", odd, "--json"), &sub)
+	if len(sub.DatasetIDs) != 1 || sub.DatasetIDs[0] != odd {
+		t.Fatalf("create --dataset %s: datasetIds %q", odd, sub.DatasetIDs)
+	}
+	parseJSON(t, mustCLI(t, vars, "subscriptions", "update", sub.ID, "--add-place", "fl-seminole", "--remove-dataset", odd, "--json"), &sub)
+	if len(sub.DatasetIDs) != 0 {
+		t.Fatalf("update --remove-dataset %s: datasetIds %q", odd, sub.DatasetIDs)
+	}
+	parseJSON(t, mustCLI(t, vars, "subscriptions", "update", sub.ID, "--add-dataset", odd, "--json"), &sub)
+	if len(sub.DatasetIDs) != 1 || sub.DatasetIDs[0] != odd {
+		t.Fatalf("update --add-dataset %s: datasetIds %q", odd, sub.DatasetIDs)
+	}
+}
+
 // --json is for scripts (README: "Each of these takes --json"): an update
 // with nothing left to send, on the first read or after a 412, prints the
 // subscription as JSON too, and its notes go to stderr.

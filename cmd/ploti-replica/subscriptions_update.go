@@ -55,8 +55,9 @@ subscription as read when it already was as asked.`,
 	f.StringSliceVar(&u.RemovePlaces, "remove-place", nil, "a place to remove")
 	f.StringSliceVar(&u.AddTopics, "add-topic", nil, "a topic to add (a subscription with topics keeps only those)")
 	f.StringSliceVar(&u.RemoveTopics, "remove-topic", nil, "a topic to remove")
-	f.StringSliceVar(&u.AddDatasets, "add-dataset", nil, "a dataset to include on its own")
-	f.StringSliceVar(&u.RemoveDatasets, "remove-dataset", nil, "a dataset to stop including on its own")
+	// Dataset ids are opaque: taken whole, as --dataset takes them.
+	f.StringArrayVar(&u.AddDatasets, "add-dataset", nil, "a dataset to include on its own (repeatable)")
+	f.StringArrayVar(&u.RemoveDatasets, "remove-dataset", nil, "a dataset to stop including on its own (repeatable)")
 	u.register(cmd)
 	return cmd
 }
