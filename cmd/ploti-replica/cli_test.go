@@ -152,7 +152,7 @@ func TestHolds_listAndRelease(t *testing.T) {
 		t.Fatalf("sync --json heldForReview = %v", res.HeldForReview)
 	}
 	_, out, _ := cli(t, vars, "holds", "list")
-	if !strings.Contains(out, emulator.DemoInspections) || !strings.Contains(out, "local") || !strings.Contains(out, "schema_review") {
+	if !strings.Contains(out, emulator.DemoInspections+"  local  schema_review  held at version 1") {
 		t.Fatalf("holds list should show the local review hold:\n%s", out)
 	}
 	_, out, _ = cli(t, vars, "status")
@@ -184,7 +184,9 @@ func TestHolds_listAndRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	cli(t, vars, "sync")
-	if _, out, _ := cli(t, vars, "holds", "list"); !strings.Contains(out, "data_check") {
+	// feed-events.txt: "version is the version you hold, which stays
+	// current meanwhile": the line says so, not that it is the one held.
+	if _, out, _ := cli(t, vars, "holds", "list"); !strings.Contains(out, emulator.DemoPermits+"  server  data_check  version 1 stays current, Ploti holds the next") {
 		t.Fatalf("holds list should show Ploti's hold:\n%s", out)
 	}
 	code, _, errs = cli(t, vars, "holds", "release", emulator.DemoPermits)

@@ -169,8 +169,15 @@ func geometryWords(g string) string {
 
 func holdLine(h replica.Hold) string {
 	s := fmt.Sprintf("%s  %s  %s", h.DatasetID, h.Kind, h.Reason)
-	if h.Version > 0 {
-		s += fmt.Sprintf("  version %d held", h.Version)
+	switch {
+	case h.Version > 0 && h.Kind == storage.HoldServer:
+		// feed-events.txt: "version is the version you hold, which stays
+		// current meanwhile": Ploti holds the next one.
+		s += fmt.Sprintf("  version %d stays current, Ploti holds the next", h.Version)
+	case h.Version > 0:
+		s += fmt.Sprintf("  held at version %d", h.Version)
+	case h.Kind == storage.HoldServer:
+		s += "  no version yet, Ploti holds the first"
 	}
 	if h.Since != nil {
 		s += "  since " + h.Since.UTC().Format(time.RFC3339)
