@@ -237,3 +237,43 @@ func TestDocRule_AReviewIsNotSkippedByLeavingAndComingBack(t *testing.T) {
 	}
 	assertMatchesTruth(t, r, em, "ds_permits", major.Version)
 }
+
+// schemas-and-holds.txt: "A newer version of the dataset replaces a held
+// one, so a source that is fixed unblocks the feed", and "Each version's
+// schema change is measured from the schema of the last version released
+// before it". A version held for a MAJOR change (Ploti's delay) is
+// replaced by a newer one with only a MINOR change over the version held
+// here: the replica merges it, Ploti's hold ends with it, and nothing is
+// held for review.
+func TestDocRule_ANewerVersionReplacesAHeldOne(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, permits, _ := seedTwo(t, em)
+	r := mustOpen(t, em, sub, "")
+	mustSync(t, r)
+	cols, rows := droppingFinal(permits(1))
+	held, err := em.Publish(ctx, "ds_permits", rows, emulator.WithSchema(cols, []string{"permit"}))
+	must(t, err)
+	if !held.Held {
+		t.Fatalf("emulator: want the MAJOR change held by Ploti, got %+v", held)
+	}
+	mustSync(t, r)
+	if hs := holdsOf(t, r, "ds_permits"); len(hs) != 1 || hs[0].Kind != storage.HoldServer || hs[0].Reason != "schema_review" {
+		t.Fatalf("holds after delayed: %+v", hs)
+	}
+	fixed := append(append([]emulator.Column{}, permitCols...), emulator.Column{Name: "units", Type: "integer"})
+	rel, err := em.Publish(ctx, "ds_permits", withUnits(permits(2), 3), emulator.WithSchema(fixed, []string{"permit"}))
+	must(t, err)
+	if rel.Held || rel.SchemaBump != "minor" || rel.PreviousVersion == nil || *rel.PreviousVersion != 1 {
+		t.Fatalf("emulator: want a released MINOR change from version 1, got %+v", rel)
+	}
+	res := mustSync(t, r)
+	if res.ChangesMerged != 1 || len(res.HeldForReview) != 0 {
+		t.Fatalf("the newer version: want one merge and no review, got %+v", res)
+	}
+	d := datasetRow(t, r, "ds_permits")
+	if hs := holdsOf(t, r, "ds_permits"); d.Status != storage.StatusCurrent || d.StatusReason != "" || len(hs) != 0 {
+		t.Fatalf("after the newer version: %s (%s), holds %+v; want current with no hold", d.Status, d.StatusReason, hs)
+	}
+	assertMatchesTruth(t, r, em, "ds_permits", rel.Version)
+}
