@@ -1,8 +1,10 @@
 package fetch
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 
 	"github.com/ploti-replica/ploti-replica/ploti"
@@ -10,22 +12,37 @@ import (
 
 // Subscriptions lists the workspace's subscriptions.
 func (c *Client) Subscriptions(ctx context.Context) ([]ploti.Subscription, error) {
-	var out struct {
-		Subscriptions []ploti.Subscription `json:"subscriptions"`
-	}
+	var out []ploti.Subscription
 	err := c.call(ctx, "list subscriptions", http.MethodGet, c.endpoint(nil, "v1", "feeds", "subscriptions"), nil,
-		func(b []byte) error { return json.Unmarshal(b, &out) })
-	return out.Subscriptions, err
+		func(b []byte) error { return decodeList(b, "subscriptions", &out) })
+	return out, err
 }
 
 // Webhooks lists the webhooks the key may see.
 func (c *Client) Webhooks(ctx context.Context) ([]ploti.Webhook, error) {
-	var out struct {
-		Webhooks []ploti.Webhook `json:"webhooks"`
-	}
+	var out []ploti.Webhook
 	err := c.call(ctx, "list webhooks", http.MethodGet, c.endpoint(nil, "v1", "webhooks"), nil,
-		func(b []byte) error { return json.Unmarshal(b, &out) })
-	return out.Webhooks, err
+		func(b []byte) error { return decodeList(b, "webhooks", &out) })
+	return out, err
+}
+
+// decodeList reads a list whose shape CONTRACT.md leaves open (GET
+// /v1/webhooks, GET /v1/feeds/subscriptions: "shapes: choice"): the
+// object {"<key>": [...]} every other list of the API answers, or a bare
+// array.
+func decodeList[T any](b []byte, key string, out *[]T) error {
+	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) > 0 && t[0] == '[' {
+		return json.Unmarshal(t, out)
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(b, &obj); err != nil {
+		return err
+	}
+	list, ok := obj[key]
+	if !ok {
+		return fmt.Errorf("the answer has no %q list", key)
+	}
+	return json.Unmarshal(list, out)
 }
 
 // DeleteWebhook deletes a webhook.

@@ -1,10 +1,19 @@
 package fetch_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"path"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/ploti-replica/ploti-replica/emulator"
@@ -89,5 +98,65 @@ func TestClient_CreateWebhook_refusals(t *testing.T) {
 	}
 	if got := len(em.Webhooks()); got != 3 {
 		t.Fatalf("webhooks = %d, want 3 (c's one try made one)", got)
+	}
+}
+
+// GET /v1/webhooks and GET /v1/feeds/subscriptions have no shape in
+// CONTRACT.md ("shapes: choice"): the client reads the {"webhooks": [...]}
+// every other list answers, and a bare array as well; an object without
+// the list is an error, not an empty list.
+func TestClient_ListsOfOpenShape(t *testing.T) {
+	ctx := context.Background()
+	em, _ := manageWorld(t)
+	sub, err := em.CreateSubscription(emulator.SubscriptionSpec{Places: []string{"fl-orange"}})
+	must(t, err)
+	_, err = em.CreateWebhook(emulator.WebhookSpec{URL: "https://example.org/hook", SubscriptionID: sub})
+	must(t, err)
+	var shape atomic.Value // "bare" or "other"
+	target, err := url.Parse(em.URL())
+	must(t, err)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.ModifyResponse = func(resp *http.Response) error {
+		p := resp.Request.URL.Path
+		if resp.Request.Method != http.MethodGet || (p != "/v1/webhooks" && p != "/v1/feeds/subscriptions") {
+			return nil
+		}
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(body, &obj); err != nil {
+			return err
+		}
+		switch shape.Load() {
+		case "bare":
+			body = obj[path.Base(p)]
+		case "other":
+			body, _ = json.Marshal(map[string]json.RawMessage{"data": obj[path.Base(p)]})
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		resp.ContentLength = int64(len(body))
+		resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
+		return nil
+	}
+	proxy := httptest.NewServer(rp)
+	t.Cleanup(proxy.Close)
+	c, err := fetch.New(fetch.Options{BaseURL: proxy.URL, APIKey: em.APIKey()})
+	must(t, err)
+	for _, s := range []string{"object", "bare"} {
+		shape.Store(s)
+		hooks, err := c.Webhooks(ctx)
+		if err != nil || len(hooks) != 1 || hooks[0].SubscriptionID != sub {
+			t.Fatalf("%s: webhooks = %+v, %v", s, hooks, err)
+		}
+		subs, err := c.Subscriptions(ctx)
+		if err != nil || len(subs) != 1 || subs[0].ID != sub {
+			t.Fatalf("%s: subscriptions = %+v, %v", s, subs, err)
+		}
+	}
+	shape.Store("other")
+	if hooks, err := c.Webhooks(ctx); err == nil || !strings.Contains(err.Error(), `no "webhooks" list`) {
+		t.Fatalf("an answer without the list: %+v, %v", hooks, err)
 	}
 }
