@@ -2,11 +2,12 @@ package storage
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 )
 
 // ChangesIDChecker is the Tables of an engine that checks a version's
-// changes files (its parts) together: the DuckDB file. Each merge checks
+// changes files (its parts) together: both engines. Each merge checks
 // its own file's ids; a record id listed in two parts of one version
 // would be applied twice (the second part winning, silently) and logged
 // twice in _ploti.changes.
@@ -22,13 +23,25 @@ var _ ChangesIDChecker = (*Tx)(nil)
 
 // CheckChangesIDs is ChangesIDChecker's, for the DuckDB file.
 func (tx *Tx) CheckChangesIDs(ctx context.Context, files []string) error {
-	if tx.be != nil || len(files) < 2 {
+	if tx.be != nil {
+		return nil
+	}
+	return ChangesIDsAcrossFiles(ctx, tx.tx, files)
+}
+
+// ChangesIDsAcrossFiles is CheckChangesIDs's read, in the DuckDB q (the
+// file's transaction, or the in-memory DuckDB that reads another
+// engine's files): the same refusal, in the same words, on both engines.
+func ChangesIDsAcrossFiles(ctx context.Context, q interface {
+	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
+}, files []string) error {
+	if len(files) < 2 {
 		return nil
 	}
 	id := Ident(ColRecordID)
 	var repeated int64
 	var first *string
-	err := tx.tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*), min(%[1]s) FROM (
+	err := q.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*), min(%[1]s) FROM (
 			SELECT %[1]s FROM %[2]s WHERE %[1]s IS NOT NULL GROUP BY %[1]s HAVING count(DISTINCT zz_ploti_file) > 1)`,
 		id, byFile(files, ColRecordID))).Scan(&repeated, &first)
 	if err != nil {

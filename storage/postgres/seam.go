@@ -35,3 +35,13 @@ func (tx *Tx) LoadScratch(ctx context.Context, cols []ploti.Column, files []stri
 	tx.swaps = tx.swaps[:len(tx.swaps)-1]
 	return tx.db.table(s.built), n, nil
 }
+
+// The changes files of one version are checked together, as in a file.
+var _ storage.ChangesIDChecker = (*Tx)(nil)
+
+// CheckChangesIDs refuses a version's changes files that list a record id
+// in more than one of them, read by the in-memory DuckDB as the DuckDB
+// file reads them (storage.ChangesIDsAcrossFiles).
+func (tx *Tx) CheckChangesIDs(ctx context.Context, files []string) error {
+	return storage.ChangesIDsAcrossFiles(ctx, tx.db.duck, files)
+}

@@ -191,3 +191,35 @@ func TestSeam_sameOnBothEngines(t *testing.T) {
 		}
 	}
 }
+
+// A version's changes files (its parts) are checked together on both
+// engines: a record id in two of them is refused, in the same words (the
+// PostgreSQL engine checked each file alone, and merged such a version).
+func TestSeam_changesPartsCheckedTogether(t *testing.T) {
+	ctx := context.Background()
+	duck := mustDuck(t)
+	part := "SELECT 'changed' AS _ploti_change, * FROM (" + snapQuery + ") WHERE _ploti_record_id IN ('r1', 'r2')"
+	parts := []string{mustParquet(t, duck, part), mustParquet(t, duck, part)}
+	said := map[string]string{}
+	for _, e := range engines {
+		t.Run(e.name, func(t *testing.T) {
+			err := e.open(t).update(ctx, func(tb storage.Tables) error {
+				c, ok := tb.(storage.ChangesIDChecker)
+				if !ok {
+					t.Fatalf("%T checks each changes file alone", tb)
+				}
+				if err := c.CheckChangesIDs(ctx, parts[:1]); err != nil {
+					t.Fatalf("one part: %v", err)
+				}
+				return c.CheckChangesIDs(ctx, parts)
+			})
+			if !errors.Is(err, storage.ErrBadData) {
+				t.Fatalf("two parts listing r1 and r2: %v, want ErrBadData", err)
+			}
+			said[e.name] = err.Error()
+		})
+	}
+	if d, p := said["duckdb"], said["postgres"]; d != p {
+		t.Errorf("the engines refuse in other words:\n duckdb   %s\n postgres %s", d, p)
+	}
+}
