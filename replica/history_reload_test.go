@@ -28,6 +28,7 @@ import (
 // version). After each, every version held is compared row by row with its
 // truth, and the diff between every two with the truths' difference.
 func TestHistory_ReloadsMatchTheTruth(t *testing.T) {
+	onlyInAFile(t, "history")
 	ctx := context.Background()
 	em := mustEmulator(t)
 	sub, permits, parcels := seedTwo(t, em)

@@ -103,6 +103,7 @@ func spoilSnapshotSHA(b []byte) []byte {
 // subscription, and a function that publishes its version n.
 func streamSetup(t *testing.T) (em *emulator.Emulator, sub string, publish func(n int)) {
 	t.Helper()
+	onlyInAFile(t, "a snapshot loaded as it downloads (storage.StreamLoader)")
 	em, err := emulator.New(emulator.Options{NoRateLimit: true, DuckDBThreads: 2, RowGroupRows: 1000})
 	must(t, err)
 	must(t, em.Start())
