@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -324,7 +323,7 @@ func TestSync_TolerantOfWhatTheDocsAllow(t *testing.T) {
 	sub, permits, parcels := seedTwo(t, em)
 	var n atomic.Int64
 	proxy := tolerantProxy(t, em, unknownFields, offsetTimes, dropOptional, topLevelLinks, futureEvents(&n))
-	odd := mustOpen(t, em, sub, filepath.Join(t.TempDir(), "odd.duckdb"), func(o *Options) { o.APIURL = proxy })
+	odd := mustOpen(t, em, sub, "", func(o *Options) { o.APIURL = proxy })
 	plain := mustOpen(t, em, sub, "")
 	both := func() {
 		t.Helper()
