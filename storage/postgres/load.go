@@ -203,7 +203,7 @@ func (tx *Tx) build(ctx context.Context, table string, cols []ploti.Column, rel 
 		if err != nil {
 			return 0, err
 		}
-		if n, err = tx.copyFrom(ctx, copySQL(t, columnNames(cols)), exportSelect(rel, cols), args, encs); err != nil {
+		if n, err = tx.copyRows(ctx, t, cols, nil, exportSelect(rel, cols), args, encs); err != nil {
 			return 0, renamed(err, s.built, table)
 		}
 	}

@@ -120,7 +120,7 @@ func (tx *Tx) copyChanges(ctx context.Context, cols []ploti.Column, sel, src, na
 	}
 	encs = append(encs, encoding{kind: kindText, oid: oidText})
 	rel := fmt.Sprintf("SELECT %s, CAST(%s AS VARCHAR) AS %s FROM %s WHERE CAST(%s AS VARCHAR) IN ('added', 'changed', 'removed')", sel, change, change, src, change)
-	if _, err := tx.copyFrom(ctx, copySQL(mergeTemp, columnNames(cols)+", "+change), exportSelect(rel, cols, change), nil, encs); err != nil {
+	if _, err := tx.copyRows(ctx, mergeTemp, cols, []string{change}, exportSelect(rel, cols, change), nil, encs); err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return fmt.Errorf("merge %s: %w", name, cerr)
 		}

@@ -112,7 +112,7 @@ func (tx *Tx) insertRows(ctx context.Context, t string, cols []ploti.Column, src
 	if _, err := tx.conn.Exec(ctx, "SAVEPOINT ploti_rows"); err != nil {
 		return 0, err
 	}
-	n, err := tx.copyFrom(ctx, copySQL(t, columnNames(cols)), exportSelect(q, cols), []any{src.IDs}, encs)
+	n, err := tx.copyRows(ctx, t, cols, nil, exportSelect(q, cols), []any{src.IDs}, encs)
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return 0, cerr
