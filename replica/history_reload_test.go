@@ -144,7 +144,7 @@ func watchTruthRows(tb testing.TB, r *Replica, em *emulator.Emulator, datasetID 
 		tb.Fatalf("truth of %s %v: %v", datasetID, synced, err)
 	}
 	truth := "read_parquet(" + storage.Literal(path) + ")"
-	return textRows(tb, r.DB(), "SELECT "+comparableColumns(tb, r, truth)+" FROM "+truth)
+	return textRows(tb, r.DB(), "SELECT "+comparableColumns(tb, r.DB(), truth)+" FROM "+truth)
 }
 
 // assertWatchedDiffs checks the diff between every two versions of a

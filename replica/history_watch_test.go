@@ -24,7 +24,7 @@ func assertWatchedHistory(tb testing.TB, r *Replica, em *emulator.Emulator, data
 			tb.Fatalf("truth of %s %v: %v", datasetID, synced[:i+1], err)
 		}
 		asOf := "(" + asOfQuery(r, d, v) + ")"
-		if extra, missing := diffRows(tb, r, asOf, "read_parquet("+storage.Literal(truth)+")"); extra != 0 || missing != 0 {
+		if extra, missing := diffRows(tb, r.DB(), asOf, "read_parquet("+storage.Literal(truth)+")"); extra != 0 || missing != 0 {
 			tb.Fatalf("%s as of v%d (syncs %v): %d rows not in the truth, %d of it missing", datasetID, v, synced[:i+1], extra, missing)
 		}
 		// As of its promotedAt, when no later version synced shares it.
@@ -33,7 +33,7 @@ func assertWatchedHistory(tb testing.TB, r *Replica, em *emulator.Emulator, data
 			continue
 		}
 		q := fmt.Sprintf("SELECT * FROM history.%s(%s)", storage.Ident(d.Table+"_at"), storage.Literal(t.UTC().Format(time.RFC3339Nano)))
-		if extra, missing := diffRows(tb, r, "("+withGeometry(r, d, q)+")", "read_parquet("+storage.Literal(truth)+")"); extra != 0 || missing != 0 {
+		if extra, missing := diffRows(tb, r.DB(), "("+withGeometry(r, d, q)+")", "read_parquet("+storage.Literal(truth)+")"); extra != 0 || missing != 0 {
 			tb.Fatalf("%s at %s (v%d): %d rows not in the truth, %d of it missing", datasetID, t.UTC().Format(time.RFC3339), v, extra, missing)
 		}
 	}
@@ -46,6 +46,7 @@ func assertWatchedHistory(tb testing.TB, r *Replica, em *emulator.Emulator, data
 // must work for them too": merges one version at a time, renames, a
 // catch-up of two versions at once, and a whole read.
 func TestHistory_WatchedDataset(t *testing.T) {
+	onlyInAFile(t, "history")
 	ctx := context.Background()
 	em := mustEmulator(t)
 	first := seedWatched(t, em, 30)
@@ -99,6 +100,7 @@ func TestHistory_WatchedDataset(t *testing.T) {
 // reading 5): a column added (merged), one removed and one retyped (each
 // read whole); as of every version and between every two, the truths'.
 func TestHistory_WatchedColumns(t *testing.T) {
+	onlyInAFile(t, "history")
 	em := mustEmulator(t)
 	first := seedWatched(t, em, 30)
 	r := mustOpenWatches(t, em, "", func(o *Options) { o.History = []string{HistoryAll} })

@@ -441,7 +441,7 @@ func TestWatch_TolerantOfWhatTheDocsAllow(t *testing.T) {
 	mustSync(t, r)
 	assertWatched(t, r, em, dsWatched, v1)
 	var old string
-	if err := r.DB().QueryRow("SELECT min(_ploti_record_id) FROM main." + datasetRow(t, r, dsWatched).Table + " WHERE k = 'k0010'").Scan(&old); err != nil {
+	if err := r.DB().QueryRow("SELECT min(_ploti_record_id) FROM " + datasetRow(t, r, dsWatched).Table + " WHERE k = 'k0010'").Scan(&old); err != nil {
 		t.Fatal(err)
 	}
 	v2 := mustPublishRows(t, em, dsWatched, watchRows(1, 40), emulator.WithRenames(old)).PlotiVersion

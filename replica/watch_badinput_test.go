@@ -109,7 +109,7 @@ func TestWatch_BadInput(t *testing.T) {
 		}, problem: "rows for the"},
 		{name: "a renamed whose old id is not held", rename: true,
 			before: func(t *testing.T, r *Replica, cr *changesRewriter) {
-				table := "main." + storage.Ident(datasetRow(t, r, dsWatched).Table)
+				table := storage.Ident(datasetRow(t, r, dsWatched).Table)
 				if _, err := r.DB().Exec("DELETE FROM " + table + " WHERE _ploti_record_id = (SELECT min(_ploti_record_id) FROM " + table + " WHERE k = 'k0012')"); err != nil {
 					t.Fatal(err)
 				}
@@ -125,7 +125,7 @@ func TestWatch_BadInput(t *testing.T) {
 			opts := tc.publish
 			if tc.rename {
 				var id string
-				if err := r.DB().QueryRow("SELECT _ploti_record_id FROM main." + storage.Ident(datasetRow(t, r, dsWatched).Table) + " WHERE k = 'k0012'").Scan(&id); err != nil {
+				if err := r.DB().QueryRow("SELECT _ploti_record_id FROM " + storage.Ident(datasetRow(t, r, dsWatched).Table) + " WHERE k = 'k0012'").Scan(&id); err != nil {
 					t.Fatal(err)
 				}
 				opts = append(opts, emulator.WithRenames(id))
@@ -152,7 +152,8 @@ func TestWatch_BadInput(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if extra, missing := diffRows(t, r, storage.AsGeometry(r.db.Geometry(), d.Table, d.Columns), "read_parquet("+storage.Literal(truth)+")"); extra != 0 || missing != 0 {
+				tdb, table := tableForDiff(t, r, d)
+				if extra, missing := diffRows(t, tdb, table, "read_parquet("+storage.Literal(truth)+")"); extra != 0 || missing != 0 {
 					t.Fatalf("the last good version did not stay: %d rows extra, %d missing", extra, missing)
 				}
 			}

@@ -2,9 +2,9 @@ package replica
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"math"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -90,7 +90,7 @@ func mustPublishRows(tb testing.TB, em *emulator.Emulator, datasetID string, row
 func mustOpenWatches(tb testing.TB, em *emulator.Emulator, path string, mod ...func(*Options)) *Replica {
 	tb.Helper()
 	if path == "" {
-		path = filepath.Join(tb.TempDir(), "watches.duckdb")
+		path = freshReplica(tb)
 	}
 	opts := Options{APIURL: em.URL(), APIKey: em.APIKey(), Watch: true}
 	for _, m := range mod {
@@ -130,9 +130,10 @@ func assertWatchedAs(tb testing.TB, r *Replica, em *emulator.Emulator, datasetID
 	if err != nil {
 		tb.Fatalf("truth of %s %v: %v", datasetID, synced, err)
 	}
-	extra, missing := diffRows(tb, r, storage.AsGeometry(r.db.Geometry(), d.Table, d.Columns), "read_parquet("+storage.Literal(truth)+")")
+	tdb, table := tableForDiff(tb, r, d)
+	extra, missing := diffRows(tb, tdb, table, "read_parquet("+storage.Literal(truth)+")")
 	var have int64
-	if err := r.DB().QueryRowContext(ctx, "SELECT count(*) FROM main."+storage.Ident(d.Table)).Scan(&have); err != nil {
+	if err := r.DB().QueryRowContext(ctx, "SELECT count(*) FROM "+storage.Ident(d.Table)).Scan(&have); err != nil {
 		tb.Fatal(err)
 	}
 	if extra != 0 || missing != 0 {
@@ -160,10 +161,10 @@ func latestPloti(tb testing.TB, em *emulator.Emulator, datasetID string) int {
 // Diff and DiffWatch compare JSON by its text, which a feed's Parquet
 // keeps and a watch's JSON cannot: a row {"v": 1} comes over the wire as
 // {"v":1}.
-func diffRows(tb testing.TB, r *Replica, table, truth string) (extra, missing int64) {
+func diffRows(tb testing.TB, db *sql.DB, table, truth string) (extra, missing int64) {
 	tb.Helper()
-	sel := comparableColumns(tb, r, truth)
-	if err := r.DB().QueryRow(fmt.Sprintf(`SELECT (SELECT count(*) FROM (SELECT %[1]s FROM %[2]s EXCEPT ALL SELECT %[1]s FROM %[3]s)),
+	sel := comparableColumns(tb, db, truth)
+	if err := db.QueryRow(fmt.Sprintf(`SELECT (SELECT count(*) FROM (SELECT %[1]s FROM %[2]s EXCEPT ALL SELECT %[1]s FROM %[3]s)),
 		(SELECT count(*) FROM (SELECT %[1]s FROM %[3]s EXCEPT ALL SELECT %[1]s FROM %[2]s))`, sel, table, truth)).Scan(&extra, &missing); err != nil {
 		tb.Fatal(err)
 	}
@@ -173,9 +174,9 @@ func diffRows(tb testing.TB, r *Replica, table, truth string) (extra, missing in
 // comparableColumns is the select list of truth's columns, each as text
 // that compares equal across the types a table and a truth may give it
 // (timestamps as TIMESTAMPTZ, geometry as WKT, JSON normalised).
-func comparableColumns(tb testing.TB, r *Replica, truth string) string {
+func comparableColumns(tb testing.TB, db *sql.DB, truth string) string {
 	tb.Helper()
-	rows, err := r.DB().Query("SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM " + truth + ")")
+	rows, err := db.Query("SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM " + truth + ")")
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func TestWatch_FirstThenRecorded(t *testing.T) {
 	assertWatched(t, r, em, dsWatched, v1, v2)
 	var logged string
 	if err := r.DB().QueryRow(`SELECT string_agg(change || '=' || n, ' ' ORDER BY change) FROM (SELECT change, count(*) n
-		FROM _ploti.changes WHERE dataset_id = ? AND version = ? GROUP BY change)`, dsWatched, v2).Scan(&logged); err != nil {
+		FROM _ploti.changes WHERE dataset_id = ? AND version = ? GROUP BY change) c`, dsWatched, v2).Scan(&logged); err != nil {
 		t.Fatal(err)
 	}
 	pv := em.PlotiVersions(dsWatched)[1]
@@ -152,14 +152,17 @@ func TestWatch_ReadWhole(t *testing.T) {
 func TestWatch_Renames(t *testing.T) {
 	em := mustEmulator(t)
 	seedWatched(t, em, 30)
-	refs := []IDRef{{Table: "main.followups", Column: "record", DatasetID: dsWatched}}
+	refs := []IDRef{{Table: "followups", Column: "record", DatasetID: dsWatched}}
 	r := mustOpenWatches(t, em, "", func(o *Options) { o.IDReferences = refs })
 	mustSync(t, r)
 	var old1, old2 string
-	if err := r.DB().QueryRow("SELECT min(_ploti_record_id), max(_ploti_record_id) FROM main."+storage.Ident(datasetRow(t, r, dsWatched).Table)+" WHERE k IN ('k0010', 'k0020')").Scan(&old1, &old2); err != nil {
+	if err := r.DB().QueryRow("SELECT min(_ploti_record_id), max(_ploti_record_id) FROM "+storage.Ident(datasetRow(t, r, dsWatched).Table)+" WHERE k IN ('k0010', 'k0020')").Scan(&old1, &old2); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.DB().Exec("CREATE TABLE main.followups (record VARCHAR, note VARCHAR); INSERT INTO main.followups VALUES (?, 'call'), (?, 'visit')", old1, old2); err != nil {
+	if _, err := r.DB().Exec("CREATE TABLE followups (record VARCHAR, note VARCHAR)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.DB().Exec("INSERT INTO followups VALUES (?, 'call'), (?, 'visit')", old1, old2); err != nil {
 		t.Fatal(err)
 	}
 	rel := mustPublishRows(t, em, dsWatched, watchRows(0, 30), emulator.WithRenames(old1, old2))
@@ -170,7 +173,7 @@ func TestWatch_Renames(t *testing.T) {
 	assertWatched(t, r, em, dsWatched, em.PlotiVersions(dsWatched)[0].Version, rel.PlotiVersion)
 	var mapped, followups, renamed string
 	if err := r.DB().QueryRow(`SELECT (SELECT string_agg(from_id, ',' ORDER BY from_id) FROM _ploti.id_map WHERE dataset_id = ? AND version = ?),
-		(SELECT string_agg(f.record IN (SELECT _ploti_record_id FROM main.`+storage.Ident(datasetRow(t, r, dsWatched).Table)+`)::VARCHAR, ',') FROM main.followups f),
+		(SELECT string_agg(CAST(f.record IN (SELECT _ploti_record_id FROM `+storage.Ident(datasetRow(t, r, dsWatched).Table)+`) AS VARCHAR), ',') FROM followups f),
 		(SELECT string_agg(change, ',') FROM _ploti.changes WHERE dataset_id = ? AND version = ?)`,
 		dsWatched, rel.PlotiVersion, dsWatched, rel.PlotiVersion).Scan(&mapped, &followups, &renamed); err != nil {
 		t.Fatal(err)
