@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -582,7 +581,7 @@ func TestScenario_UnreadableEventFailsItsDatasetOnly(t *testing.T) {
 	}
 	srv := httptest.NewServer(proxy)
 	t.Cleanup(srv.Close)
-	path := filepath.Join(t.TempDir(), "r.duckdb")
+	path := freshReplica(t)
 	r := mustOpen(t, em, sub, path, func(o *Options) { o.APIURL = srv.URL })
 	mustSync(t, r)
 	_, err := em.Publish(ctx, "ds_permits", permits(1))
@@ -609,7 +608,7 @@ func TestScenario_UnreadableEventFailsItsDatasetOnly(t *testing.T) {
 func TestSync_MistypedSubscriptionDoesNotBindTheFile(t *testing.T) {
 	em := mustEmulator(t)
 	sub, _, _ := seedTwo(t, em)
-	path := filepath.Join(t.TempDir(), "r.duckdb")
+	path := freshReplica(t)
 	typo := mustOpen(t, em, "sub_typo", path)
 	if _, err := typo.Sync(context.Background()); err == nil {
 		t.Fatal("a sync of an unknown subscription should fail")

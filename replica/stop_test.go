@@ -14,7 +14,7 @@ import (
 func TestSync_stop(t *testing.T) {
 	em := mustEmulator(t)
 	sub, _, _ := seedTwo(t, em)
-	path := t.TempDir() + "/replica.duckdb"
+	path := freshReplica(t)
 	stop := make(chan struct{})
 	loads := 0
 	r := mustOpen(t, em, sub, path, func(o *Options) {

@@ -137,7 +137,7 @@ func TestSync_FailBetweenDownloadAndCommit(t *testing.T) {
 				em := mustEmulator(t)
 				sub, permits, parcels := seedTwo(t, em)
 				ctx := context.Background()
-				path := t.TempDir() + "/r.duckdb"
+				path := freshReplica(t)
 				if stage == "merge" {
 					r0 := mustOpen(t, em, sub, path)
 					mustSync(t, r0)

@@ -6,7 +6,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -189,7 +188,7 @@ func TestWatch_Renames(t *testing.T) {
 func TestWatch_AlsoInTheSubscription(t *testing.T) {
 	em := mustEmulator(t)
 	seedWatched(t, em, 30)
-	path := filepath.Join(t.TempDir(), "both.duckdb")
+	path := freshReplica(t)
 	watchOnly := mustOpenWatches(t, em, path)
 	mustSync(t, watchOnly)
 	if d := datasetRow(t, watchOnly, dsWatched); d.Source != storage.SourceWatch {
