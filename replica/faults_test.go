@@ -3,11 +3,11 @@ package replica
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -113,7 +113,7 @@ func faultySyncs(t *testing.T, mods ...func(*Options)) *faultRun {
 	must(t, em.Start())
 	t.Cleanup(func() { em.Close() })
 	sub, permits, parcels := seedTwo(t, em)
-	f := &faultRun{em: em, logs: &lockedLog{}, path: filepath.Join(t.TempDir(), "replica.duckdb"), permits: permits}
+	f := &faultRun{em: em, logs: &lockedLog{}, path: freshReplica(t), permits: permits}
 	f.tap = &wireTap{base: http.DefaultTransport.(*http.Transport).Clone(), em: em, sigs: map[string]bool{}, statuses: map[int]int{}}
 	f.r = mustOpen(t, em, sub, f.path, fastRetries, func(o *Options) {
 		o.Logger = zerolog.New(f.logs).Level(zerolog.DebugLevel)
@@ -253,6 +253,7 @@ func TestSync_FaultInjection(t *testing.T) {
 // it whole; every sync still ends with exactly the truth, and the key
 // never reaches the file host.
 func TestSync_FaultInjectionStreamed(t *testing.T) {
+	onlyInAFile(t, "a snapshot loaded as it downloads (storage.StreamLoader)")
 	f := faultySyncs(t, func(o *Options) { o.StreamMin = 1 })
 	if !strings.Contains(f.logs.String(), `"get file range"`) {
 		t.Fatal("no snapshot was streamed")
@@ -265,7 +266,7 @@ func TestSync_FaultInjectionStreamed(t *testing.T) {
 // DESIGN.md invariant 5 and issue 4, "Secrets": after faulty syncs, some
 // failing, neither the API key nor the signature of any signed link the
 // client used appears in a log line (at debug), an error, the status, the
-// registry, or the DuckDB file.
+// registry, or the replica (the DuckDB file, or the database's rows).
 func TestSync_NoSecretsInLogsOrErrors(t *testing.T) {
 	ctx := context.Background()
 	f := faultySyncs(t)
@@ -290,12 +291,7 @@ func TestSync_NoSecretsInLogsOrErrors(t *testing.T) {
 	st := mustStatus(t, f.r)
 	stJSON, err := json.Marshal(st)
 	must(t, err)
-	must(t, f.r.Close())
-	file, err := os.ReadFile(f.path)
-	must(t, err)
-	if _, err := os.Stat(f.path + ".spool"); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("the spool folder is left after Close: %v", err)
-	}
+	file := storedText(t, f.r, f.path)
 
 	f.tap.mu.Lock()
 	secrets := []string{secretKey}
@@ -307,10 +303,10 @@ func TestSync_NoSecretsInLogsOrErrors(t *testing.T) {
 		t.Fatalf("only %d signatures seen: the test did not exercise signed links", len(secrets)-1)
 	}
 	places := map[string]string{
-		"log lines":       f.logs.String(),
-		"sync errors":     strings.Join(f.errs, "\n"),
-		"status":          string(stJSON),
-		"the DuckDB file": string(file),
+		"log lines":   f.logs.String(),
+		"sync errors": strings.Join(f.errs, "\n"),
+		"status":      string(stJSON),
+		"the replica": string(file),
 	}
 	if !strings.Contains(places["log lines"], "sha256 mismatch") || !strings.Contains(places["sync errors"], "500") {
 		t.Fatalf("the failures did not happen: errors %q", places["sync errors"])
@@ -323,6 +319,41 @@ func TestSync_NoSecretsInLogsOrErrors(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("checked %d log lines, %d errors, the status and %d bytes of file for the key and %d link signatures",
+	t.Logf("checked %d log lines, %d errors, the status and %d bytes of the replica for the key and %d link signatures",
 		strings.Count(places["log lines"], "\n"), len(f.errs), len(file), len(secrets)-1)
+}
+
+// storedText is all a replica keeps, closed: a DuckDB file's bytes (and
+// no spool folder left beside it), or the text of every row of a
+// database's tables but PostGIS's own.
+func storedText(t *testing.T, r *Replica, path string) []byte {
+	t.Helper()
+	var b []byte
+	if !r.db.IsFile() {
+		rows, err := r.DB().Query(`SELECT quote_ident(table_schema) || '.' || quote_ident(table_name) FROM information_schema.tables
+			WHERE table_schema NOT IN ('pg_catalog', 'information_schema') AND table_name <> 'spatial_ref_sys'`)
+		must(t, err)
+		var tables []string
+		for rows.Next() {
+			var name string
+			must(t, rows.Scan(&name))
+			tables = append(tables, name)
+		}
+		must(t, rows.Err())
+		for _, name := range tables {
+			var text sql.NullString
+			must(t, r.DB().QueryRow("SELECT string_agg(t::text, E'\\n') FROM "+name+" t").Scan(&text))
+			b = append(b, text.String...)
+		}
+	}
+	must(t, r.Close())
+	if !r.db.IsFile() {
+		return b
+	}
+	b, err := os.ReadFile(path)
+	must(t, err)
+	if _, err := os.Stat(path + ".spool"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the spool folder is left after Close: %v", err)
+	}
+	return b
 }
