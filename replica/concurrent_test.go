@@ -16,7 +16,6 @@ import (
 // … is already held" or a transaction conflict, or ErrPartial. Syncs of
 // one Replica now run one at a time, and both end caught up.
 func TestSync_TwoGoroutinesAtOnceFailNoDataset(t *testing.T) {
-	onlyInAFile(t, "two syncs of one Replica at once")
 	ctx := context.Background()
 	em := mustEmulator(t)
 	sub, permits, parcels := seedTwo(t, em)
