@@ -126,6 +126,14 @@ func (tx *Tx) PutAttachmentSets(ctx context.Context, sets []AttachmentSet) error
 	if len(sets) == 0 {
 		return nil
 	}
+	if parts := tx.attachmentParts(sets); len(parts) > 1 {
+		for _, part := range parts {
+			if err := tx.PutAttachmentSets(ctx, part); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	var kept, all, rows []string
 	var args []any
 	for _, s := range sets {
@@ -174,6 +182,30 @@ func (tx *Tx) PutAttachmentSets(ctx context.Context, sets []AttachmentSet) error
 		return fmt.Errorf("record attachments of %d datasets: %w", len(all), err)
 	}
 	return nil
+}
+
+// backendAttachments is the most attachments (and sets) a Backend's
+// statement takes as parameters: PostgreSQL takes at most 65,535 a
+// statement, and an attachment is nine.
+const backendAttachments = 5000
+
+// attachmentParts is sets in parts a Backend's statements take (one part
+// in the DuckDB file): each of at most backendAttachments attachments and
+// sets, but for a set that has more on its own.
+func (tx *Tx) attachmentParts(sets []AttachmentSet) [][]AttachmentSet {
+	if tx.be == nil {
+		return [][]AttachmentSet{sets}
+	}
+	var parts [][]AttachmentSet
+	start, n := 0, 0
+	for i, s := range sets {
+		if i > start && (n+len(s.List) > backendAttachments || i-start == backendAttachments) {
+			parts = append(parts, sets[start:i])
+			start, n = i, 0
+		}
+		n += len(s.List)
+	}
+	return append(parts, sets[start:])
 }
 
 // syncRows is the sets' attachment_syncs rows as a query, and its

@@ -385,6 +385,9 @@ func (tx *Tx) rowDefaults(d *Dataset) {
 // one INSERT for the new ones (issue 18: a bootstrap writes thousands).
 // Rows without a table name go one by one, through PutDataset.
 func (tx *Tx) PutDatasets(ctx context.Context, ds []*Dataset) error {
+	if tx.be != nil && len(ds) > backendRows {
+		return inParts(ds, func(part []*Dataset) error { return tx.PutDatasets(ctx, part) })
+	}
 	if len(ds) < 2 || slices.ContainsFunc(ds, func(d *Dataset) bool { return d.Table == "" }) {
 		for _, d := range ds {
 			if err := tx.PutDataset(ctx, d); err != nil {
@@ -431,6 +434,22 @@ func (tx *Tx) PutDatasets(ctx context.Context, ds []*Dataset) error {
 	return nil
 }
 
+// backendRows is the most registry rows a Backend's statement takes as
+// parameters: PostgreSQL takes at most 65,535 a statement, and a row is
+// 19 (a bootstrap registers every dataset of a statewide manifest at
+// once).
+const backendRows = 2000
+
+// inParts calls put with ds in parts of at most backendRows rows.
+func inParts(ds []*Dataset, put func([]*Dataset) error) error {
+	for start := 0; start < len(ds); start += backendRows {
+		if err := put(ds[start:min(start+backendRows, len(ds))]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // putStates is PutDatasets' first UPDATE: the columns that change with
 // versions and states, in the rows of v the registry holds.
 func (tx *Tx) putStates(ctx context.Context, values string, args []any) (sql.Result, error) {
@@ -450,6 +469,9 @@ func (tx *Tx) putStates(ctx context.Context, values string, args []any) (sql.Res
 // 2,000-dataset catch-up's CPU, one such UPDATE a page of ~500 rows).
 // Rows the registry does not hold are written whole, as PutDatasets does.
 func (tx *Tx) PutDatasetStates(ctx context.Context, ds []*Dataset) error {
+	if tx.be != nil && len(ds) > backendRows {
+		return inParts(ds, func(part []*Dataset) error { return tx.PutDatasetStates(ctx, part) })
+	}
 	if len(ds) < 2 || slices.ContainsFunc(ds, func(d *Dataset) bool { return d.Table == "" }) {
 		return tx.PutDatasets(ctx, ds)
 	}

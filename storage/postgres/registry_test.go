@@ -110,3 +110,76 @@ func TestRegistry_PutDatasetStates(t *testing.T) {
 		}
 	}
 }
+
+// A bootstrap registers every dataset a manifest lists in one PutDatasets
+// (replica's registerPending): a statewide subscription's 4,000 rows are
+// more than the 65,535 parameters one PostgreSQL statement takes, at 19 a
+// row; each statement takes them in parts.
+func TestRegistry_PutDatasets_moreRowsThanAStatementsParameters(t *testing.T) {
+	ctx := context.Background()
+	db, err := OpenDB(ctx, pgtest.DB(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const n = 4000
+	rows := func(status string) []*storage.Dataset {
+		ds := make([]*storage.Dataset, n)
+		for i := range ds {
+			id := fmt.Sprintf("ds_%04d", i)
+			ds[i] = &storage.Dataset{ID: id, Table: id, Status: status, KeyColumns: []string{"k"}}
+		}
+		return ds
+	}
+	for _, status := range []string{storage.StatusPending, storage.StatusCurrent} {
+		if err := db.Update(ctx, func(tx *storage.Tx) error { return tx.PutDatasets(ctx, rows(status)) }); err != nil {
+			t.Fatalf("put %d %s rows: %v", n, status, err)
+		}
+		if err := db.Update(ctx, func(tx *storage.Tx) error { return tx.PutDatasetStates(ctx, rows(status)) }); err != nil {
+			t.Fatalf("put %d %s states: %v", n, status, err)
+		}
+		got, err := db.Datasets(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != n || got[0].Status != status || got[n-1].Status != status {
+			t.Fatalf("%d rows (first %s, last %s), want %d %s", len(got), got[0].Status, got[n-1].Status, n, status)
+		}
+	}
+}
+
+// The attachments a sync keeps are written at once too (replica's
+// syncAttachments): 4,000 datasets of two each are 72,000 parameters at
+// nine an attachment, more than one PostgreSQL statement takes.
+func TestRegistry_PutAttachmentSets_moreThanAStatementsParameters(t *testing.T) {
+	ctx := context.Background()
+	db, err := OpenDB(ctx, pgtest.DB(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const n = 4000
+	sets := make([]storage.AttachmentSet, n)
+	for i := range sets {
+		id := fmt.Sprintf("ds_%04d", i)
+		sets[i] = storage.AttachmentSet{DatasetID: id, Version: 1}
+		for _, name := range []string{"a.csv", "b.pdf"} {
+			sets[i].List = append(sets[i].List, storage.Attachment{Name: name, Bytes: 1, SHA256: "00", Content: []byte("x")})
+		}
+	}
+	if err := db.Update(ctx, func(tx *storage.Tx) error { return tx.PutAttachmentSets(ctx, sets) }); err != nil {
+		t.Fatalf("put %d datasets' attachments: %v", n, err)
+	}
+	syncs, err := db.AttachmentSyncs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := db.AttachmentsOf(ctx, []string{"ds_0000", "ds_3999"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(syncs) != n || len(kept["ds_0000"]) != 2 || len(kept["ds_3999"]) != 2 {
+		t.Fatalf("%d datasets recorded, %d and %d attachments kept of the first and last; want %d, 2 and 2",
+			len(syncs), len(kept["ds_0000"]), len(kept["ds_3999"]), n)
+	}
+}
