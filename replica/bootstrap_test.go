@@ -178,14 +178,14 @@ func TestBootstrap_noCallPerDataset(t *testing.T) {
 func TestBootstrap_spoolStaysWithinItsLimit(t *testing.T) {
 	em := mustEmulator(t)
 	sub, ids := seedMany(t, em, 24)
-	path := filepath.Join(t.TempDir(), "r.duckdb")
+	path := freshReplica(t)
 	files, err := em.SnapshotFiles(context.Background(), ids[len(ids)-1], 1)
 	must(t, err)
 	st, err := os.Stat(files[0])
 	must(t, err)
 	limit := 3 * st.Size()
 	r := mustOpen(t, em, sub, path, func(o *Options) { o.Prefetch, o.SpoolLimit = 8, limit })
-	api := &countingAPI{API: r.api, spool: path + ".spool"}
+	api := &countingAPI{API: r.api, spool: r.spool}
 	r.api, r.exec.Source = api, &source{api: api}
 	res := mustSync(t, r)
 	if res.SnapshotsLoaded != len(ids) {
