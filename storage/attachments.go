@@ -127,12 +127,7 @@ func (tx *Tx) PutAttachmentSets(ctx context.Context, sets []AttachmentSet) error
 		return nil
 	}
 	if parts := tx.attachmentParts(sets); len(parts) > 1 {
-		for _, part := range parts {
-			if err := tx.PutAttachmentSets(ctx, part); err != nil {
-				return err
-			}
-		}
-		return nil
+		return tx.putAttachmentParts(ctx, parts)
 	}
 	var kept, all, rows []string
 	var args []any
@@ -180,6 +175,16 @@ func (tx *Tx) PutAttachmentSets(ctx context.Context, sets []AttachmentSet) error
 	}
 	if _, err := tx.tx.ExecContext(ctx, "INSERT INTO _ploti.attachment_syncs (dataset_id, version, synced_at, error) "+syncs, syncArgs...); err != nil {
 		return fmt.Errorf("record attachments of %d datasets: %w", len(all), err)
+	}
+	return nil
+}
+
+// putAttachmentParts is PutAttachmentSets of each part.
+func (tx *Tx) putAttachmentParts(ctx context.Context, parts [][]AttachmentSet) error {
+	for _, part := range parts {
+		if err := tx.PutAttachmentSets(ctx, part); err != nil {
+			return err
+		}
 	}
 	return nil
 }
