@@ -98,3 +98,39 @@ func TestScenario_AttachmentsOfDatasetIDsThatReadTheSame(t *testing.T) {
 		}
 	}
 }
+
+// CONTRACT.md 2 sets no length on a dataset id: two ids longer than
+// PostgreSQL's identifiers (63 bytes), the same in their first 70
+// characters, load and merge into tables of their own on either engine
+// (PostgreSQL refused a table name past 63 bytes, and the dataset failed).
+func TestSync_DatasetIDsLongerThanAnIdentifier(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	em.AddPlace(emulator.Place{ID: "fl-orange", Name: "Orange County, FL", Kind: "county", State: "fl"})
+	long := "ds_fl_orange_" + strings.Repeat("building_permits_", 4)
+	ids := []string{long + "residential", long + "commercial"}
+	for _, id := range ids {
+		must(t, em.AddDataset(emulator.DatasetSpec{ID: id, Title: id, PlaceID: "fl-orange", KeyColumns: []string{"k"},
+			Columns: []emulator.Column{{Name: "k", Type: "string"}, {Name: "n", Type: "integer"}}}))
+	}
+	sub, err := em.CreateSubscription(emulator.SubscriptionSpec{Places: []string{"fl-orange"}})
+	must(t, err)
+	r := mustOpen(t, em, sub, "")
+	for version := 1; version <= 2; version++ {
+		for i, id := range ids {
+			_, err := em.Publish(ctx, id, []emulator.Row{{"k": "a", "n": int64(i + version)}, {"k": "b", "n": int64(i)}})
+			must(t, err)
+		}
+		if res := mustSync(t, r); len(res.Failed) != 0 {
+			t.Fatalf("v%d: failed %v", version, res.Failed)
+		}
+		tables := map[string]bool{}
+		for _, id := range ids {
+			assertMatchesTruth(t, r, em, id, version)
+			tables[datasetRow(t, r, id).Table] = true
+		}
+		if len(tables) != len(ids) {
+			t.Fatalf("v%d: %d tables for %d datasets", version, len(tables), len(ids))
+		}
+	}
+}

@@ -37,7 +37,7 @@ func (db *DB) FreeTableNames(ctx context.Context, ids []string) (map[string]stri
 		return nil, fmt.Errorf("choose table names: %w", err)
 	}
 	for _, id := range ids {
-		base := TableName(id)
+		base := db.tableBase(id)
 		name := base
 		for i := 2; taken[name]; i++ {
 			name = fmt.Sprintf("%s_%d", base, i)

@@ -2,6 +2,8 @@ package storage
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 )
 
@@ -17,6 +19,23 @@ func (db *DB) takenNamesSQL() string {
 	}
 	return `SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main'
 		UNION ALL SELECT view_name FROM duckdb_views() WHERE schema_name = 'main'`
+}
+
+// backendIdent is the longest identifier a Backend's database takes:
+// PostgreSQL's NAMEDATALEN-1, 63 bytes.
+const backendIdent = 63
+
+// tableBase is the table name a new dataset asks for (TableName). In a
+// Backend's database, a name longer than its identifiers less room for
+// the "_N" that sets a taken name apart is cut, and ends in a hash of the
+// dataset id: ids alike in their first characters stay apart.
+func (db *DB) tableBase(datasetID string) string {
+	name := TableName(datasetID)
+	if db.be == nil || len(name) <= backendIdent-4 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(datasetID))
+	return name[:backendIdent-4-9] + "_" + hex.EncodeToString(sum[:4])
 }
 
 // tableRel is a dataset table's name, qualified by its schema.

@@ -240,7 +240,7 @@ func (tx *Tx) PutDataset(ctx context.Context, d *Dataset) error {
 	q := update
 	if !exists {
 		if d.Table == "" {
-			if d.Table, err = tx.freeTableName(ctx, TableName(d.ID)); err != nil {
+			if d.Table, err = tx.freeTableName(ctx, tx.db.tableBase(d.ID)); err != nil {
 				return err
 			}
 		}
