@@ -260,12 +260,9 @@ func (tx *Tx) AddColumns(ctx context.Context, table string, cols []ploti.Column)
 		}
 	}
 	for _, c := range cols {
-		typ, err := PGType(c.Type)
+		typ, err := columnType(c)
 		if err != nil {
 			return fmt.Errorf("add column %s to %s: %w", c.Name, table, err)
-		}
-		if ck := sridCheck(c); ck != "" {
-			typ += " " + ck
 		}
 		if _, err := tx.conn.Exec(ctx, fmt.Sprintf("ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s %s", t, ident(c.Name), typ)); err != nil {
 			return fmt.Errorf("add column %s to %s: %w", c.Name, table, err)

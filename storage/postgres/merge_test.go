@@ -151,3 +151,29 @@ func TestTx_ApplyIDMap(t *testing.T) {
 		t.Fatalf("err = %v, want a DataError for two ids mapped to one", err)
 	}
 }
+
+// PostgreSQL cuts a name past 63 bytes without a word: a column added
+// whose name shares its first 63 bytes with one the table has would add
+// nothing and the merge would fill the other. Such a name is refused,
+// naming it, at the load and at the MINOR change alike.
+func TestTx_ColumnNamesPastPostgreSQLsIdentifiers(t *testing.T) {
+	ctx := context.Background()
+	db, _ := mustOpen(t)
+	duck := mustDuck(t)
+	snap := mustParquet(t, duck, snapQuery)
+	long := strings.Repeat("permit_valuation_", 4) + "usd" // 71 bytes
+	if err := db.Update(ctx, func(tx *Tx) error { _, err := tx.LoadSnapshot(ctx, "permits", testCols, []string{snap}); return err }); err != nil {
+		t.Fatal(err)
+	}
+	err := db.Update(ctx, func(tx *Tx) error {
+		return tx.AddColumns(ctx, "permits", []ploti.Column{col(long, ploti.TypeInteger)})
+	})
+	if err == nil || !strings.Contains(err.Error(), long) || !strings.Contains(err.Error(), "63-byte") {
+		t.Fatalf("adding a %d-byte column: %v", len(long), err)
+	}
+	cols := append(append([]ploti.Column{}, testCols...), col(long, ploti.TypeInteger))
+	err = db.Update(ctx, func(tx *Tx) error { _, err := tx.LoadSnapshot(ctx, "permits2", cols, []string{snap}); return err })
+	if err == nil || !strings.Contains(err.Error(), long) {
+		t.Fatalf("loading a table with a %d-byte column: %v", len(long), err)
+	}
+}

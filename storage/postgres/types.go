@@ -240,16 +240,32 @@ func columnDefs(cols []ploti.Column) (string, error) {
 	// a null one is then counted and refused in words (primaryKey).
 	defs := []string{ident(storage.ColRecordID) + " text", ident(storage.ColPlaceID) + " text"}
 	for _, c := range cols {
-		t, err := PGType(c.Type)
+		t, err := columnType(c)
 		if err != nil {
-			return "", fmt.Errorf("column %s: %w", c.Name, err)
-		}
-		if ck := sridCheck(c); ck != "" {
-			t += " " + ck
+			return "", err
 		}
 		defs = append(defs, ident(c.Name)+" "+t)
 	}
 	return strings.Join(defs, ", "), nil
+}
+
+// columnType is a dataset column's type in a CREATE or ALTER TABLE, its
+// SRID check included. A name longer than PostgreSQL's identifiers is
+// refused: PostgreSQL would cut it without a word, and a column added
+// later whose name shares the first 63 bytes would add nothing.
+func columnType(c ploti.Column) (string, error) {
+	if len(c.Name) > maxIdent {
+		return "", fmt.Errorf("column %q is %d bytes long, past PostgreSQL's %d-byte names (a DuckDB file keeps it)",
+			c.Name, len(c.Name), maxIdent)
+	}
+	t, err := PGType(c.Type)
+	if err != nil {
+		return "", fmt.Errorf("column %s: %w", c.Name, err)
+	}
+	if ck := sridCheck(c); ck != "" {
+		t += " " + ck
+	}
+	return t, nil
 }
 
 // columnNames lists a dataset table's column names for COPY and INSERT.
