@@ -23,11 +23,7 @@ func TestInboxQueue_keepAfterALineCutShort(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "feeds.duckdb")
 	q := newInboxQueue(db, time.Now, zerolog.Nop())
 	ctx := context.Background()
-	ev := func(id string) webhook.Event {
-		return webhook.Event{ID: id, Type: "data_request.ready", Timestamp: time.Now().UTC(),
-			Data: json.RawMessage(`{"requestId":"req_1","url":"https://app.ploti.ai/r/1"}`)}
-	}
-	must(t, q.keep(ctx, ev("evt_a")))
+	must(t, q.keep(ctx, readyEvent("evt_a")))
 	// evt_b's line was being written when the process died.
 	f, err := os.OpenFile(q.path, os.O_APPEND|os.O_WRONLY, 0o600)
 	must(t, err)
@@ -35,7 +31,7 @@ func TestInboxQueue_keepAfterALineCutShort(t *testing.T) {
 	must(t, err)
 	must(t, f.Close())
 	// After the restart, evt_c is kept and answered 2xx.
-	must(t, q.keep(ctx, ev("evt_c")))
+	must(t, q.keep(ctx, readyEvent("evt_c")))
 
 	_, evs, err := q.take()
 	must(t, err)
@@ -57,15 +53,11 @@ func TestInboxQueue_aQueueLeftTakenDoesNotHoldBackTheEventsAfterIt(t *testing.T)
 	db := vars["PLOTI_DB"]
 	q := newInboxQueue(db, time.Now, zerolog.Nop())
 	ctx := context.Background()
-	ev := func(id string) webhook.Event {
-		return webhook.Event{ID: id, Type: "data_request.ready", Timestamp: time.Now().UTC(),
-			Data: json.RawMessage(`{"requestId":"req_1","url":"https://app.ploti.ai/r/1"}`)}
-	}
-	must(t, q.keep(ctx, ev("evt_a")))
+	must(t, q.keep(ctx, readyEvent("evt_a")))
 	if path, evs, err := q.take(); err != nil || path == "" || len(evs) != 1 {
 		t.Fatalf("take: %q %v %v", path, evs, err) // and not recorded: the sync failed
 	}
-	must(t, q.keep(ctx, ev("evt_b")))
+	must(t, q.keep(ctx, readyEvent("evt_b")))
 	r, err := replica.Open(ctx, db, replica.Options{APIURL: em.URL(), APIKey: em.APIKey(), Watch: true})
 	must(t, err)
 	defer r.Close()
@@ -105,4 +97,10 @@ func TestInboxQueue_anEventWrittenWhileAnotherProcessTakesTheQueueIsNotLost(t *t
 	if len(got) != 1 || got[0] != "evt_a" {
 		t.Fatalf("the syncs took %v, want evt_a: an event answered 2xx was lost", got)
 	}
+}
+
+// readyEvent is a data_request.ready request event with the given id.
+func readyEvent(id string) webhook.Event {
+	return webhook.Event{ID: id, Type: "data_request.ready", Timestamp: time.Now().UTC(),
+		Data: json.RawMessage(`{"requestId":"req_1","url":"https://app.ploti.ai/r/1"}`)}
 }

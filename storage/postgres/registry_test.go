@@ -20,11 +20,7 @@ import (
 // did not).
 func TestRegistry_PutDatasets(t *testing.T) {
 	ctx := context.Background()
-	db, err := OpenDB(ctx, pgtest.DB(t), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := mustOpenDB(t)
 	cols := []ploti.Column{col("permit", ploti.TypeString), col("valuation", ploti.TypeNumber)}
 	page := func(status string, title string, keys []string, cols []ploti.Column) []*storage.Dataset {
 		var ds []*storage.Dataset
@@ -64,11 +60,7 @@ func TestRegistry_PutDatasets(t *testing.T) {
 // (storage.TestTx_PutDatasetStates_writesStatesAndNewRowsWhole).
 func TestRegistry_PutDatasetStates(t *testing.T) {
 	ctx := context.Background()
-	db, err := OpenDB(ctx, pgtest.DB(t), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := mustOpenDB(t)
 	cols := []ploti.Column{col("permit", ploti.TypeString), col("valuation", ploti.TypeNumber)}
 	row := func(id, title string, version int) *storage.Dataset {
 		return &storage.Dataset{ID: id, Table: id, Title: title, Version: version, Status: storage.StatusCurrent, KeyColumns: []string{"permit"}, Columns: cols}
@@ -117,11 +109,7 @@ func TestRegistry_PutDatasetStates(t *testing.T) {
 // row; each statement takes them in parts.
 func TestRegistry_PutDatasets_moreRowsThanAStatementsParameters(t *testing.T) {
 	ctx := context.Background()
-	db, err := OpenDB(ctx, pgtest.DB(t), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := mustOpenDB(t)
 	const n = 4000
 	rows := func(status string) []*storage.Dataset {
 		ds := make([]*storage.Dataset, n)
@@ -153,11 +141,7 @@ func TestRegistry_PutDatasets_moreRowsThanAStatementsParameters(t *testing.T) {
 // nine an attachment, more than one PostgreSQL statement takes.
 func TestRegistry_PutAttachmentSets_moreThanAStatementsParameters(t *testing.T) {
 	ctx := context.Background()
-	db, err := OpenDB(ctx, pgtest.DB(t), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := mustOpenDB(t)
 	const n = 4000
 	sets := make([]storage.AttachmentSet, n)
 	for i := range sets {
@@ -182,4 +166,16 @@ func TestRegistry_PutAttachmentSets_moreThanAStatementsParameters(t *testing.T) 
 		t.Fatalf("%d datasets recorded, %d and %d attachments kept of the first and last; want %d, 2 and 2",
 			len(syncs), len(kept["ds_0000"]), len(kept["ds_3999"]), n)
 	}
+}
+
+// mustOpenDB opens a fresh database through the storage seam (a
+// storage.DB on the PostgreSQL engine), closed with the test.
+func mustOpenDB(t *testing.T) *storage.DB {
+	t.Helper()
+	db, err := OpenDB(context.Background(), pgtest.DB(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
