@@ -219,7 +219,9 @@ func TestSeam_changesPartsCheckedTogether(t *testing.T) {
 			said[e.name] = err.Error()
 		})
 	}
-	if d, p := said["duckdb"], said["postgres"]; d != p {
+	// Without a PostgreSQL server its subtest skips (pgtest), and there is
+	// nothing to compare.
+	if d, p := said["duckdb"], said["postgres"]; len(said) == len(engines) && d != p {
 		t.Errorf("the engines refuse in other words:\n duckdb   %s\n postgres %s", d, p)
 	}
 }
