@@ -102,7 +102,7 @@ func (h *holdsCmd) release(ctx context.Context, datasetID string) error {
 	if err := r.Release(ctx, datasetID); err != nil {
 		if errors.Is(err, storage.ErrNoDataset) {
 			return &explained{msg: fmt.Sprintf("release %s: %s holds no dataset %s (`ploti-replica holds list` shows the held ones, `ploti-replica status` every one)",
-				datasetID, h.conn.DB, datasetID), err: err}
+				datasetID, backends.Name(h.conn.DB), datasetID), err: err}
 		}
 		return err
 	}

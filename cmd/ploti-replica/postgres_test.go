@@ -90,6 +90,12 @@ func TestSync_postgresLocked(t *testing.T) {
 	if code, out, errs := cli(t, vars, "sync"); code != exitOK {
 		t.Fatalf("sync once the holder let go: exit %d\n%s%s", code, out, errs)
 	}
+	// A release of a dataset the database does not hold names it, not
+	// its password.
+	code, out, errs = cli(t, vars, "holds", "release", "ds_nope")
+	if seen += out + errs; code != exitFailure || !strings.Contains(errs, "holds no dataset ds_nope") {
+		t.Fatalf("holds release ds_nope: exit %d\n%s%s", code, out, errs)
+	}
 	code, out, errs = cli(t, vars, "status")
 	if seen += out + errs; code != exitOK || strings.Contains(seen, pw) || !strings.Contains(seen, "ploti@") {
 		t.Fatalf("status: exit %d; the output names the database without its password?\n%s", code, seen)
