@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
@@ -247,6 +250,24 @@ func cutDot(s string) (string, string, bool) {
 	return "", s, false
 }
 
+// longNamesApart refuses a column to add whose name, cut to PostgreSQL's
+// identifiers, is one the table rel has already (namesApart); the table's
+// names are read only when a name is that long.
+func (tx *Tx) longNamesApart(ctx context.Context, rel string, cols []ploti.Column) error {
+	if !slices.ContainsFunc(cols, func(c ploti.Column) bool { return len(c.Name) > maxIdent }) {
+		return nil
+	}
+	rows, err := tx.conn.Query(ctx, "SELECT attname FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped", rel)
+	if err != nil {
+		return err
+	}
+	have, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	return namesApart(cols, have)
+}
+
 // AddColumns adds schema columns to a table (a MINOR schema change); rows
 // keep NULL in them until a changed row or a reload fills them. On a table
 // readers may hold, ALTER TABLE waits for their locks as a swap does (a
@@ -258,6 +279,9 @@ func (tx *Tx) AddColumns(ctx context.Context, table string, cols []ploti.Column)
 		if err := tx.lockTables(ctx, []string{t}, ""); err != nil {
 			return fmt.Errorf("add columns to %s: %w", table, err)
 		}
+	}
+	if err := tx.longNamesApart(ctx, t, cols); err != nil {
+		return fmt.Errorf("add columns to %s: %w", table, err)
 	}
 	for _, c := range cols {
 		typ, err := columnType(c)

@@ -152,28 +152,38 @@ func TestTx_ApplyIDMap(t *testing.T) {
 	}
 }
 
-// PostgreSQL cuts a name past 63 bytes without a word: a column added
-// whose name shares its first 63 bytes with one the table has would add
-// nothing and the merge would fill the other. Such a name is refused,
-// naming it, at the load and at the MINOR change alike.
+// PostgreSQL cuts a name past 63 bytes without a word, the same way in
+// every statement: a long name loads and merges, but two that share their
+// first 63 bytes are one column there, and a MINOR change adding the
+// second would add nothing. Such a pair is refused, naming both, at a load
+// and at the MINOR change alike.
 func TestTx_ColumnNamesPastPostgreSQLsIdentifiers(t *testing.T) {
 	ctx := context.Background()
 	db, _ := mustOpen(t)
 	duck := mustDuck(t)
-	snap := mustParquet(t, duck, snapQuery)
 	long := strings.Repeat("permit_valuation_", 4) + "usd" // 71 bytes
-	if err := db.Update(ctx, func(tx *Tx) error { _, err := tx.LoadSnapshot(ctx, "permits", testCols, []string{snap}); return err }); err != nil {
-		t.Fatal(err)
+	twin := long[:63] + "_eur"
+	snap := mustParquet(t, duck, "SELECT *, 7 AS "+long+" FROM ("+snapQuery+")")
+	cols := append(append([]ploti.Column{}, testCols...), col(long, ploti.TypeInteger))
+	if err := db.Update(ctx, func(tx *Tx) error { _, err := tx.LoadSnapshot(ctx, "permits", cols, []string{snap}); return err }); err != nil {
+		t.Fatalf("a %d-byte column: %v", len(long), err)
 	}
 	err := db.Update(ctx, func(tx *Tx) error {
-		return tx.AddColumns(ctx, "permits", []ploti.Column{col(long, ploti.TypeInteger)})
+		return tx.AddColumns(ctx, "permits", []ploti.Column{col(twin, ploti.TypeInteger)})
 	})
-	if err == nil || !strings.Contains(err.Error(), long) || !strings.Contains(err.Error(), "63-byte") {
-		t.Fatalf("adding a %d-byte column: %v", len(long), err)
+	if err == nil || !strings.Contains(err.Error(), twin) || !strings.Contains(err.Error(), "first 63 bytes") {
+		t.Fatalf("adding %s beside %s: %v", twin, long, err)
 	}
-	cols := append(append([]ploti.Column{}, testCols...), col(long, ploti.TypeInteger))
-	err = db.Update(ctx, func(tx *Tx) error { _, err := tx.LoadSnapshot(ctx, "permits2", cols, []string{snap}); return err })
-	if err == nil || !strings.Contains(err.Error(), long) {
-		t.Fatalf("loading a table with a %d-byte column: %v", len(long), err)
+	third := strings.Repeat("inspection_outcome_", 4) // 76 bytes, its own first 63
+	if err := db.Update(ctx, func(tx *Tx) error {
+		return tx.AddColumns(ctx, "permits", []ploti.Column{col(third, ploti.TypeInteger), col("units", ploti.TypeInteger)})
+	}); err != nil {
+		t.Fatalf("adding a long column apart from the others, and a short one: %v", err)
+	}
+	both := append(append([]ploti.Column{}, testCols...), col(long, ploti.TypeInteger), col(twin, ploti.TypeInteger))
+	snap2 := mustParquet(t, duck, "SELECT *, 7 AS "+long+", 8 AS "+twin+" FROM ("+snapQuery+")")
+	err = db.Update(ctx, func(tx *Tx) error { _, err := tx.LoadSnapshot(ctx, "permits2", both, []string{snap2}); return err })
+	if err == nil || !strings.Contains(err.Error(), long) || !strings.Contains(err.Error(), twin) {
+		t.Fatalf("loading %s beside %s: %v", twin, long, err)
 	}
 }

@@ -236,6 +236,9 @@ func encodings(cols []ploti.Column, geomOID uint32) ([]encoding, error) {
 
 // columnDefs is the column list of a CREATE TABLE for a dataset table.
 func columnDefs(cols []ploti.Column) (string, error) {
+	if err := namesApart(cols, nil); err != nil {
+		return "", err
+	}
 	// The primary key makes _ploti_record_id NOT NULL, once the rows are in:
 	// a null one is then counted and refused in words (primaryKey).
 	defs := []string{ident(storage.ColRecordID) + " text", ident(storage.ColPlaceID) + " text"}
@@ -250,14 +253,8 @@ func columnDefs(cols []ploti.Column) (string, error) {
 }
 
 // columnType is a dataset column's type in a CREATE or ALTER TABLE, its
-// SRID check included. A name longer than PostgreSQL's identifiers is
-// refused: PostgreSQL would cut it without a word, and a column added
-// later whose name shares the first 63 bytes would add nothing.
+// SRID check included.
 func columnType(c ploti.Column) (string, error) {
-	if len(c.Name) > maxIdent {
-		return "", fmt.Errorf("column %q is %d bytes long, past PostgreSQL's %d-byte names (a DuckDB file keeps it)",
-			c.Name, len(c.Name), maxIdent)
-	}
 	t, err := PGType(c.Type)
 	if err != nil {
 		return "", fmt.Errorf("column %s: %w", c.Name, err)
@@ -266,6 +263,31 @@ func columnType(c ploti.Column) (string, error) {
 		t += " " + ck
 	}
 	return t, nil
+}
+
+// namesApart refuses columns that PostgreSQL would take for one another,
+// or for one of have (the names a table has): it cuts a name past its
+// 63-byte identifiers without a word, the same way in every statement, so
+// a long name works until two share their first 63 bytes; then a CREATE
+// fails on a duplicate column and an ADD COLUMN IF NOT EXISTS adds
+// nothing.
+func namesApart(cols []ploti.Column, have []string) error {
+	seen := map[string]string{}
+	for _, h := range have {
+		seen[h] = h
+	}
+	for _, c := range cols {
+		cut := c.Name
+		if len(cut) > maxIdent {
+			cut = cut[:maxIdent]
+		}
+		if other, ok := seen[cut]; ok && other != c.Name {
+			return fmt.Errorf("column %q and column %q are one name in PostgreSQL, which keeps the first %d bytes of a name (a DuckDB file keeps both)",
+				c.Name, other, maxIdent)
+		}
+		seen[cut] = c.Name
+	}
+	return nil
 }
 
 // columnNames lists a dataset table's column names for COPY and INSERT.
