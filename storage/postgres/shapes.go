@@ -72,8 +72,12 @@ func (tx *Tx) copyRows(ctx context.Context, table string, cols []ploti.Column, t
 	if _, err := tx.conn.Exec(ctx, fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM %s", table, names, strings.Join(sel, ", "), stageTable)); err != nil {
 		return 0, err
 	}
-	_, err = tx.conn.Exec(ctx, "DROP TABLE "+stageTable)
-	return n, err
+	for _, q := range []string{"DROP TABLE " + stageTable, "RELEASE SAVEPOINT ploti_copy"} {
+		if _, err := tx.conn.Exec(ctx, q); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
 }
 
 // stagedColumns is how cols (encoded as encs) are staged: the ALTERs that

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,6 +10,8 @@ import (
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
 )
+
+var errRollback = errors.New("rolled back on purpose")
 
 // Shapes that PostGIS's binary input refuses but the DuckDB file keeps (a
 // ring of three points, a ring not closed, a line of one point) load,
@@ -57,6 +60,19 @@ func TestTx_shapesPostGISBinaryInputRefuses(t *testing.T) {
 	for _, s := range steps {
 		if err := duck.Update(ctx, func(tx *storage.Tx) error { return s.do(tx.Tables()) }); err != nil {
 			t.Fatalf("%s in the DuckDB file: %v", s.name, err)
+		}
+		if err := db.Update(ctx, func(tx *Tx) error {
+			if err := s.do(tx); err != nil {
+				return err
+			}
+			// The staging ended its savepoint: none is left open, a
+			// subtransaction deep, to the commit.
+			if _, err := tx.conn.Exec(ctx, "SAVEPOINT probe; ROLLBACK TO SAVEPOINT ploti_copy"); err == nil {
+				return fmt.Errorf("the savepoint ploti_copy is still open after the %s", s.name)
+			}
+			return errRollback
+		}); err != errRollback {
+			t.Fatalf("%s in PostgreSQL: %v", s.name, err)
 		}
 		if err := db.Update(ctx, func(tx *Tx) error { return s.do(tx) }); err != nil {
 			t.Fatalf("%s in PostgreSQL: %v", s.name, err)
