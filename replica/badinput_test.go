@@ -393,20 +393,8 @@ func TestSync_PageRetryKeepsWhatCommittedBefore(t *testing.T) {
 // and in the dataset's reason, and the last good version and the hold stay.
 func TestRelease_BadInputNamesTheVersion(t *testing.T) {
 	ctx := context.Background()
-	em := mustEmulator(t)
-	sub, permits, _ := seedTwo(t, em)
-	r := mustOpen(t, em, sub, "", fastRetries)
-	mustSync(t, r)
-	cols, rows := droppingFinal(permits(1))
-	rel, err := em.Publish(ctx, "ds_permits", rows, emulator.WithSchema(cols, []string{"permit"}), emulator.SkipReview())
-	must(t, err)
-	mustSync(t, r)
-	if d := datasetRow(t, r, "ds_permits"); d.Status != storage.StatusHeld {
-		t.Fatalf("after the MAJOR change: %s, want held", d.Status)
-	}
-	must(t, em.SpoilFile(ctx, "ds_permits", rel.Version, "snapshot", 0, truncateHalf))
-
-	err = r.Release(ctx, "ds_permits")
+	em, r, rel := heldWithASpoiledSnapshot(t)
+	err := r.Release(ctx, "ds_permits")
 	want := "load ds_permits v" + itoa(rel.Version) + ": "
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("release of a bad snapshot: %v; want an error naming %q", err, want)
@@ -426,15 +414,7 @@ func TestRelease_BadInputNamesTheVersion(t *testing.T) {
 // says none was loaded.
 func TestSync_RepairThatHoldsCountsNoSnapshot(t *testing.T) {
 	ctx := context.Background()
-	em := mustEmulator(t)
-	sub, permits, _ := seedTwo(t, em)
-	r := mustOpen(t, em, sub, "", fastRetries)
-	mustSync(t, r)
-	cols, rows := droppingFinal(permits(1))
-	rel, err := em.Publish(ctx, "ds_permits", rows, emulator.WithSchema(cols, []string{"permit"}), emulator.SkipReview())
-	must(t, err)
-	mustSync(t, r)
-	must(t, em.SpoilFile(ctx, "ds_permits", rel.Version, "snapshot", 0, truncateHalf))
+	_, r, _ := heldWithASpoiledSnapshot(t)
 	if err := r.Release(ctx, "ds_permits"); err == nil {
 		t.Fatal("release of a bad snapshot succeeded")
 	}
@@ -445,6 +425,27 @@ func TestSync_RepairThatHoldsCountsNoSnapshot(t *testing.T) {
 	if res.SnapshotsLoaded != 0 {
 		t.Fatalf("the repair held the dataset and loaded nothing, but the sync reports %d snapshot(s) loaded", res.SnapshotsLoaded)
 	}
+}
+
+// heldWithASpoiledSnapshot is a replica holding ds_permits at v1 for
+// review of a MAJOR change (rel), whose snapshot is then cut in half: a
+// release of it fails on bad input.
+func heldWithASpoiledSnapshot(t *testing.T) (*emulator.Emulator, *Replica, emulator.Release) {
+	t.Helper()
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, permits, _ := seedTwo(t, em)
+	r := mustOpen(t, em, sub, "", fastRetries)
+	mustSync(t, r)
+	cols, rows := droppingFinal(permits(1))
+	rel, err := em.Publish(ctx, "ds_permits", rows, emulator.WithSchema(cols, []string{"permit"}), emulator.SkipReview())
+	must(t, err)
+	mustSync(t, r)
+	if d := datasetRow(t, r, "ds_permits"); d.Status != storage.StatusHeld {
+		t.Fatalf("after the MAJOR change: %s, want held", d.Status)
+	}
+	must(t, em.SpoilFile(ctx, "ds_permits", rel.Version, "snapshot", 0, truncateHalf))
+	return em, r, rel
 }
 
 // versionRewriter is a proxy in front of the emulator whose answers for

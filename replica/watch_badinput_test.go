@@ -1,15 +1,8 @@
 package replica
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,30 +23,20 @@ type changesRewriter struct {
 func newChangesRewriter(tb testing.TB, em *emulator.Emulator) *changesRewriter {
 	tb.Helper()
 	cr := &changesRewriter{}
-	target, _ := url.Parse(em.URL())
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	proxy.ModifyResponse = func(resp *http.Response) error {
-		cr.mu.Lock()
-		rw := cr.rewrite
-		cr.mu.Unlock()
-		if rw == nil || !strings.HasSuffix(resp.Request.URL.Path, "/changes") || resp.StatusCode != http.StatusOK {
-			return nil
+	// Only a changes answer with a rewrite set is decoded and written again.
+	match := func(path string) bool { return cr.current() != nil && strings.HasSuffix(path, "/changes") }
+	cr.URL = answerRewriter(tb, em, match, func(page map[string]any) {
+		if rw := cr.current(); rw != nil {
+			rw(page)
 		}
-		var page map[string]any
-		if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
-			return err
-		}
-		rw(page)
-		b, _ := json.Marshal(page)
-		resp.Body = io.NopCloser(bytes.NewReader(b))
-		resp.ContentLength = int64(len(b))
-		resp.Header.Set("Content-Length", strconv.Itoa(len(b)))
-		return nil
-	}
-	srv := httptest.NewServer(proxy)
-	tb.Cleanup(srv.Close)
-	cr.URL = srv.URL
+	})
 	return cr
+}
+
+func (cr *changesRewriter) current() func(page map[string]any) {
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	return cr.rewrite
 }
 
 func (cr *changesRewriter) set(f func(page map[string]any)) {
