@@ -21,21 +21,30 @@ func (db *DB) takenNamesSQL() string {
 		UNION ALL SELECT view_name FROM duckdb_views() WHERE schema_name = 'main'`
 }
 
-// backendIdent is the longest identifier a Backend's database takes:
+// BackendIdent is the longest identifier a Backend's database takes:
 // PostgreSQL's NAMEDATALEN-1, 63 bytes.
-const backendIdent = 63
+const BackendIdent = 63
+
+// CutIdent is name when it has at most max bytes, else its start and a
+// hash of key, in max bytes: names alike in their first characters stay
+// apart.
+func CutIdent(name, key string, max int) string {
+	if len(name) <= max {
+		return name
+	}
+	sum := sha256.Sum256([]byte(key))
+	return name[:max-9] + "_" + hex.EncodeToString(sum[:4])
+}
 
 // tableBase is the table name a new dataset asks for (TableName). In a
 // Backend's database, a name longer than its identifiers less room for
 // the "_N" that sets a taken name apart is cut, and ends in a hash of the
-// dataset id: ids alike in their first characters stay apart.
+// dataset id (CutIdent).
 func (db *DB) tableBase(datasetID string) string {
-	name := TableName(datasetID)
-	if db.be == nil || len(name) <= backendIdent-4 {
-		return name
+	if db.be == nil {
+		return TableName(datasetID)
 	}
-	sum := sha256.Sum256([]byte(datasetID))
-	return name[:backendIdent-4-9] + "_" + hex.EncodeToString(sum[:4])
+	return CutIdent(TableName(datasetID), datasetID, BackendIdent-4)
 }
 
 // tableRel is a dataset table's name, qualified by its schema.

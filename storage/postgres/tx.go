@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -12,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/ploti-replica/ploti-replica/storage"
 )
 
 // Tx is a transaction on the writer's session with a fixed now. Tables
@@ -238,17 +238,11 @@ func (tx *Tx) grants(ctx context.Context, old, built string) ([]string, error) {
 }
 
 // maxIdent is PostgreSQL's longest identifier in bytes (NAMEDATALEN-1).
-const maxIdent = 63
+const maxIdent = storage.BackendIdent
 
 // shortName is name, or when it is longer than PostgreSQL keeps, its
 // start and a hash of it.
-func shortName(name string) string {
-	if len(name) <= maxIdent {
-		return name
-	}
-	h := sha256.Sum256([]byte(name))
-	return name[:maxIdent-9] + "_" + hex.EncodeToString(h[:4])
-}
+func shortName(name string) string { return storage.CutIdent(name, name, maxIdent) }
 
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
