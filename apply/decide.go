@@ -106,7 +106,7 @@ func skip(why string) Action { return Action{Kind: Skip, Why: why} }
 
 // Decide says what an event does to a dataset in state s. It is pure: the
 // rules of feed-events.txt and schemas-and-holds.txt, in the order the
-// contract reads them (CONTRACT.md section 8).
+// contract reads them (docs/wire.md section 8).
 func Decide(s State, ev ploti.Event, onMajor string) Action {
 	if !ev.IsFeed() {
 		return skip("not a feed event: never applied")

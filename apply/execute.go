@@ -371,7 +371,7 @@ func (x *Executor) fail(ctx context.Context, b *Batch, d *storage.Dataset, a Act
 		d = fresh
 	}
 	now := tx.Now
-	// CONTRACT.md 8.6: an event for a dataset a manifest listed as
+	// docs/wire.md 8.6: an event for a dataset a manifest listed as
 	// rebuilding "is applied through the versions API when its files can
 	// be had; otherwise it stays pending and the next sync's manifest
 	// loads it" (reloadRebuilt asks it while the reason is rebuilding).
@@ -533,7 +533,7 @@ func heldVersion(d *storage.Dataset, v *ploti.Version, schema *ploti.Schema, row
 }
 
 // holdFromSchema holds a dataset whose resync turned out to bring a MAJOR
-// change (CONTRACT.md 8.2: decided by the version's schema).
+// change (docs/wire.md 8.2: decided by the version's schema).
 func (x *Executor) holdFromSchema(ctx context.Context, d *storage.Dataset, v *ploti.Version, schema *ploti.Schema, eventID string) error {
 	if d.Version == 0 {
 		// Nothing held to keep: the first table may as well be this one.

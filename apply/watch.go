@@ -189,7 +189,7 @@ func (x *Executor) catchUp(ctx context.Context, d *storage.Dataset, target int) 
 	}
 	add, ok := columnsNow(d.Columns, info.Columns)
 	if !ok {
-		res, err = x.reloadWatched(ctx, d, "a column was removed or changed type (CONTRACT.md 9, reading 5)")
+		res, err = x.reloadWatched(ctx, d, "a column was removed or changed type (docs/wire.md 9, reading 5)")
 		return res, 0, err
 	}
 	versions, why, err := x.walkBack(ctx, d, target)
@@ -237,7 +237,7 @@ func versionText(v *int) string {
 }
 
 // walkBack reads the changes of target, then of each previousVersion, back
-// to the held version (CONTRACT.md 9, reading 1), and returns them oldest
+// to the held version (docs/wire.md 9, reading 1), and returns them oldest
 // first; why, when set, says why the dataset must be read whole instead.
 func (x *Executor) walkBack(ctx context.Context, d *storage.Dataset, target int) (versions []*VersionChanges, why string, err error) {
 	for v := target; ; {
@@ -280,7 +280,7 @@ func (x *Executor) discardVersions(versions []*VersionChanges) {
 }
 
 // columnsNow compares the table's columns with the dataset's columns now
-// (CONTRACT.md 9, reading 5): the ones to add, or ok false when a column
+// (docs/wire.md 9, reading 5): the ones to add, or ok false when a column
 // was removed or changed type (the dataset is then read whole).
 func columnsNow(table, now []ploti.Column) (add []ploti.Column, ok bool) {
 	have := map[string]string{}

@@ -31,7 +31,7 @@ type RowSet struct {
 type watchPlan struct {
 	merge storage.WatchMerge
 	// read are the records that exist after the versions but whose row
-	// did not come with the changes (an older version's, CONTRACT.md 9
+	// did not come with the changes (an older version's, docs/wire.md 9
 	// reading 2): their rows are read now, by id.
 	read []string
 	// counts by kind, for the result.

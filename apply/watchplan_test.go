@@ -43,7 +43,7 @@ func sources(rs []storage.RowSource) string {
 
 // planWatch: which held ids go (each must be held), which ids come (none
 // may be), where each surviving record's row comes from, for one version
-// and for a replica several versions behind (CONTRACT.md 9, readings 1
+// and for a replica several versions behind (docs/wire.md 9, readings 1
 // and 2: older versions' rows are read now, by their ids now).
 func TestPlanWatch(t *testing.T) {
 	for _, tc := range []struct {

@@ -62,7 +62,7 @@ func download(t *testing.T, url string) (int, []byte) {
 }
 
 // Docs: "Links last one hour." An expired or tampered link answers 403
-// link_expired or link_invalid (CONTRACT.md 1).
+// link_expired or link_invalid (docs/wire.md 1).
 func TestEmulator_SignedLinks(t *testing.T) {
 	em := mustEmulator(t)
 	mustSub(t, em, SubscriptionSpec{Places: []string{"fl-orange"}})

@@ -18,7 +18,7 @@
 //	rel, _ := em.Publish(ctx, "ds_permits", []emulator.Row{{"permit": "P-1"}})
 //	// a client now reads em.URL()+"/v1/feeds/subscriptions/"+sub+"/events" with em.APIKey()
 //
-// The wire format is the one of the project's CONTRACT.md and Ploti's own
+// The wire format is the one of the project's docs/wire.md and Ploti's own
 // documents; the emulator deliberately imports no other package of this
 // module, so that a misreading in the client is caught here and the other way
 // round.
@@ -41,7 +41,7 @@
 // moved; Hold gives the holds with no natural trigger. Changes, row counts
 // and schema versions are always measured from the last released version.
 //
-// # Watches (CONTRACT.md section 9)
+// # Watches (docs/wire.md section 9)
 //
 // Every released version of a dataset, delivered by a subscription or not,
 // is promoted to a Ploti version: Ploti's own number, 11, 14, 17, ...
@@ -84,7 +84,7 @@
 // hold fewer rows than limit while more follow). columns are the pinned
 // version's. Before the first version: "version": null, no rows.
 //
-// Row values follow CONTRACT.md: an integer beyond ±2^53 and a decimal are
+// Row values follow docs/wire.md: an integer beyond ±2^53 and a decimal are
 // strings; a number that is NaN or infinite is the string "NaN",
 // "Infinity" or "-Infinity"; a date "2026-11-20"; a timestamp RFC 3339 in
 // UTC, with the fraction of a second when there is one; geometry GeoJSON
@@ -122,7 +122,7 @@
 // WatchRows is what a whole rows read gives now. WatchTruth(id, syncedAt)
 // is what a watch client holds that read the dataset whole at Ploti
 // version syncedAt[0] and synced at each later listed one, following
-// CONTRACT.md's readings: a merge of the recorded versions between
+// docs/wire.md's readings: a merge of the recorded versions between
 // (touched rows as of the version synced to, a column added since null
 // where nothing touched it), or a whole reload on a gap, a 410, a changeLog
 // other than recorded or a column removed or retyped. WatchPlan says which

@@ -1,7 +1,7 @@
 package emulator
 
 // Row values in JSON, as the watch API's changes and rows answers carry them
-// (CONTRACT.md section 9, "Row values in JSON"). DuckDB renders every value
+// (docs/wire.md section 9, "Row values in JSON"). DuckDB renders every value
 // in bulk; only geometry leaves DuckDB as a marker (the value's WKB in hex
 // behind a \x01) that geoFixup turns into GeoJSON on the way out, because
 // DuckDB without the spatial extension has no GeoJSON writer and its WKT

@@ -68,7 +68,7 @@ func TestEmulator_ResyncPrecedence(t *testing.T) {
 // Docs (subscriptions-manifest-files.txt): status "not_built until a
 // subscription includes the dataset, then building until its first version
 // is sent; held or failed while its first version waits on Ploti's staff; or
-// awaiting_release"; CONTRACT.md 8.4: a delayed for a dataset with no version
+// awaiting_release"; docs/wire.md 8.4: a delayed for a dataset with no version
 // carries version null.
 func TestEmulator_DatasetStatus(t *testing.T) {
 	em := mustEmulator(t)

@@ -165,7 +165,7 @@ func (e *Emulator) postSub(r *http.Request) (int, any, error) {
 	}
 	if len(e.subs) >= MaxSubscriptions {
 		// The docs give the limit but no code for it: 409 like the
-		// watch and webhook limits of CONTRACT.md section 9.
+		// watch and webhook limits of docs/wire.md section 9.
 		return 0, nil, &apiError{http.StatusConflict, "subscription_limit",
 			"a workspace may have at most " + strconv.Itoa(MaxSubscriptions) + " subscriptions at a time: delete one to make room"}
 	}

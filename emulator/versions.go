@@ -20,7 +20,7 @@ func (e *Emulator) versionJSON(d *dataset, v *version, l linker, only map[string
 		files["snapshot"] = l.list(v.snapshot)
 	}
 	if want("changes") {
-		if v.changes != nil { // CONTRACT.md section 2: "changes": [{"url", "bytes", "sha256"}], a list like snapshot
+		if v.changes != nil { // docs/wire.md section 2: "changes": [{"url", "bytes", "sha256"}], a list like snapshot
 			files["changes"] = []any{l.objPtr(v.changes)}
 		}
 	}

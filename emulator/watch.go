@@ -1,6 +1,6 @@
 package emulator
 
-// Dataset watches (watch-and-webhooks.txt; CONTRACT.md section 9): Ploti's
+// Dataset watches (watch-and-webhooks.txt; docs/wire.md section 9): Ploti's
 // general API, open on any plan. Each released version of a dataset is
 // promoted to a Ploti version with a number of its own, whether or not any
 // subscription delivers the dataset; a member watches up to MaxWatches
@@ -26,7 +26,7 @@ const (
 	PlotiVersionStart = 11
 	PlotiVersionStep  = 3
 	// RowsCursorLife is how long a rows cursor keeps working after its
-	// version was superseded (CONTRACT.md section 9).
+	// version was superseded (docs/wire.md section 9).
 	RowsCursorLife = time.Hour
 )
 

@@ -1,6 +1,6 @@
 package emulator
 
-// GET /v1/datasets/{id}/changes (CONTRACT.md section 9): one Ploti
+// GET /v1/datasets/{id}/changes (docs/wire.md section 9): one Ploti
 // version's change list, paged, with rows only while it is the latest.
 
 import (

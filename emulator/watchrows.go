@@ -1,6 +1,6 @@
 package emulator
 
-// GET /v1/datasets/{id}/rows (CONTRACT.md section 9): a Ploti version's
+// GET /v1/datasets/{id}/rows (docs/wire.md section 9): a Ploti version's
 // rows, paged and pinned to the version of the first page; or, with ids=,
 // the rows of those ids.
 //

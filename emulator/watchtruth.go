@@ -2,7 +2,7 @@ package emulator
 
 // The truth of the watch side, for scenario tests: what rows serves now,
 // and what a watch client holds after a given history of syncs when it
-// follows CONTRACT.md section 9's readings. The two differ in one way only:
+// follows docs/wire.md section 9's readings. The two differ in one way only:
 // a column a MINOR change added is null in the rows no later change
 // touched, for a client that merged its way there.
 
@@ -48,7 +48,7 @@ func (e *Emulator) WatchRows(ctx context.Context, datasetID string) (string, err
 
 // WatchPlan works out how a watch client that read the dataset whole at
 // Ploti version syncedAt[0], then synced at each later listed version (each
-// the latest when it synced), got from each to the next, as CONTRACT.md
+// the latest when it synced), got from each to the next, as docs/wire.md
 // section 9's readings say: it walks back from the new version by
 // previousVersion; a chain that passes below the held version without
 // meeting it (a gap), a version in it past 90 days (410, judged by the

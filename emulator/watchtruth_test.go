@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// miniClient is a watch client written from CONTRACT.md section 9 alone,
+// miniClient is a watch client written from docs/wire.md section 9 alone,
 // over HTTP, holding rows as JSON: the independent check of WatchTruth.
 type miniClient struct {
 	tb      testing.TB

@@ -1,6 +1,6 @@
 package emulator
 
-// The delivery side of webhooks (CONTRACT.md sections 6 and 9;
+// The delivery side of webhooks (docs/wire.md sections 6 and 9;
 // feed-events.txt, "Webhooks for a subscription"; watch-and-webhooks.txt):
 // a subscription's webhook receives its feed events, each POSTed as the
 // event object the log serves; a member webhook (no subscription) receives

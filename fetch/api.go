@@ -18,7 +18,7 @@ import (
 const MaxEventsLimit = 500
 
 // Manifest gets a subscription's manifest; asOf, when non-empty, is an
-// eventCursor from an earlier manifest (CONTRACT.md section 4).
+// eventCursor from an earlier manifest (docs/wire.md section 4).
 func (c *Client) Manifest(ctx context.Context, subscriptionID, asOf string) (*ploti.Manifest, error) {
 	op := "get manifest " + subscriptionID
 	var q url.Values

@@ -253,7 +253,7 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 }
 
 // checkFileRedirect follows a signed file link's redirect to any host
-// (CONTRACT.md 1: file links "may be on another host"; a link that hands
+// (docs/wire.md 1: file links "may be on another host"; a link that hands
 // over to a storage service's own signed URL is common), never from https
 // to http, at most 10 times. A file request carries no API key to leak:
 // the key is only ever set on API calls, whose client keeps checkRedirect.

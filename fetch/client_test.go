@@ -267,7 +267,7 @@ func TestClient_Malformed(t *testing.T) {
 	}
 }
 
-// TestClient_BearerOnlyToAPIHost guards CONTRACT.md 1: the key goes only to
+// TestClient_BearerOnlyToAPIHost guards docs/wire.md 1: the key goes only to
 // the base URL's host, never to a file host or a foreign links.version.
 func TestClient_BearerOnlyToAPIHost(t *testing.T) {
 	content := []byte("id,name\n1,a\n")
@@ -392,7 +392,7 @@ func TestClient_EventsLimit(t *testing.T) {
 }
 
 // An empty last page without nextCursor means caught up, not a malformed
-// answer (a tolerant reader: CONTRACT.md asks to accept an absent field).
+// answer (a tolerant reader: docs/wire.md asks to accept an absent field).
 func TestClient_EmptyPageWithoutCursor(t *testing.T) {
 	srv := newRecorder(t, func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{"events": [], "nextCursor": null}`)) })
 	c, _ := MustClient(t, srv.URL)

@@ -27,7 +27,7 @@
 //	           calls a minute, 20 for manifest and subscription
 //	           create/change/preview; it waits, never fails (limiter.go)
 //
-// The watch API (watch.go; CONTRACT.md section 9) has the same layers:
+// The watch API (watch.go; docs/wire.md section 9) has the same layers:
 // Watch, Unwatch, Watches (every watch with its dataset's current version,
 // in one call), DatasetInfo, Changes and Rows (one page each). SpoolRows
 // and SpoolChanges (spool.go) read every page of a read into an NDJSON file

@@ -116,7 +116,7 @@ func TestClient_Download(t *testing.T) {
 }
 
 // TestClient_DownloadRefresh: an expired link asks for a fresh one and the
-// download succeeds with it (CONTRACT.md 1).
+// download succeeds with it (docs/wire.md 1).
 func TestClient_DownloadRefresh(t *testing.T) {
 	pq := fakeParquet("data")
 	for _, code := range []string{"link_expired", "link_invalid"} {
@@ -292,7 +292,7 @@ func TestClient_DownloadStall(t *testing.T) {
 }
 
 // TestClient_DownloadRedirect: a file link redirecting to another host is
-// followed (CONTRACT.md 1: file links "may be on another host"), with no
+// followed (docs/wire.md 1: file links "may be on another host"), with no
 // key there; one on the same host too; one from https to http is refused.
 func TestClient_DownloadRedirect(t *testing.T) {
 	other := newRecorder(t, func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("elsewhere")) })

@@ -53,7 +53,7 @@ var (
 	// ErrOutsideCoverage, ErrNotDeliverable and ErrNotFound answers from the
 	// API: the answers feed-events.txt reads as "the dataset has since left
 	// your subscriptions". Whether a 404 means that is the caller's reading
-	// (CONTRACT.md 8.5: only for a version an event named). See IsDatasetGone.
+	// (docs/wire.md 8.5: only for a version an event named). See IsDatasetGone.
 	ErrNoLongerDelivered = errors.New("no longer delivered")
 	// ErrExpired is 410 expired: a cursor or asOf older than retention.
 	ErrExpired = errors.New("expired")

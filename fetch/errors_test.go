@@ -13,7 +13,7 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// TestClient_ErrorSentinels maps each answer of CONTRACT.md 1 to its
+// TestClient_ErrorSentinels maps each answer of docs/wire.md 1 to its
 // sentinel, on the API and on a file link.
 func TestClient_ErrorSentinels(t *testing.T) {
 	tests := []struct {
@@ -111,7 +111,7 @@ func TestAPIError_Error(t *testing.T) {
 	}
 }
 
-// TestClient_NoSecrets guards DESIGN.md invariant 5: the API key and a
+// TestClient_NoSecrets guards docs/design.md invariant 5: the API key and a
 // signed link's query string reach no error string and no log line.
 func TestClient_NoSecrets(t *testing.T) {
 	const sig = "X-Sig=TOPSECRETSIGNATURE&expires=1700000000"
@@ -194,7 +194,7 @@ func TestClient_NoSecrets(t *testing.T) {
 	}
 }
 
-// CONTRACT.md 1 pins the error envelope {"error": {"code", "message"}};
+// docs/wire.md 1 pins the error envelope {"error": {"code", "message"}};
 // "a client built on this page must still be tolerant", so the code is
 // also read from {"error": "code"} and a flat {"code"}, and the sentinel
 // follows it: a links.version 409 not_subscribed means the dataset left

@@ -26,7 +26,7 @@ func (c *Client) Webhooks(ctx context.Context) ([]ploti.Webhook, error) {
 	return out, err
 }
 
-// decodeList reads a list whose shape CONTRACT.md leaves open (GET
+// decodeList reads a list whose shape docs/wire.md leaves open (GET
 // /v1/webhooks, GET /v1/feeds/subscriptions: "shapes: choice"): the
 // object {"<key>": [...]} every other list of the API answers, or a bare
 // array.

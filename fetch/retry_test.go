@@ -54,7 +54,7 @@ func scripted(t *testing.T, script []answer) (*recorder, *atomic.Int32) {
 	return srv, &n
 }
 
-// TestClient_Retry guards CONTRACT.md 8.3: 5xx, 429 and connection errors
+// TestClient_Retry guards docs/wire.md 8.3: 5xx, 429 and connection errors
 // are retried with Retry-After or backoff waits; permanent answers never.
 func TestClient_Retry(t *testing.T) {
 	now := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)

@@ -35,7 +35,7 @@ type RowSet struct {
 
 // SpoolRows reads a dataset's rows into SpoolDir/name as NDJSON: the whole
 // dataset when ids is nil, else the rows of those ids that exist now, read
-// MaxRowIDs ids at a time, each read paged with the same ids (CONTRACT.md
+// MaxRowIDs ids at a time, each read paged with the same ids (docs/wire.md
 // section 9, reading 3). It knows nothing of what reads the file: the rows
 // go to it in bulk, one line each.
 //

@@ -14,7 +14,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/ploti"
 )
 
-// Limits of the watch API's pages (CONTRACT.md section 9).
+// Limits of the watch API's pages (docs/wire.md section 9).
 const (
 	// MaxRowsLimit is the largest page changes and rows serve.
 	MaxRowsLimit = 1000

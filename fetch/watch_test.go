@@ -20,7 +20,7 @@ import (
 )
 
 // TestClient_WatchEndpoints checks each watch call's method, path, query
-// and body against CONTRACT.md section 9, and that none of them counts
+// and body against docs/wire.md section 9, and that none of them counts
 // toward the stricter limit (only the manifest and subscription changes do).
 func TestClient_WatchEndpoints(t *testing.T) {
 	tests := []struct {
@@ -587,7 +587,7 @@ func TestClient_SpoolsRefuseACursorGivenBack(t *testing.T) {
 	}
 }
 
-// CONTRACT.md 9: DELETE /v1/datasets/{dataset}/watch answers 200
+// docs/wire.md 9: DELETE /v1/datasets/{dataset}/watch answers 200
 // {"datasetId", "watching": false}, also when it was not watched. A server
 // that answers 204 with no body has stopped the watch as well; one that
 // says the dataset is still watched has not.

@@ -76,7 +76,7 @@ func (c *Client) createWebhook(ctx context.Context, w ploti.Webhook) (*ploti.Web
 	return &out, nil
 }
 
-// webhookCreate is POST /v1/webhooks's body: the fields CONTRACT.md 6
+// webhookCreate is POST /v1/webhooks's body: the fields docs/wire.md 6
 // lists, no more (a webhook's id, secret, state and time are the
 // answer's, and a strict server refuses a field it does not take).
 type webhookCreate struct {

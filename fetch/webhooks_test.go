@@ -102,7 +102,7 @@ func TestClient_CreateWebhook_refusals(t *testing.T) {
 }
 
 // GET /v1/webhooks and GET /v1/feeds/subscriptions have no shape in
-// CONTRACT.md ("shapes: choice"): the client reads the {"webhooks": [...]}
+// docs/wire.md ("shapes: choice"): the client reads the {"webhooks": [...]}
 // every other list answers, and a bare array as well; an object without
 // the list is an error, not an empty list.
 func TestClient_ListsOfOpenShape(t *testing.T) {

@@ -1,6 +1,6 @@
 // Package ploti holds the wire types of the Ploti Data Feeds API as the
 // client reads them: events, versions, manifests, schemas and datasets
-// (../shared/CONTRACT.md sections 2-4).
+// (docs/wire.md sections 2-4).
 //
 // It does no I/O. fetch decodes into these types, apply decides on them and
 // replica wires the two; the emulator deliberately keeps its own copies, so a

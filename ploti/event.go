@@ -51,7 +51,7 @@ type Links struct {
 }
 
 // EventData is the union of the data fields of every feed event type
-// (CONTRACT.md section 3). Fields a type does not carry stay zero.
+// (docs/wire.md section 3). Fields a type does not carry stay zero.
 type EventData struct {
 	DatasetID       string        `json:"datasetId"`
 	Version         *int          `json:"version"`
@@ -73,7 +73,7 @@ type Event struct {
 	SubscriptionID string          `json:"subscriptionId,omitempty"`
 	Data           EventData       `json:"-"`
 	RawData        json.RawMessage `json:"data"`
-	// Links at the top level are accepted too (CONTRACT.md section 3).
+	// Links at the top level are accepted too (docs/wire.md section 3).
 	Links *Links `json:"links,omitempty"`
 	// DecodeErr is set when the event's id, type and datasetId could be
 	// read but another field could not: the event is then its dataset's

@@ -1,7 +1,7 @@
 package ploti
 
 // The management objects: places, topics, dataset lists, previews and
-// subscription changes (CONTRACT.md section 7; subscriptions-manifest-files.txt).
+// subscription changes (docs/wire.md section 7; subscriptions-manifest-files.txt).
 
 // PlaceInfo is one place of GET /v1/places: a county, a state, us, or a
 // "<state>-counties" place. Use its id exactly as given.

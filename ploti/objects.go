@@ -182,7 +182,7 @@ func (f *Files) UnmarshalJSON(b []byte) error {
 }
 
 // FileList is one or more file parts. It also accepts a single file object
-// where the contract shows a list (a tolerant reader: CONTRACT.md asks
+// where the contract shows a list (a tolerant reader: docs/wire.md asks
 // clients to accept what a server may reasonably send).
 type FileList []File
 
@@ -208,7 +208,7 @@ type WebhookHeader struct {
 	Value string `json:"value,omitempty"`
 }
 
-// Webhook is a webhook for a subscription's events (CONTRACT.md section 6).
+// Webhook is a webhook for a subscription's events (docs/wire.md section 6).
 // Secret is set only in the answer to create.
 type Webhook struct {
 	ID             string         `json:"id"`

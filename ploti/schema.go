@@ -2,7 +2,7 @@ package ploti
 
 import "strings"
 
-// Column types (CONTRACT.md section 2).
+// Column types (docs/wire.md section 2).
 const (
 	TypeString    = "string"
 	TypeInteger   = "integer"

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Watch and member webhook event types (watch-and-webhooks.txt; CONTRACT.md
+// Watch and member webhook event types (watch-and-webhooks.txt; docs/wire.md
 // section 9). Request event types start with RequestEventPrefixes.
 const (
 	EventDatasetChanged = "dataset.changed"
@@ -100,7 +100,7 @@ type Unwatched struct {
 
 // ChangeCounts are a version's totals: dataset.changed carries added,
 // changed and removed, a changes answer also renamed. Neither is a check on
-// the rows: the rows are the record (CONTRACT.md 9, reading 6).
+// the rows: the rows are the record (docs/wire.md 9, reading 6).
 type ChangeCounts struct {
 	Added   int64 `json:"added"`
 	Changed int64 `json:"changed"`

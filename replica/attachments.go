@@ -283,7 +283,7 @@ func hashFile(path string) (string, int64, error) {
 }
 
 // datasetFolder is the folder of a dataset's attachment files, one per
-// dataset id: ids are opaque strings, used exactly as given (CONTRACT.md
+// dataset id: ids are opaque strings, used exactly as given (docs/wire.md
 // 2), so an id that safeFileName changes ("ds a" reads as "ds_a"), or that
 // a case-insensitive file system would fold ("ds_A"), gets a hash of
 // itself after a "~", which no id kept as it is holds. Two datasets

@@ -387,7 +387,7 @@ func TestSync_PageRetryKeepsWhatCommittedBefore(t *testing.T) {
 	assertMatchesTruth(t, r, em, "ds_permits", 2)
 }
 
-// DESIGN.md, "Errors and logging": "Return errors with %w context naming
+// docs/design.md, "Errors and logging": "Return errors with %w context naming
 // the dataset, version and event". A reload outside the walk (a release, a
 // repair) knows the version it loads: its failure names it, in the error
 // and in the dataset's reason, and the last good version and the hold stay.
@@ -486,7 +486,7 @@ func answerRewriter(tb testing.TB, em *emulator.Emulator, match func(path string
 	return srv.URL
 }
 
-// Invariant 4 and CONTRACT.md 5 ("_ploti_record_id ... unique in a
+// Invariant 4 and docs/wire.md 5 ("_ploti_record_id ... unique in a
 // version"): a version whose changes files (its parts) list the same
 // record ids is bad input, as a changes file whose ids repeat is. Each
 // merge checked only its own file, so the ids were merged twice and

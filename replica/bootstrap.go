@@ -92,7 +92,7 @@ func (r *Replica) bootstrap(ctx context.Context, sub *storage.Subscription, res 
 
 // badManifestEntry fails the dataset of a manifest entry that does not
 // decode (ploti.ManifestDataset.DecodeErr), as any bad input from the
-// network fails its dataset alone (DESIGN.md invariant 4): it keeps what
+// network fails its dataset alone (docs/design.md invariant 4): it keeps what
 // it holds, the other datasets load, and the next sync repairs it through
 // the versions API. One the file holds at that version, or holds for
 // review, is left as it is.
@@ -328,7 +328,7 @@ func (r *Replica) repair(ctx context.Context, res *SyncResult) error {
 // → that version's snapshot), recording a dataset-level failure on it. With
 // review, a MAJOR schema change over the held version is held instead.
 // A 404 or 409 here is a failure to retry, not "the dataset has left":
-// CONTRACT.md 8.5 reads that only from a version an event named.
+// docs/wire.md 8.5 reads that only from a version an event named.
 func (r *Replica) reloadCurrent(ctx context.Context, d *storage.Dataset, review bool) error {
 	src := &source{api: r.api}
 	cur, err := src.Current(ctx, d.ID)
@@ -344,7 +344,7 @@ func (r *Replica) reloadCurrent(ctx context.Context, d *storage.Dataset, review 
 	}
 	if err != nil {
 		// cur is the version it loads, or 0 when the dataset's call failed:
-		// the failure names it (DESIGN.md, "Errors and logging").
+		// the failure names it (docs/design.md, "Errors and logging").
 		return r.exec.Fail(ctx, d, cur, err)
 	}
 	return nil

@@ -119,7 +119,7 @@ func TestSource_onlyTheEventsVersionMeansGone(t *testing.T) {
 // "version", "reason": "rebuilding"}. Ask for the manifest again in a few
 // minutes to load it. Its events after eventCursor still apply." The next
 // sync asks the manifest again for the datasets still waiting for it
-// (CONTRACT.md 8.6), rather than the versions API, which answers 503 while
+// (docs/wire.md 8.6), rather than the versions API, which answers 503 while
 // the files are rebuilt: before, every sync during a rebuild retried those
 // 503s and failed the dataset.
 func TestScenario_RebuildingLoadsFromTheManifestAgain(t *testing.T) {
@@ -157,7 +157,7 @@ func TestScenario_RebuildingLoadsFromTheManifestAgain(t *testing.T) {
 	assertMatchesTruth(t, r, em, "ds_parcels", 3)
 }
 
-// CONTRACT.md 8.6: "A manifest rebuilding dataset: an event for it is
+// docs/wire.md 8.6: "A manifest rebuilding dataset: an event for it is
 // applied through the versions API when its files can be had; otherwise it
 // stays pending and the next sync's manifest loads it." Before, an event
 // after the manifest's cursor whose version still answered 503 while the

@@ -10,7 +10,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/storage"
 )
 
-// CONTRACT.md 8.2: "a `resync_required` with reason `schema_changed` after a
+// docs/wire.md 8.2: "a `resync_required` with reason `schema_changed` after a
 // MINOR change (a reload needed for another reason) reloads under every
 // policy." feed-events.txt: "A schema_changed names the same version as the
 // event that follows it: an updated for a MINOR change, or a
@@ -103,7 +103,7 @@ func TestDocRule_DelayedSinceIsBuildTimeForALateSubscriber(t *testing.T) {
 	assertMatchesTruth(t, r, em, "ds_lake", 1)
 }
 
-// CONTRACT.md 8.4: "`feed.dataset.delayed` for a dataset the subscriber
+// docs/wire.md 8.4: "`feed.dataset.delayed` for a dataset the subscriber
 // holds no version of carries `version` null: the dataset stays `pending`
 // with a server hold." Once Ploti releases the version it loads as the
 // first version and the hold ends.

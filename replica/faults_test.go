@@ -263,7 +263,7 @@ func TestSync_FaultInjectionStreamed(t *testing.T) {
 	}
 }
 
-// DESIGN.md invariant 5 and issue 4, "Secrets": after faulty syncs, some
+// docs/design.md invariant 5 and issue 4, "Secrets": after faulty syncs, some
 // failing, neither the API key nor the signature of any signed link the
 // client used appears in a log line (at debug), an error, the status, the
 // registry, or the replica (the DuckDB file, or the database's rows).

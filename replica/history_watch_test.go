@@ -96,7 +96,7 @@ func TestHistory_WatchedDataset(t *testing.T) {
 	}
 }
 
-// A watched dataset's history across its schema changes (CONTRACT.md 9,
+// A watched dataset's history across its schema changes (docs/wire.md 9,
 // reading 5): a column added (merged), one removed and one retyped (each
 // read whole); as of every version and between every two, the truths'.
 func TestHistory_WatchedColumns(t *testing.T) {

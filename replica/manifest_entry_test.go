@@ -10,7 +10,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/storage"
 )
 
-// DESIGN.md invariant 4: bad input from the network "fails that dataset
+// docs/design.md invariant 4: bad input from the network "fails that dataset
 // with a clear error ... and lets the other datasets go on". A manifest
 // entry whose fields do not decode (a version that is no number) is its
 // dataset's bad input, as an event that does not decode is: the other

@@ -9,7 +9,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/emulator"
 )
 
-// CONTRACT.md 2: "Dataset ids and place ids are opaque strings: use them
+// docs/wire.md 2: "Dataset ids and place ids are opaque strings: use them
 // exactly as given." Ids that read the same once made safe for a file
 // name ("ds_a", "ds.a", "ds a"), or once a case-insensitive file system
 // folds them ("ds_A"), get spool names of their own: before, they shared
@@ -99,7 +99,7 @@ func TestScenario_AttachmentsOfDatasetIDsThatReadTheSame(t *testing.T) {
 	}
 }
 
-// CONTRACT.md 2 sets no length on a dataset id: two ids longer than
+// docs/wire.md 2 sets no length on a dataset id: two ids longer than
 // PostgreSQL's identifiers (63 bytes), the same in their first 70
 // characters, load and merge into tables of their own on either engine
 // (PostgreSQL refused a table name past 63 bytes, and the dataset failed).

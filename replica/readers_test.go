@@ -101,7 +101,7 @@ func look(ctx context.Context, db *sql.DB) ([]sighting, error) {
 	return out, tx.Commit()
 }
 
-// DESIGN.md, "in-process readers see the last committed state while a sync
+// docs/design.md, "in-process readers see the last committed state while a sync
 // runs" and invariant 1: readers of Replica.DB() in a loop while syncs load,
 // merge, reload and alter tables; every state a reader saw, registry and
 // table in one transaction, is exactly some released version's truth.

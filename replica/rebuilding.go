@@ -24,7 +24,7 @@ func (r *Replica) catchUp(ctx context.Context, sub *storage.Subscription, res *S
 
 // reloadRebuilt asks the manifest again for the datasets a manifest listed
 // as rebuilding ("Ask for the manifest again in a few minutes to load it.
-// Its events after eventCursor still apply"; CONTRACT.md 8.6): it loads
+// Its events after eventCursor still apply"; docs/wire.md 8.6): it loads
 // those it now lists, and records why the others still wait. The stored
 // cursor stays: the fresh manifest is newer, so the events up to its
 // cursor name versions at or below the one loaded, which the replay rule

@@ -52,7 +52,7 @@ type Options struct {
 	// (unless it already replicates a subscription, which it goes on with).
 	SubscriptionID string
 	// Watch makes Sync also keep every dataset the API key's member
-	// watches current (Ploti's watch API; CONTRACT.md section 9), after
+	// watches current (Ploti's watch API; docs/wire.md section 9), after
 	// the feed: one call lists the watches with each dataset's version, and
 	// the ones that moved are merged or read again. A dataset that is both
 	// in the subscription and watched is kept from the feed.

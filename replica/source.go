@@ -44,7 +44,7 @@ type source struct {
 // classify maps the API's errors for the version an event named (its
 // links.version, or the version it names): there, and only there, a 409
 // or a 404 means the dataset has since left the subscriptions
-// (feed-events.txt, "Reading the log"; CONTRACT.md 8.5).
+// (feed-events.txt, "Reading the log"; docs/wire.md 8.5).
 func classify(err error) error {
 	switch {
 	case err == nil:
@@ -242,7 +242,7 @@ func (s *source) Discard(paths []string) {
 
 // fileName is a safe spool name for one file of a version, one name for
 // one dataset id: dataset ids are opaque strings, used exactly as given
-// (CONTRACT.md 2), so two ids that read the same once made safe ("ds.a",
+// (docs/wire.md 2), so two ids that read the same once made safe ("ds.a",
 // "ds_a"), or once a case-insensitive file system folds them ("ds_A",
 // "ds_a"), must not share a spool file (their concurrent loads would
 // read each other's files). Such an id gets a hash of itself after a "~",

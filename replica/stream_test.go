@@ -173,7 +173,7 @@ func TestStream_rangedAndWholeLoadTheSameTable(t *testing.T) {
 	}
 }
 
-// DESIGN.md: bad input loses nothing, the last good version stays. A
+// docs/design.md: bad input loses nothing, the last good version stays. A
 // snapshot whose bytes do not match its sha256 is found out only once the
 // stream ends, after its rows were inserted: the load's transaction rolls
 // back, the whole download refuses the file, and the table keeps the

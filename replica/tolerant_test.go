@@ -22,7 +22,7 @@ import (
 )
 
 // A server written from the docs, not our emulator, may send what the docs
-// and CONTRACT.md allow and our emulator never does ("A client built on
+// and docs/wire.md allow and our emulator never does ("A client built on
 // this page must still be tolerant: ignore unknown fields, accept a field
 // that is absent where this page says it may be"). tolerantProxy stands in
 // front of the emulator and reshapes every JSON answer of the API that way;
@@ -271,7 +271,7 @@ func dropOptional(_ string, v any) any {
 }
 
 // topLevelLinks moves each event's links from data to the event
-// (CONTRACT.md 3: "a client also accepts it at the top level").
+// (docs/wire.md 3: "a client also accepts it at the top level").
 func topLevelLinks(path string, v any) any {
 	if !strings.HasSuffix(path, "/events") {
 		return v
@@ -377,7 +377,7 @@ func TestSync_TolerantOfWhatTheDocsAllow(t *testing.T) {
 	}
 }
 
-// rowsReshaped changes the rows of rows and changes answers as CONTRACT.md
+// rowsReshaped changes the rows of rows and changes answers as docs/wire.md
 // 9 allows: a null value left out ("a missing key or null is NULL"), a
 // UTC time written as the same instant at -03:30 with milliseconds (RFC
 // 3339 all the same), no row key on a removed change, and no nextCursor
@@ -428,7 +428,7 @@ func rowsReshaped(path string, v any) any {
 	return v
 }
 
-// The watch API through a server that sends what CONTRACT.md 9 allows and
+// The watch API through a server that sends what docs/wire.md 9 allows and
 // the emulator does not: the watched dataset ends equal to the truth after
 // a first read, a one-version merge with renames and a walk back over
 // three versions.

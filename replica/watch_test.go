@@ -65,7 +65,7 @@ func fmtCounts(pv emulator.PlotiVersion) string {
 	return s
 }
 
-// CONTRACT.md 9, reading 1: a replica three versions behind walks back by
+// docs/wire.md 9, reading 1: a replica three versions behind walks back by
 // previousVersion, one changes call a version, applies the ids each
 // version touched and reads their rows as they are now: it lands on the
 // latest version without reading the whole table.
@@ -264,7 +264,7 @@ func TestWatch_NoVersionYet(t *testing.T) {
 	assertWatched(t, r, em, dsWatched, v)
 }
 
-// CONTRACT.md 9, reading 5: a column the table lacks is added (and merged
+// docs/wire.md 9, reading 5: a column the table lacks is added (and merged
 // into the rows the version changed); a column removed or retyped reads
 // the dataset whole.
 func TestWatch_Columns(t *testing.T) {
@@ -437,7 +437,7 @@ func TestWatch_AlsoInTheSubscriptionLeavesCoverage(t *testing.T) {
 	assertMatchesTruth(t, r, em, dsWatched, d.Version)
 }
 
-// DESIGN.md: _ploti.datasets holds each dataset's "title, place, topic,
+// docs/design.md: _ploti.datasets holds each dataset's "title, place, topic,
 // version, schemaVersion, keyColumns"; GET /v1/datasets/{id} gives them for
 // a watched one (the watches list only its title). A watched dataset read
 // whole, and one that has no version yet, have them from its first sync,

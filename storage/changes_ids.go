@@ -14,7 +14,7 @@ import (
 type ChangesIDChecker interface {
 	// CheckChangesIDs refuses, with a DataError, the changes files of one
 	// version when a record id is listed in more than one of them
-	// (CONTRACT.md 5: a record id is unique in a version). One file, or
+	// (docs/wire.md 5: a record id is unique in a version). One file, or
 	// none, has nothing to check.
 	CheckChangesIDs(ctx context.Context, files []string) error
 }

@@ -154,7 +154,7 @@ func TestOpen_geometryConvertsTheTables(t *testing.T) {
 	}
 }
 
-// DESIGN.md invariant 4 under either encoding: a geometry that is not WKB
+// docs/design.md invariant 4 under either encoding: a geometry that is not WKB
 // is refused, and the held table stays.
 func TestTx_LoadSnapshot_refusesBadWKB(t *testing.T) {
 	ctx := context.Background()

@@ -7,7 +7,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/ploti"
 )
 
-// Rows read from the watch API arrive as JSON (CONTRACT.md section 9, "Row
+// Rows read from the watch API arrive as JSON (docs/wire.md section 9, "Row
 // values in JSON") and are spooled by fetch as NDJSON, one row a line.
 // DuckDB's read_json reads them in bulk with an explicit type per column
 // (never a guessed one), and a select list turns each JSON value into the

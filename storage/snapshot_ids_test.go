@@ -10,7 +10,7 @@ import (
 )
 
 // The ids of a shared load's snapshots, counted together, refuse what each
-// load's own check refuses (DESIGN.md invariant 4: a row set that violates
+// load's own check refuses (docs/design.md invariant 4: a row set that violates
 // the key is refused): null ids, an id twice in one row group or across
 // row groups, in files of other schemas and id types, a file asked for
 // twice counted once. A count kept by CheckSnapshotIDs is used once, by

@@ -234,7 +234,7 @@ func TestTableName(t *testing.T) {
 	}
 }
 
-// CONTRACT.md section 5: geometry is WKB; a file without the GeoParquet
+// docs/wire.md section 5: geometry is WKB; a file without the GeoParquet
 // metadata reads as BLOB and must still load as GEOMETRY.
 func TestTx_LoadSnapshot_plainWKBGeometry(t *testing.T) {
 	ctx := context.Background()

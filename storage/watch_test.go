@@ -37,7 +37,7 @@ var jsonCols = []ploti.Column{
 	col("g", ploti.TypeGeometry),
 }
 
-// CONTRACT.md section 9, "Row values in JSON": each value becomes the
+// docs/wire.md section 9, "Row values in JSON": each value becomes the
 // schema's DuckDB type exactly (decimal from its string, an integer
 // beyond 2^53 from a string, a timestamp in UTC, GeoJSON as GEOMETRY).
 func TestTx_LoadRows_valuesBecomeTheirTypesExactly(t *testing.T) {

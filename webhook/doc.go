@@ -1,7 +1,7 @@
 // Package webhook receives Ploti's signed webhook deliveries and turns them
 // into a signal for the sync loop.
 //
-// Ploti signs each delivery with Standard Webhooks (CONTRACT.md section 6):
+// Ploti signs each delivery with Standard Webhooks (docs/wire.md section 6):
 // the headers webhook-id, webhook-timestamp (Unix seconds) and
 // webhook-signature (space-separated "v1,<base64>" items while a secret
 // rotates) carry an HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>",

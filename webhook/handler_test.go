@@ -393,7 +393,7 @@ func TestResult_Status(t *testing.T) {
 }
 
 // TestHandler_logs checks that the Handler logs each request and that no
-// log line holds the secret (DESIGN.md invariant 5).
+// log line holds the secret (docs/design.md invariant 5).
 func TestHandler_logs(t *testing.T) {
 	f := mustFixture(t)
 	for _, d := range []delivery{

@@ -295,7 +295,7 @@ func TestSign_matchesStandardLibrary(t *testing.T) {
 	}
 }
 
-// TestSecretNeverInErrors guards DESIGN.md invariant 5 for the webhook
+// TestSecretNeverInErrors guards docs/design.md invariant 5 for the webhook
 // secret: no error string or formatted Verifier contains it or its key.
 func TestSecretNeverInErrors(t *testing.T) {
 	secrets := []string{

@@ -319,7 +319,7 @@ func TestSync_keepChanges(t *testing.T) {
 	}
 }
 
-// CONTRACT.md 8.3: "a 503 plan_unavailable without [Retry-After] waits a
+// docs/wire.md 8.3: "a 503 plan_unavailable without [Retry-After] waits a
 // configurable minute": sync's --plan-unavailable-wait sets it, and
 // --max-attempts bounds the tries.
 func TestSync_planUnavailableWaitIsConfigurable(t *testing.T) {

@@ -67,7 +67,7 @@ type datasetShow struct {
 	Local *replica.DatasetStatus `json:"local,omitempty"`
 }
 
-// watchInfoOut is GET /v1/datasets/{dataset} (CONTRACT.md 9) in a show.
+// watchInfoOut is GET /v1/datasets/{dataset} (docs/wire.md 9) in a show.
 type watchInfoOut struct {
 	Kind          string     `json:"kind,omitempty"`
 	Version       *int       `json:"version,omitempty"`

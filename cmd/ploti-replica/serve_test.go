@@ -620,7 +620,7 @@ func TestServe_secretFile(t *testing.T) {
 	}
 }
 
-// DESIGN.md invariant 5 and the webhook secret's rule, never log the
+// docs/design.md invariant 5 and the webhook secret's rule, never log the
 // secret: the secret given in place of the file that holds it (serve
 // --webhook-secret-file whsec_…) is refused without the secret in the
 // message, as the missing file's path would have carried it.

@@ -247,7 +247,7 @@ func TestSubscriptionsUpdate_answerLost(t *testing.T) {
 	}
 }
 
-// CONTRACT.md 2: "Dataset ids and place ids are opaque strings: use them
+// docs/wire.md 2: "Dataset ids and place ids are opaque strings: use them
 // exactly as given." --dataset, --add-dataset and --remove-dataset take an
 // id whole: one with a comma or a quote in it is not split or parsed.
 func TestSubscriptions_datasetIDsTakenWhole(t *testing.T) {

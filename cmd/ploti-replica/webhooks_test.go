@@ -63,7 +63,7 @@ func TestWebhooksCreate_answerLost(t *testing.T) {
 	}
 }
 
-// CONTRACT.md 9, "Member webhooks": "POST /v1/webhooks without
+// docs/wire.md 9, "Member webhooks": "POST /v1/webhooks without
 // subscriptionId makes a webhook that receives dataset.changed for every
 // dataset its member watches and the member's request events". The body
 // sent has no subscriptionId at all.

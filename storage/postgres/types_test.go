@@ -180,7 +180,7 @@ var jsonCols = []ploti.Column{
 }
 
 // The issue's type mapping, checked against the DuckDB engine value by
-// value: the same NDJSON rows (CONTRACT.md section 9, "Row values in
+// value: the same NDJSON rows (docs/wire.md section 9, "Row values in
 // JSON": decimals and integers past 2^53 from strings, timestamps in UTC,
 // GeoJSON of every kind) read by each engine give the same values.
 func TestTx_LoadRows_sameValuesAsDuckDB(t *testing.T) {
