@@ -3,12 +3,9 @@ package clients
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -21,10 +18,6 @@ import (
 	"github.com/ploti-replica/ploti-replica/replica"
 	"github.com/ploti-replica/ploti-replica/storage"
 )
-
-// requireNode, when set, turns the skip without node or npm into a
-// failure: CI must run this test.
-const requireNode = "PLOTI_REQUIRE_NODE"
 
 // clients are the package.json aliases of the clients, oldest first.
 var clients = []string{"node-api-1.1", "node-api-1.4", "node-api-1.5"}
@@ -67,51 +60,12 @@ type geometryAt struct {
 	WKT *string `json:"wkt"` // decoded by read.mjs when the bytes are WKB
 }
 
-// setupNode finds node and npm, and installs the pinned clients into
-// testdata/node_modules unless the lock file's install is there already.
-func setupNode(t *testing.T) string {
-	t.Helper()
-	node, nerr := exec.LookPath("node")
-	_, perr := exec.LookPath("npm")
-	if nerr != nil || perr != nil {
-		msg := "node and npm are not on PATH: reading the files with other DuckDB clients needs them (Debian: apt-get install nodejs npm)"
-		if os.Getenv(requireNode) != "" {
-			t.Fatalf("%s; %s is set, so this test must run", msg, requireNode)
-		}
-		t.Skip(msg)
-	}
-	lock, err := os.ReadFile(filepath.Join("testdata", "package-lock.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(lock)
-	stamp := filepath.Join("testdata", "node_modules", ".ploti-lock-sha256")
-	if have, err := os.ReadFile(stamp); err == nil && string(have) == hex.EncodeToString(sum[:]) {
-		return node
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	// Not npm ci: npm 11 refuses this lock file, which leaves out the
-	// other platforms' builds of the older clients' bindings. Every
-	// version is pinned exactly all the way down (package.json, and each
-	// client pins its bindings), and --no-save leaves the lock as it is.
-	cmd := exec.CommandContext(ctx, "npm", "install", "--no-save", "--no-audit", "--no-fund", "--loglevel=error")
-	cmd.Dir = "testdata"
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm install in testdata: %v\n%s", err, out)
-	}
-	if err := os.WriteFile(stamp, []byte(hex.EncodeToString(sum[:])), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return node
-}
-
-// read runs read.mjs with one client on a file.
-func read(t *testing.T, node, client, path string) view {
+// read runs read.mjs with one client, installed in clientsDir, on a file.
+func read(t *testing.T, node, clientsDir, client, path string) view {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "read.mjs", client, path)
+	cmd := exec.CommandContext(ctx, node, "read.mjs", clientsDir, client, path)
 	cmd.Dir = "testdata"
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -341,7 +295,7 @@ func js(v any) string {
 // main, which decodes to the coordinates DuckDB 1.5 reads; with GEOMETRY
 // they read bytes that are not WKB.
 func TestClients_demoFile(t *testing.T) {
-	node := setupNode(t)
+	node, clientsDir := setupNode(t)
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "ploti-replica")
 	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/ploti-replica").CombinedOutput(); err != nil {
@@ -361,7 +315,7 @@ func TestClients_demoFile(t *testing.T) {
 			t.Fatalf("%s: the demo keeps history, but the file has none to read", path)
 		}
 		for _, c := range clients {
-			got := read(t, node, c, path)
+			got := read(t, node, clientsDir, c, path)
 			checkVersion(t, c, got)
 			t.Logf("%s: DuckDB %s, geometry %s: %s", filepath.Base(path), got.Version, "ds_fl_orange_permits.geometry", js(got.Geometry["ds_fl_orange_permits.geometry"][:1]))
 			compare(t, c, got, want)
@@ -375,7 +329,7 @@ func TestClients_demoFile(t *testing.T) {
 // Issue 14, item 4: a file after a MINOR change that adds a geometry
 // column, a MAJOR change reloaded and an id map, as every client sees it.
 func TestClients_afterSchemaChangesAndIDMaps(t *testing.T) {
-	node := setupNode(t)
+	node, clientsDir := setupNode(t)
 	ctx := context.Background()
 	em, err := emulator.New(emulator.Options{NoRateLimit: true, DuckDBThreads: 2})
 	if err != nil {
@@ -448,7 +402,7 @@ func TestClients_afterSchemaChangesAndIDMaps(t *testing.T) {
 		t.Fatalf("the file is not at the id map's version %d with a site column and id map rows: %s, %v", rel.Version, js(d), want.Counts)
 	}
 	for _, c := range clients {
-		got := read(t, node, c, path)
+		got := read(t, node, clientsDir, c, path)
 		checkVersion(t, c, got)
 		t.Logf("DuckDB %s reads site as %s", got.Version, js(got.Geometry["ds_permits.site"][:1]))
 		compare(t, c, got, want)

@@ -8,11 +8,17 @@
 // encoding): the bytes in hex and, when they are standard WKB, the
 // geometry decoded here as WKT.
 //
-//   node read.mjs MODULE FILE
+//   node read.mjs CLIENTS MODULE FILE
 //
-// MODULE is the package name of the client (an alias in package.json).
-const [mod, file] = process.argv.slice(2);
-const { DuckDBInstance } = await import(mod);
+// CLIENTS is the folder the clients are installed in (npm ci with
+// package.json and package-lock.json: its node_modules holds them), MODULE
+// the package name of the client (an alias in package.json).
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const [clients, mod, file] = process.argv.slice(2);
+const { DuckDBInstance } = await import(pathToFileURL(createRequire(join(clients, 'package.json')).resolve(mod)).href);
 const inst = await DuckDBInstance.create(file, {
   access_mode: 'READ_ONLY',
   autoinstall_known_extensions: 'false',
