@@ -106,7 +106,7 @@ func TestMemberWebhook_datasetChanged(t *testing.T) {
 }
 
 // Docs: a member webhook receives dataset.changed and the request events;
-// events filters among those (CONTRACT 9); a watched dataset the coverage
+// events filters among those (docs/wire.md 9); a watched dataset the coverage
 // no longer opens sends nothing.
 func TestMemberWebhook_filterAndCoverage(t *testing.T) {
 	em := mustEmulator(t)
@@ -136,7 +136,7 @@ func TestMemberWebhook_filterAndCoverage(t *testing.T) {
 	}
 }
 
-// Docs: "A member may have 20 webhooks"; CONTRACT 9: subscription webhooks
+// Docs: "A member may have 20 webhooks"; docs/wire.md 9: subscription webhooks
 // included, the 21st is 409 webhook_limit.
 func TestMemberWebhook_limit(t *testing.T) {
 	em := mustEmulator(t)

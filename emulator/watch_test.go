@@ -38,7 +38,7 @@ func listWatches(tb testing.TB, em *Emulator) []watchBody {
 	return out.Watches
 }
 
-// Docs: "Watching a dataset twice changes nothing." CONTRACT 9: the same
+// Docs: "Watching a dataset twice changes nothing." docs/wire.md 9: the same
 // watchedAt; DELETE answers watching false, also when it was not watched;
 // the list carries each dataset's current version and promotedAt.
 func TestWatch_AddListRemove(t *testing.T) {
@@ -74,7 +74,7 @@ func TestWatch_AddListRemove(t *testing.T) {
 	}
 }
 
-// CONTRACT 9: unknown 404; coverage 409 outside_coverage; plan 409
+// docs/wire.md 9: unknown 404; coverage 409 outside_coverage; plan 409
 // not_deliverable. Docs: watching "works on any Ploti plan" and is separate
 // from Data Feeds: a dataset Data Feeds does not deliver can be watched.
 func TestWatch_Errors(t *testing.T) {
@@ -117,7 +117,7 @@ func TestWatch_Errors(t *testing.T) {
 	}
 }
 
-// Docs: "A member may watch 100 datasets." CONTRACT 9: the 101st is 409
+// Docs: "A member may watch 100 datasets." docs/wire.md 9: the 101st is 409
 // watch_limit; watching one of the 100 again still answers 200.
 func TestWatch_Limit(t *testing.T) {
 	em := mustEmulator(t)
@@ -191,7 +191,7 @@ func TestPlotiVersions_Promotion(t *testing.T) {
 	}
 }
 
-// CONTRACT 9: GET /v1/datasets/{id}: kind, version null before the first,
+// docs/wire.md 9: GET /v1/datasets/{id}: kind, version null before the first,
 // the columns now (a MINOR column added shows), provenanceUrl.
 func TestWatch_GetDataset(t *testing.T) {
 	em := mustEmulator(t)

@@ -27,7 +27,7 @@ func summary(es []changeEntry) string {
 
 // Docs: "datasets changes with the event's version lists exactly the rows
 // it added, changed, removed or renamed [...] The added and changed rows of
-// the latest version come with the row itself." CONTRACT 9: row is null for
+// the latest version come with the row itself." docs/wire.md 9: row is null for
 // an older version; removed carries no row.
 func TestWatchChanges_Recorded(t *testing.T) {
 	em := mustEmulator(t)
@@ -121,7 +121,7 @@ func TestWatchChanges_ChangeLogs(t *testing.T) {
 	}
 }
 
-// Docs: a renamed record "now carries a new id". CONTRACT 9: recordId is
+// Docs: a renamed record "now carries a new id". docs/wire.md 9: recordId is
 // the new id, previousRecordId the old; counts.renamed; Data Feeds sends the
 // same version as record_ids_changed with an id map.
 func TestWatchChanges_Renamed(t *testing.T) {
@@ -151,7 +151,7 @@ func TestWatchChanges_Renamed(t *testing.T) {
 	}
 }
 
-// CONTRACT 9: limit 500 by default, 1,000 at most; version required;
+// docs/wire.md 9: limit 500 by default, 1,000 at most; version required;
 // cursors page; unknown version 404; past 90 days 410.
 func TestWatchChanges_PagingAndErrors(t *testing.T) {
 	em := mustEmulator(t)

@@ -31,7 +31,7 @@ func typeColumns() []Column {
 	}
 }
 
-// CONTRACT 9, "Row values in JSON": each type's rendering, row by row, the
+// docs/wire.md 9, "Row values in JSON": each type's rendering, row by row, the
 // same in a whole read, an ids read and a changes entry.
 func TestWatchRows_Values(t *testing.T) {
 	em := mustEmulator(t)
@@ -110,7 +110,7 @@ func TestWatchRows_Values(t *testing.T) {
 	}
 }
 
-// CONTRACT 9: "A read that pages stays on the version its first page had;
+// docs/wire.md 9: "A read that pages stays on the version its first page had;
 // its cursor answers 410 expired once that version has been superseded for
 // an hour."
 func TestWatchRows_PagingPinned(t *testing.T) {
@@ -155,7 +155,7 @@ func TestWatchRows_PagingPinned(t *testing.T) {
 	}
 }
 
-// CONTRACT 9: with ids, "the rows of those ids that exist now (an id absent
+// docs/wire.md 9: with ids, "the rows of those ids that exist now (an id absent
 // from the answer no longer exists)"; ids at most 500; reading 3: an ids=
 // read pages, sending the same ids.
 func TestWatchRows_IDs(t *testing.T) {
@@ -193,7 +193,7 @@ func TestWatchRows_IDs(t *testing.T) {
 	}
 }
 
-// CONTRACT 9 reading 4: "Before its first version a dataset answers rows
+// docs/wire.md 9 reading 4: "Before its first version a dataset answers rows
 // with "version": null and no rows."
 func TestWatchRows_BeforeFirstVersion(t *testing.T) {
 	em := mustEmulator(t)

@@ -174,7 +174,7 @@ func unitsColumns() []Column { return append(permitColumns(), Column{Name: "unit
 func withUnits(r Row, n int) Row { r["units"] = n; return r }
 
 // TestWatchTruth checks WatchPlan and WatchTruth against the mini client
-// over HTTP, through each reading of CONTRACT 9: merges (a MINOR column
+// over HTTP, through each reading of docs/wire.md 9: merges (a MINOR column
 // stays null where nothing touched it), several versions behind, renames,
 // and each cause of a whole reload.
 func TestWatchTruth(t *testing.T) {

@@ -351,7 +351,7 @@ func itoa(i int) string { return strconv.Itoa(i) }
 
 // subscriptions-manifest-files.txt: "Files being rebuilt: {"datasetId",
 // "version", "reason": "rebuilding"}. Ask for the manifest again in a few
-// minutes to load it." Other datasets load meanwhile (CONTRACT 8.6).
+// minutes to load it." Other datasets load meanwhile (docs/wire.md 8.6).
 func TestScenario_ManifestRebuilding(t *testing.T) {
 	em := mustEmulator(t)
 	sub, _, _ := seedTwo(t, em)
