@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/ploti-replica/ploti-replica/ploti"
+	"github.com/ploti-replica/ploti-replica/storage"
 )
 
 // aheadFiles bounds the merges a page fetches ahead of the one applying,
@@ -208,8 +209,8 @@ func (a *ahead) fetch(ctx context.Context, it *aheadItem, id string, version int
 	}
 	a.mu.Unlock()
 	close(it.ready)
-	if paths != nil {
-		a.x.DB.InspectChanges(ctx, paths)
+	if ci, ok := a.x.DB.Engine().(storage.ChangesInspector); ok && paths != nil {
+		ci.InspectChanges(ctx, paths)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 // Issue 6: a page's bookkeeping is held in the batch and written once, at
@@ -93,7 +94,7 @@ func feedEvent(typ, datasetID string, version *int, mod ...func(*ploti.EventData
 func seedRegistry(t *testing.T, at time.Time) *storage.DB {
 	t.Helper()
 	ctx := context.Background()
-	db, err := storage.Open(ctx, filepath.Join(t.TempDir(), "r.duckdb"), storage.Options{Now: func() time.Time { return at }})
+	db, err := backends.Open(ctx, filepath.Join(t.TempDir(), "r.duckdb"), storage.Options{Now: func() time.Time { return at }})
 	if err != nil {
 		t.Fatal(err)
 	}

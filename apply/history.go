@@ -32,7 +32,7 @@ func historyVersion(d *storage.Dataset, source string, version int, at *time.Tim
 type reloadLog struct {
 	history bool
 	logged  bool // the load logs its changes itself (Prepared.LogDiff)
-	digest  *storage.Digest
+	digest  storage.Digest
 }
 
 // beforeReload gets ready to record a reload of d to version, of the
@@ -58,7 +58,11 @@ func (x *Executor) beforeReload(ctx context.Context, tx *storage.Tx, d *storage.
 	if err != nil || !ok {
 		return nil, err
 	}
-	dg, err := tx.DigestTable(ctx, d.Table, d.Columns, next)
+	rlog, err := tx.ReloadLog()
+	if err != nil {
+		return nil, err
+	}
+	dg, err := rlog.DigestTable(ctx, d.Table, d.Columns, next)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +88,11 @@ func (x *Executor) afterReload(ctx context.Context, tx *storage.Tx, rl *reloadLo
 		hv := historyVersion(d, source, version, at)
 		return x.recordReload(ctx, tx, hv, cols, mapVersions(maps), x.LogReloads && d.Version > 0 && !rl.logged)
 	default:
-		_, err := tx.LogReload(ctx, rl.digest, d.ID, version, d.Table, mapVersions(maps))
+		rlog, err := tx.ReloadLog()
+		if err != nil {
+			return err
+		}
+		_, err = rlog.LogReload(ctx, rl.digest, d.ID, version, d.Table, mapVersions(maps))
 		return err
 	}
 }
@@ -95,12 +103,16 @@ func (x *Executor) afterReload(ctx context.Context, tx *storage.Tx, rl *reloadLo
 // or the other way round: the numbers are not comparable, and the old
 // history is set aside).
 func (x *Executor) recordReload(ctx context.Context, tx *storage.Tx, hv storage.HistoryVersion, cols []ploti.Column, maps []int, logChanges bool) error {
-	st, err := tx.HistoryOf(ctx, hv.DatasetID, hv.Table)
+	h, err := tx.History()
+	if err != nil {
+		return err
+	}
+	st, err := h.HistoryOf(ctx, hv.DatasetID, hv.Table)
 	if err != nil {
 		return err
 	}
 	if st.Started && st.Source != "" && st.Source != hv.Source {
-		aside, err := tx.SetHistoryAside(ctx, hv.DatasetID, hv.Table, st.Source)
+		aside, err := h.SetHistoryAside(ctx, hv.DatasetID, hv.Table, st.Source)
 		if err != nil {
 			return err
 		}
@@ -108,9 +120,9 @@ func (x *Executor) recordReload(ctx context.Context, tx *storage.Tx, hv storage.
 		st.Started = false
 	}
 	if !st.Started {
-		return tx.StartHistory(ctx, hv)
+		return h.StartHistory(ctx, hv)
 	}
-	_, err = tx.ReloadHistory(ctx, hv, cols, maps, logChanges)
+	_, err = h.ReloadHistory(ctx, hv, cols, maps, logChanges)
 	return err
 }
 
@@ -121,20 +133,24 @@ func (x *Executor) afterMerge(ctx context.Context, tx *storage.Tx, d *storage.Da
 	if !x.keeps(d.ID) {
 		return nil
 	}
+	h, err := tx.History()
+	if err != nil {
+		return err
+	}
 	hv := historyVersion(d, storage.SourceFeed, v.Version, &v.PublishedAt)
-	st, err := tx.HistoryOf(ctx, d.ID, d.Table)
+	st, err := h.HistoryOf(ctx, d.ID, d.Table)
 	if err != nil {
 		return err
 	}
 	if !st.Started { // not started at the sync's start (a history turned on since): begin here
-		return tx.StartHistory(ctx, hv)
+		return h.StartHistory(ctx, hv)
 	}
 	if len(schema.Columns) > len(d.Columns) {
-		if err := tx.WidenHistory(ctx, d.ID, d.Table, schema.Columns); err != nil {
+		if err := h.WidenHistory(ctx, d.ID, d.Table, schema.Columns); err != nil {
 			return err
 		}
 	}
-	return tx.MergeHistory(ctx, hv, schema.Columns, paths)
+	return h.MergeHistory(ctx, hv, schema.Columns, paths)
 }
 
 // afterWatchMerge records a watched catch-up (m, merged into the table:
@@ -145,9 +161,13 @@ func (x *Executor) afterWatchMerge(ctx context.Context, tx *storage.Tx, d *stora
 	if !x.keeps(d.ID) || len(versions) == 0 {
 		return nil
 	}
+	h, err := tx.History()
+	if err != nil {
+		return err
+	}
 	last := versions[len(versions)-1]
 	hv := historyVersion(d, storage.SourceWatch, last.Version, last.PromotedAt)
-	st, err := tx.HistoryOf(ctx, d.ID, d.Table)
+	st, err := h.HistoryOf(ctx, d.ID, d.Table)
 	if err != nil {
 		return err
 	}
@@ -158,7 +178,7 @@ func (x *Executor) afterWatchMerge(ctx context.Context, tx *storage.Tx, d *stora
 	for _, vc := range versions {
 		at[vc.Version] = vc.PromotedAt
 	}
-	return tx.WatchHistory(ctx, hv, m, at)
+	return h.WatchHistory(ctx, hv, m, at)
 }
 
 // widenHistory adds the columns a MINOR schema change adds to a dataset's
@@ -167,11 +187,15 @@ func (x *Executor) widenHistory(ctx context.Context, tx *storage.Tx, d *storage.
 	if !x.keeps(d.ID) || d.Table == "" {
 		return nil
 	}
-	st, err := tx.HistoryOf(ctx, d.ID, d.Table)
+	h, err := tx.History()
+	if err != nil {
+		return err
+	}
+	st, err := h.HistoryOf(ctx, d.ID, d.Table)
 	if err != nil || !st.Started {
 		return err
 	}
-	return tx.WidenHistory(ctx, d.ID, d.Table, cols)
+	return h.WidenHistory(ctx, d.ID, d.Table, cols)
 }
 
 // StartHistory makes sure a dataset that keeps history has one at the
@@ -194,7 +218,11 @@ func (x *Executor) StartHistory(ctx context.Context, d *storage.Dataset) error {
 		if err != nil || !ok {
 			return err
 		}
-		st, err := tx.HistoryOf(ctx, d.ID, d.Table)
+		h, err := tx.History()
+		if err != nil {
+			return err
+		}
+		st, err := h.HistoryOf(ctx, d.ID, d.Table)
 		if err != nil {
 			return err
 		}
@@ -223,7 +251,11 @@ func (x *Executor) resumedAt(ctx context.Context, d *storage.Dataset, source str
 	if source != storage.SourceFeed {
 		return nil
 	}
-	st, err := x.DB.HistoryOf(ctx, d.ID, d.Table)
+	h, ok := x.DB.Engine().(storage.HistoryReader)
+	if !ok {
+		return nil
+	}
+	st, err := h.HistoryOf(ctx, d.ID, d.Table)
 	if err != nil || !st.Started || st.Last == d.Version || st.Source != source {
 		return nil
 	}

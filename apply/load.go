@@ -252,15 +252,21 @@ const checkpointFreedMin = 4 << 20
 // they add up: the file then grows by at most an eighth between
 // checkpoints. Best effort: DuckDB refuses while another transaction runs.
 func (x *Executor) swapped(ctx context.Context, id string, bytes int64) {
+	cp, ok := x.DB.Engine().(storage.Checkpointer)
+	if !ok {
+		return // nothing kept aside to write back
+	}
 	x.freed += bytes
 	limit := int64(checkpointFreedMin)
-	if st, err := os.Stat(x.DB.Path()); err == nil {
-		limit = max(limit, st.Size()/8)
+	if f, ok := cp.(storage.File); ok {
+		if st, err := os.Stat(f.Path()); err == nil {
+			limit = max(limit, st.Size()/8)
+		}
 	}
 	if x.freed < limit {
 		return
 	}
-	if err := x.DB.Checkpoint(ctx); err != nil {
+	if err := cp.Checkpoint(ctx); err != nil {
 		x.Log.Debug().Str("dataset", id).Err(err).Msg("checkpoint after a snapshot swap")
 		return
 	}
@@ -417,6 +423,19 @@ func (x *Executor) logDiff(ctx context.Context, tx *storage.Tx, p *Prepared, d *
 	if !p.LogDiff || d.Version == 0 || d.Table == "" || p.NewTable {
 		return nil
 	}
-	_, err := tx.LogSnapshotDiff(ctx, d.ID, p.Version.Version, d.Table, p.schema.Columns, p.paths)
+	rlog, err := tx.ReloadLog()
+	if err != nil {
+		return err
+	}
+	_, err = rlog.LogSnapshotDiff(ctx, d.ID, p.Version.Version, d.Table, p.schema.Columns, p.paths)
 	return err
+}
+
+// checkpoint writes what the engine keeps aside (a DuckDB file's WAL) into
+// it; an engine that keeps nothing aside has nothing to do.
+func (x *Executor) checkpoint(ctx context.Context) error {
+	if cp, ok := x.DB.Engine().(storage.Checkpointer); ok {
+		return cp.Checkpoint(ctx)
+	}
+	return nil
 }

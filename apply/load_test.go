@@ -11,6 +11,7 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 // fileSource serves one local snapshot file for every version.
@@ -41,7 +42,7 @@ func TestLoad_ReloadsInOneSessionKeepTheFileBounded(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	snap := filepath.Join(dir, "snapshot.parquet")
-	db, err := storage.Open(ctx, filepath.Join(dir, "r.duckdb"), storage.Options{Now: func() time.Time { return time.Unix(0, 0) }})
+	db, err := backends.Open(ctx, filepath.Join(dir, "r.duckdb"), storage.Options{Now: func() time.Time { return time.Unix(0, 0) }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 // filesSource serves each dataset's own local snapshot file.
@@ -42,7 +43,7 @@ func sharedLoadFixture(t *testing.T, ids ...string) (*storage.DB, *Executor) {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	db, err := storage.Open(ctx, filepath.Join(dir, "r.duckdb"), storage.Options{Now: func() time.Time { return time.Unix(0, 0) }})
+	db, err := backends.Open(ctx, filepath.Join(dir, "r.duckdb"), storage.Options{Now: func() time.Time { return time.Unix(0, 0) }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ type Streamer interface {
 // and the engine both can; it reports whether it did.
 func (x *Executor) stream(ctx context.Context, p *Prepared) bool {
 	src, ok := x.Source.(Streamer)
-	if !ok || !x.DB.IsFile() {
+	if !ok || !storage.TxCan[storage.StreamLoader](x.DB) {
 		return false
 	}
 	s, err := src.Stream(ctx, p.Version)

@@ -409,7 +409,7 @@ func (x *Executor) reloadWatched(ctx context.Context, d *storage.Dataset, why st
 	})
 	if err == nil {
 		tookOver(d)
-		if cerr := x.DB.Checkpoint(ctx); cerr != nil {
+		if cerr := x.checkpoint(ctx); cerr != nil {
 			x.Log.Debug().Str("dataset", d.ID).Err(cerr).Msg("checkpoint after a watched dataset's reload")
 		}
 	}

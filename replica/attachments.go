@@ -226,8 +226,9 @@ func (r *Replica) fetchAttachment(ctx context.Context, d *storage.Dataset, i int
 // database (not a file) keeps every one inline: its readers are on other
 // machines, where no folder beside it is.
 func (r *Replica) inlineMax() int64 {
+	_, file := r.db.Engine().(storage.File)
 	switch m := r.opts.AttachmentsInlineMax; {
-	case !r.db.IsFile():
+	case !file:
 		return math.MaxInt64
 	case m == 0:
 		return DefaultAttachmentsInlineMax

@@ -62,7 +62,7 @@ func TestScenario_Attachments(t *testing.T) {
 	if !d.Inline() || !bytes.Equal(d.Content, dict) || d.SHA256 != sha(dict) || d.Bytes != int64(len(dict)) || d.ContentType != "text/csv" || d.Version != 1 {
 		t.Fatalf("dictionary = %+v, want inline, its bytes and sha256, version 1", d)
 	}
-	if !r.db.IsFile() {
+	if !isFile(r.db) {
 		// A database keeps every attachment inline: no folder beside it.
 		if !m.Inline() || !bytes.Equal(m.Content, manual) || m.SHA256 != sha(manual) {
 			t.Fatalf("manual = %s %+v, want inline in the database", m.Path, m.Bytes)
@@ -113,7 +113,7 @@ func TestScenario_Attachments(t *testing.T) {
 	}
 	// The manual's file is still the one kept under v1's folder.
 	entries, _ := filepath.Glob(filepath.Join(r.db.Path()+".attachments", "ds_permits", "*", "*"))
-	if r.db.IsFile() && len(entries) != 1 {
+	if isFile(r.db) && len(entries) != 1 {
 		t.Fatalf("attachment files = %v, want the manual's only", entries)
 	}
 }
@@ -148,7 +148,7 @@ func TestScenario_AttachmentsWhoseNamesReadTheSame(t *testing.T) {
 		if !bytes.Equal(got.Content, a.Data) || got.SHA256 != sha(a.Data) {
 			t.Fatalf("%q (%s) = %.20q…, want its own bytes", a.Name, got.Path, got.Content)
 		}
-		if r.db.IsFile() && (!strings.HasPrefix(got.Path, "replica.duckdb.attachments/ds_a/v1/") || !strings.HasSuffix(got.Path, ".txt")) {
+		if isFile(r.db) && (!strings.HasPrefix(got.Path, "replica.duckdb.attachments/ds_a/v1/") || !strings.HasSuffix(got.Path, ".txt")) {
 			t.Fatalf("%q kept as %s, want a .txt file under the version's folder", a.Name, got.Path)
 		}
 	}

@@ -57,7 +57,7 @@ func onlyInAFile(tb testing.TB, what string) {
 // cast back to the schema's DuckDB type.
 func tableForDiff(tb testing.TB, r *Replica, d *storage.Dataset) (*sql.DB, string) {
 	tb.Helper()
-	if r.db.IsFile() {
+	if isFile(r.db) {
 		return r.DB(), storage.AsGeometry(r.db.Geometry(), d.Table, d.Columns)
 	}
 	ctx := context.Background()
@@ -192,4 +192,11 @@ func TestPostgres_schemaFromURL(t *testing.T) {
 	if !strings.Contains(r.Path(), "schema=feeds") {
 		t.Fatalf("the database's name %s does not say its schema", r.Path())
 	}
+}
+
+// isFile tells whether db is kept in a local file (a DuckDB file), whose
+// folder, spool and attachments folder are beside it.
+func isFile(db *storage.DB) bool {
+	_, ok := db.Engine().(storage.File)
+	return ok
 }

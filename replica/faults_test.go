@@ -329,7 +329,7 @@ func TestSync_NoSecretsInLogsOrErrors(t *testing.T) {
 func storedText(t *testing.T, r *Replica, path string) []byte {
 	t.Helper()
 	var b []byte
-	if !r.db.IsFile() {
+	if !isFile(r.db) {
 		rows, err := r.DB().Query(`SELECT quote_ident(table_schema) || '.' || quote_ident(table_name) FROM information_schema.tables
 			WHERE table_schema NOT IN ('pg_catalog', 'information_schema') AND table_name <> 'spatial_ref_sys'`)
 		must(t, err)
@@ -347,7 +347,7 @@ func storedText(t *testing.T, r *Replica, path string) []byte {
 		}
 	}
 	must(t, r.Close())
-	if !r.db.IsFile() {
+	if !isFile(r.db) {
 		return b
 	}
 	b, err := os.ReadFile(path)

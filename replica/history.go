@@ -55,7 +55,12 @@ func (r *Replica) startHistories(ctx context.Context) {
 		r.log.Warn().Err(err).Msg("could not read the registry to start histories")
 		return
 	}
-	states, err := r.db.HistoryStates(ctx)
+	hr, err := storage.Can[storage.HistoryReader](r.db.Engine(), "history")
+	if err != nil {
+		r.log.Warn().Err(err).Msg("could not read the histories")
+		return
+	}
+	states, err := hr.HistoryStates(ctx)
 	if err != nil {
 		r.log.Warn().Err(err).Msg("could not read the histories")
 		return
@@ -93,7 +98,11 @@ func (r *Replica) pruneHistory(ctx context.Context) {
 	var n int64
 	var held []storage.MarkHold
 	err := r.db.Update(ctx, func(tx *storage.Tx) (err error) {
-		n, held, err = tx.PruneHistory(ctx, k.Versions, before)
+		h, err := tx.History()
+		if err != nil {
+			return err
+		}
+		n, held, err = h.PruneHistory(ctx, k.Versions, before)
 		return err
 	})
 	switch {
@@ -140,14 +149,15 @@ func (r *Replica) Story(ctx context.Context, datasetID, recordID string) ([]stor
 // historyOf finds a dataset's registry row and makes sure it keeps a
 // history.
 func historyOf(ctx context.Context, db *storage.DB, datasetID string) (*storage.Dataset, storage.HistoryState, error) {
-	if !db.IsFile() {
-		return nil, storage.HistoryState{}, fmt.Errorf("read the history of %s in %s: history is %w", datasetID, db.Path(), storage.ErrFileOnly)
+	hr, err := historyReader(db)
+	if err != nil {
+		return nil, storage.HistoryState{}, fmt.Errorf("read the history of %s in %s: %w", datasetID, db.Path(), err)
 	}
 	d, err := db.Dataset(ctx, datasetID)
 	if err != nil {
 		return nil, storage.HistoryState{}, err
 	}
-	st, err := db.HistoryOf(ctx, d.ID, d.Table)
+	st, err := hr.HistoryOf(ctx, d.ID, d.Table)
 	if err != nil {
 		return nil, st, err
 	}
@@ -169,7 +179,11 @@ func ReadDiff(ctx context.Context, db *storage.DB, datasetID string, from, to in
 			return nil, fmt.Errorf("diff %s: v%d: %w (it holds v%d to v%d)", datasetID, v, ErrVersionNotKept, st.Oldest, st.Last)
 		}
 	}
-	rows, err := db.HistoryDiff(ctx, datasetID, table, d.Columns, from, to)
+	hr, err := historyReader(db)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := hr.HistoryDiff(ctx, datasetID, table, d.Columns, from, to)
 	if err != nil {
 		return nil, err
 	}
@@ -195,5 +209,14 @@ func ReadStory(ctx context.Context, db *storage.DB, datasetID, recordID string) 
 	if err != nil {
 		return nil, err
 	}
-	return db.HistoryStory(ctx, datasetID, d.Table, d.Columns, recordID)
+	hr, err := historyReader(db)
+	if err != nil {
+		return nil, err
+	}
+	return hr.HistoryStory(ctx, datasetID, d.Table, d.Columns, recordID)
+}
+
+// historyReader is db's engine as a storage.HistoryReader, or why not.
+func historyReader(db *storage.DB) (storage.HistoryReader, error) {
+	return storage.Can[storage.HistoryReader](db.Engine(), "history")
 }

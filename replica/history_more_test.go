@@ -138,7 +138,7 @@ func TestHistory_KeepPrunesOldVersions(t *testing.T) {
 		must(t, err)
 		mustSync(t, r)
 	}
-	st, err := r.db.HistoryOf(ctx, "ds_permits", "ds_permits")
+	st, err := r.db.Engine().(storage.HistoryReader).HistoryOf(ctx, "ds_permits", "ds_permits")
 	must(t, err)
 	if st.Oldest != 3 || st.Last != 4 {
 		t.Fatalf("--history-keep 2 keeps v%d..v%d, want v3..v4", st.Oldest, st.Last)
@@ -154,7 +154,7 @@ func TestHistory_KeepPrunesOldVersions(t *testing.T) {
 		must(t, err)
 		mustSync(t, r)
 	}
-	if st, _ := r.db.HistoryOf(ctx, "ds_permits", "ds_permits"); st.Oldest != 4 {
+	if st, _ := r.db.Engine().(storage.HistoryReader).HistoryOf(ctx, "ds_permits", "ds_permits"); st.Oldest != 4 {
 		t.Fatalf("a mark at v4 keeps the history from v4, kept from v%d", st.Oldest)
 	}
 	if !strings.Contains(logs.String(), `"mark":"slow","dataset":"ds_permits","mark_version":4`) {

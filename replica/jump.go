@@ -103,7 +103,7 @@ func (r *Replica) catchUpFromManifest(ctx context.Context, sub *storage.Subscrip
 func (r *Replica) jumpable(d *storage.Dataset) bool {
 	// A database walks: the snapshot's difference from the table, which a
 	// catch-up logs, is worked out inside the DuckDB file (decision 48).
-	if d == nil || !r.db.IsFile() || d.Status != storage.StatusCurrent || d.Version == 0 || d.SkipUntilRemoved || d.Table == "" ||
+	if d == nil || !storage.TxCan[storage.ReloadLogger](r.db) || d.Status != storage.StatusCurrent || d.Version == 0 || d.SkipUntilRemoved || d.Table == "" ||
 		d.Source != "" && d.Source != storage.SourceFeed {
 		return false
 	}

@@ -86,8 +86,8 @@ func ReadChanges(ctx context.Context, db *storage.DB, mark string, opts ChangesO
 	if mark == "" {
 		return nil, errors.New("read changes: no mark name")
 	}
-	if !db.IsFile() {
-		return nil, fmt.Errorf("read changes since mark %s in %s: marks are %w", mark, db.Path(), storage.ErrFileOnly)
+	if _, err := storage.Can[storage.ChangeLogReader](db.Engine(), "marks"); err != nil {
+		return nil, fmt.Errorf("read changes since mark %s in %s: %w", mark, db.Path(), err)
 	}
 	marks, err := db.Marks(ctx, mark)
 	if err != nil {
@@ -133,7 +133,11 @@ func datasetChanges(ctx context.Context, db *storage.DB, d *storage.Dataset, fro
 	dc := &DatasetChanges{DatasetID: d.ID, Table: d.Table, Source: d.Source, FromVersion: from, NewMark: fresh,
 		ToVersion: d.Version, Changes: []Change{}}
 	// A history that covers the span answers with the rows before too.
-	hist, err := db.HistoryOf(ctx, d.ID, d.Table)
+	hr, err := historyReader(db)
+	if err != nil {
+		return nil, err
+	}
+	hist, err := hr.HistoryOf(ctx, d.ID, d.Table)
 	if err != nil {
 		return nil, err
 	}
@@ -182,9 +186,17 @@ func datasetChanges(ctx context.Context, db *storage.DB, d *storage.Dataset, fro
 // from the change log and the rows now.
 func changesSince(ctx context.Context, db *storage.DB, d *storage.Dataset, dc *DatasetChanges) ([]Change, error) {
 	if !dc.FromHistory {
-		return db.LoggedChanges(ctx, d.ID, d.Table, d.Columns, dc.FromVersion, dc.ToVersion)
+		cl, err := storage.Can[storage.ChangeLogReader](db.Engine(), "marks")
+		if err != nil {
+			return nil, err
+		}
+		return cl.LoggedChanges(ctx, d.ID, d.Table, d.Columns, dc.FromVersion, dc.ToVersion)
 	}
-	diff, err := db.HistoryDiff(ctx, d.ID, d.Table, d.Columns, dc.FromVersion, dc.ToVersion)
+	hr, err := historyReader(db)
+	if err != nil {
+		return nil, err
+	}
+	diff, err := hr.HistoryDiff(ctx, d.ID, d.Table, d.Columns, dc.FromVersion, dc.ToVersion)
 	if err != nil {
 		return nil, err
 	}

@@ -86,7 +86,7 @@ func TestScenario_AttachmentsOfDatasetIDsThatReadTheSame(t *testing.T) {
 		must(t, err)
 	}
 	r := mustOpen(t, em, sub, "", func(o *Options) { o.AttachmentsInlineMax = -1 })
-	if !r.db.IsFile() {
+	if !isFile(r.db) {
 		t.Skip("a database keeps attachments inline")
 	}
 	if res := mustSync(t, r); len(res.AttachmentsFailed) != 0 {

@@ -3,7 +3,10 @@ package replica
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
+
+	"github.com/ploti-replica/ploti-replica/storage"
 )
 
 // Published says where Publish put the file's copy and what it took. Its
@@ -32,6 +35,10 @@ func (p Published) MarshalJSON() ([]byte, error) {
 // opens dst again. Nothing may write through DB() meanwhile; Sync calls it
 // itself when Options.Publish is set.
 func (r *Replica) Publish(ctx context.Context, dst string) (Published, error) {
-	res, err := r.db.Publish(ctx, dst)
+	p, err := storage.Can[storage.Publisher](r.db.Engine(), "--publish")
+	if err != nil {
+		return Published{}, fmt.Errorf("publish %s: %w", r.db.Path(), err)
+	}
+	res, err := p.Publish(ctx, dst)
 	return Published{Path: res.Path, Bytes: res.Bytes, Reflink: res.Reflink, Duration: res.Duration}, err
 }

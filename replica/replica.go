@@ -291,7 +291,12 @@ func (r *Replica) Path() string { return r.db.Path() }
 // Close closes the file, keeping its status beside it for `status`
 // (summary.go), and removes the spool folder.
 func (r *Replica) Close() error {
-	err := r.db.CloseWithSummary(context.Background(), func(ctx context.Context) ([]byte, error) { return summarize(ctx, r.db) })
+	var err error
+	if sc, ok := r.db.Engine().(storage.SummaryCloser); ok {
+		err = sc.CloseWithSummary(context.Background(), func(ctx context.Context) ([]byte, error) { return summarize(ctx, r.db) })
+	} else {
+		err = r.db.Close()
+	}
 	if rerr := os.RemoveAll(r.spool); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 		err = errors.Join(err, rerr)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/fetch"
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 // DatasetStatus is one dataset's state in Status.
@@ -70,8 +71,11 @@ func (r *Replica) Status(ctx context.Context) (*Status, error) { return ReadStat
 
 // ReadStatus reads the state of an open storage file.
 func ReadStatus(ctx context.Context, db *storage.DB) (*Status, error) {
-	st := &Status{Datasets: []DatasetStatus{}, StorageVersion: db.StorageVersion(), Readers: storage.StorageReaders(db.StorageVersion()),
-		Geometry: db.Geometry()}
+	st := &Status{Datasets: []DatasetStatus{}, Geometry: db.Geometry()}
+	if f, ok := db.Engine().(storage.File); ok {
+		st.StorageVersion = f.StorageVersion()
+		st.Readers = backends.StorageReaders(st.StorageVersion)
+	}
 	sub, err := db.Subscription(ctx)
 	if err != nil {
 		return nil, err

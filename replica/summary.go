@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 // A file's status is kept beside it at each clean close of a writer
@@ -62,7 +63,7 @@ func summarize(ctx context.Context, db *storage.DB) ([]byte, error) {
 // storage.ReadSummary); false otherwise, and the caller opens the file
 // (ReadStatus). It is what ReadStatus would read from the file.
 func StoredStatus(path string) (*Status, bool) {
-	b, ok := storage.ReadSummary(path)
+	b, ok := backends.ReadSummary(path)
 	if !ok {
 		return nil, false
 	}
@@ -71,7 +72,7 @@ func StoredStatus(path string) (*Status, bool) {
 		return nil, false
 	}
 	st := s.Status
-	st.Readers = storage.StorageReaders(st.StorageVersion)
+	st.Readers = backends.StorageReaders(st.StorageVersion)
 	for i := range st.Datasets {
 		st.Datasets[i].Detail = explain(st.Datasets[i])
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 // summarized is a replica file with one dataset, closed with its status
@@ -16,7 +17,7 @@ func summarized(t *testing.T) (string, *Status) {
 	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "r.duckdb")
-	db, err := storage.Open(ctx, path, storage.Options{})
+	db, err := backends.Open(ctx, path, storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +34,7 @@ func summarized(t *testing.T) (string, *Status) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.CloseWithSummary(ctx, func(ctx context.Context) ([]byte, error) { return summarize(ctx, db) }); err != nil {
+	if err := db.Engine().(storage.SummaryCloser).CloseWithSummary(ctx, func(ctx context.Context) ([]byte, error) { return summarize(ctx, db) }); err != nil {
 		t.Fatal(err)
 	}
 	return path, want
@@ -61,7 +62,7 @@ func TestStoredStatus_isWhatTheFileHolds(t *testing.T) {
 // summary might lack what it prints.
 func TestStoredStatus_notReadInAnotherShape(t *testing.T) {
 	path, _ := summarized(t)
-	b, err := os.ReadFile(storage.SummaryPath(path))
+	b, err := os.ReadFile(backends.SummaryPath(path))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func TestStoredStatus_notReadInAnotherShape(t *testing.T) {
 	s.Shape = "another build's"
 	env["summary"], _ = json.Marshal(s)
 	b, _ = json.Marshal(env)
-	if err := os.WriteFile(storage.SummaryPath(path), b, 0o644); err != nil {
+	if err := os.WriteFile(backends.SummaryPath(path), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := StoredStatus(path); ok {

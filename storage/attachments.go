@@ -198,7 +198,7 @@ const backendAttachments = 5000
 // in the DuckDB file): each of at most backendAttachments attachments and
 // sets, but for a set that has more on its own.
 func (tx *Tx) attachmentParts(sets []AttachmentSet) [][]AttachmentSet {
-	if tx.be == nil {
+	if !tx.db.be.RowsInParts() {
 		return [][]AttachmentSet{sets}
 	}
 	var parts [][]AttachmentSet
@@ -221,7 +221,7 @@ func (tx *Tx) attachmentParts(sets []AttachmentSet) [][]AttachmentSet {
 // 10–12 (issue 18); BenchmarkTx_PutAttachmentSets_500, at load 3: 65 ms a
 // call that way, 17 ms this way.
 func (tx *Tx) syncRows(sets []AttachmentSet) (string, []any, error) {
-	if tx.be != nil {
+	if tx.db.be.RowsInParts() {
 		rows := make([]string, len(sets))
 		var args []any
 		for i, s := range sets {

@@ -6,17 +6,27 @@ import (
 	"time"
 )
 
-// Backend is an engine other than the DuckDB file that holds a replica
-// (storage/postgres's PostgreSQL database). A DB opened over one
-// (OpenBackend) keeps the same _ploti registry with the same statements
-// (database/sql with ? placeholders; the few that differ are in
-// dialect.go), and moves rows through the Backend's Tables: the seam is
-// these two interfaces and Tables (seam.go); docs/decisions.md 48.
+// Backend is an engine that holds a replica: the DuckDB file
+// (storage/duckdb) or a PostgreSQL/PostGIS database (storage/postgres),
+// siblings behind this one interface, as Litestream keeps each replica
+// client and restic each backend in a package of its own. A DB opened over
+// one (OpenBackend) keeps the same _ploti registry with the same statements
+// (database/sql with ? placeholders; the few that differ are the
+// engine's Dialect), and moves rows through the engine's Tables: the seam
+// is these interfaces and Tables (seam.go); docs/decisions.md 48. What
+// only some engines can do is a capability (capabilities.go), asserted on
+// the engine, never asked by its name.
 type Backend interface {
-	// Name is the database as errors and logs name it, with no secret.
+	Dialect
+	// Name is the database as errors and logs name it, with no secret: a
+	// file's path, a database's URL without its password.
 	Name() string
 	// Schema is the schema of the dataset tables (a file's is main).
 	Schema() string
+	// Geometry is how the dataset tables store geometry columns:
+	// GeometryNative or GeometryWKB in a DuckDB file, GeometryPostGIS in
+	// a database.
+	Geometry() string
 	// SQL is a handle for the registry's statements outside a
 	// transaction (readers of the committed state).
 	SQL() *sql.DB
@@ -24,9 +34,12 @@ type Backend interface {
 	Begin(ctx context.Context) (BackendTx, error)
 	// Close releases the database (and the writer's lock).
 	Close() error
+	// NilTx is a nil transaction of the engine's type, for asking what
+	// its transactions can do before one begins (TxCan).
+	NilTx() BackendTx
 }
 
-// BackendTx is a Backend's transaction: the registry's statements run on
+// BackendTx is an engine's transaction: the registry's statements run on
 // SQL, the rows move through Tables, and Commit commits both at once.
 type BackendTx interface {
 	Tables
@@ -35,17 +48,13 @@ type BackendTx interface {
 	Rollback() error
 }
 
-// OpenBackend is a DB over be, whose _ploti the Backend has migrated.
-// opts.Now is its clock; the file-only options (memory, threads, geometry
-// encoding, read-only) are the Backend's business.
+// OpenBackend is a DB over be, whose _ploti the engine has migrated.
+// opts.Now is its clock and opts.ReadOnly says whether it was opened
+// read-only; the engine's own settings (memory, threads, geometry
+// encoding) are its business.
 func OpenBackend(be Backend, opts Options) *DB {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &DB{sql: be.SQL(), path: be.Name(), now: opts.Now, be: be, geometry: GeometryPostGIS}
+	return &DB{sql: be.SQL(), path: be.Name(), now: opts.Now, readOnly: opts.ReadOnly, be: be}
 }
-
-// IsFile tells whether the DB is a DuckDB file (not a Backend's
-// database): what only a file has (its path's folder, its spool beside it,
-// checkpoints, its storage version) applies.
-func (db *DB) IsFile() bool { return db.be == nil }

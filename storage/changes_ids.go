@@ -19,16 +19,6 @@ type ChangesIDChecker interface {
 	CheckChangesIDs(ctx context.Context, files []string) error
 }
 
-var _ ChangesIDChecker = (*Tx)(nil)
-
-// CheckChangesIDs is ChangesIDChecker's, for the DuckDB file.
-func (tx *Tx) CheckChangesIDs(ctx context.Context, files []string) error {
-	if tx.be != nil {
-		return nil
-	}
-	return ChangesIDsAcrossFiles(ctx, tx.tx, files)
-}
-
 // ChangesIDsAcrossFiles is CheckChangesIDs's read, in the DuckDB q (the
 // file's transaction, or the in-memory DuckDB that reads another
 // engine's files): the same refusal, in the same words, on both engines.
@@ -43,7 +33,7 @@ func ChangesIDsAcrossFiles(ctx context.Context, q interface {
 	var first *string
 	err := q.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*), min(%[1]s) FROM (
 			SELECT %[1]s FROM %[2]s WHERE %[1]s IS NOT NULL GROUP BY %[1]s HAVING count(DISTINCT zz_ploti_file) > 1)`,
-		id, byFile(files, ColRecordID))).Scan(&repeated, &first)
+		id, ByFile(files, ColRecordID))).Scan(&repeated, &first)
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return fmt.Errorf("check record ids of %d changes files: %w: %w", len(files), cerr, err)

@@ -3,26 +3,42 @@ package storage
 import (
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
-	"fmt"
 )
 
-// The few registry statements whose SQL differs between the DuckDB file
-// and a Backend's database (PostgreSQL); every other statement is the
-// same text on both (backend.go).
-
-// takenNamesSQL lists the names of the tables and views in the schema of
-// the dataset tables: a new dataset's table takes none of them.
-func (db *DB) takenNamesSQL() string {
-	if db.be != nil {
-		return "SELECT table_name::VARCHAR FROM information_schema.tables WHERE table_schema = " + Literal(db.be.Schema())
-	}
-	return `SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main'
-		UNION ALL SELECT view_name FROM duckdb_views() WHERE schema_name = 'main'`
+// Dialect is the few registry statements whose SQL differs between the
+// engines, each engine's own; every other statement is the same text on
+// all of them.
+type Dialect interface {
+	// TakenNamesSQL lists the names of the tables and views in the schema
+	// of the dataset tables: a new dataset's table takes none of them.
+	TakenNamesSQL() string
+	// IdentMax is the longest identifier the engine takes, in bytes, or 0
+	// for no limit that a table's name reaches.
+	IdentMax() int
+	// PairHash is an expression hashing a row's record id with one of its
+	// values, whose sum over a table does not depend on the rows' order.
+	PairHash(id, col string) string
+	// JSONText is a JSON value's text, the same for the same value on
+	// every engine.
+	JSONText(expr string) string
+	// FirstIDs is an aggregate of the first five values of expr in order,
+	// as a JSON list of strings.
+	FirstIDs(expr string) string
+	// ColumnsOf maps a dataset table's columns (name in the dataset
+	// schema, rel the same qualified) to the engine's names of their
+	// types, read in tx.
+	ColumnsOf(ctx context.Context, tx *sql.Tx, name, rel string) (map[string]string, error)
+	// RowsInParts tells how the registry binds many rows: as VALUES lists
+	// of parameters in parts (true: PostgreSQL takes at most 65,535
+	// parameters a statement), or as one JSON text (false: DuckDB's cost
+	// of binding grows with the square of its parameters).
+	RowsInParts() bool
 }
 
-// BackendIdent is the longest identifier a Backend's database takes:
-// PostgreSQL's NAMEDATALEN-1, 63 bytes.
+// BackendIdent is the longest identifier PostgreSQL takes:
+// NAMEDATALEN-1, 63 bytes.
 const BackendIdent = 63
 
 // CutIdent is name when it has at most max bytes, else its start and a
@@ -36,72 +52,28 @@ func CutIdent(name, key string, max int) string {
 	return name[:max-9] + "_" + hex.EncodeToString(sum[:4])
 }
 
-// tableBase is the table name a new dataset asks for (TableName). In a
-// Backend's database, a name longer than its identifiers less room for
-// the "_N" that sets a taken name apart is cut, and ends in a hash of the
-// dataset id (CutIdent).
+// tableBase is the table name a new dataset asks for (TableName). In an
+// engine whose identifiers are bounded, a name longer than they take less
+// room for the "_N" that sets a taken name apart is cut, and ends in a
+// hash of the dataset id (CutIdent).
 func (db *DB) tableBase(datasetID string) string {
-	if db.be == nil {
+	max := db.be.IdentMax()
+	if max == 0 {
 		return TableName(datasetID)
 	}
-	return CutIdent(TableName(datasetID), datasetID, BackendIdent-4)
+	return CutIdent(TableName(datasetID), datasetID, max-4)
 }
 
 // tableRel is a dataset table's name, qualified by its schema.
 func (db *DB) tableRel(table string) string {
-	if db.be != nil {
-		return Ident(db.be.Schema()) + "." + Ident(table)
-	}
-	return "main." + Ident(table)
+	return Ident(db.be.Schema()) + "." + Ident(table)
 }
 
-// pairHash is an expression hashing a row's record id with one of its
-// values, whose sum over a table does not depend on the rows' order.
-func (db *DB) pairHash(id, col string) string {
-	if db.be != nil {
-		return fmt.Sprintf("hashtextextended(coalesce(%s::text, '') || '|' || coalesce(%s::text, chr(1)), 0)", id, col)
-	}
-	return fmt.Sprintf("hash(%s, %s)", id, col)
-}
+func (db *DB) takenNamesSQL() string          { return db.be.TakenNamesSQL() }
+func (db *DB) pairHash(id, col string) string { return db.be.PairHash(id, col) }
+func (tx *Tx) jsonText(expr string) string    { return tx.db.be.JSONText(expr) }
+func (db *DB) firstIDs(expr string) string    { return db.be.FirstIDs(expr) }
 
-// jsonText is a JSON value's text, the same for the same value on both
-// engines (PostgreSQL's json keeps the text it was given, jsonb its own).
-func (tx *Tx) jsonText(expr string) string {
-	if tx.be != nil {
-		return "CAST(CAST(" + expr + " AS jsonb) AS text)"
-	}
-	return "CAST(" + expr + " AS VARCHAR)"
-}
-
-// firstIDs is an aggregate of the first five values of expr in order, as
-// a JSON list of strings.
-func (db *DB) firstIDs(expr string) string {
-	if db.be != nil {
-		return fmt.Sprintf("CAST(to_json((array_agg(%[1]s ORDER BY %[1]s))[1:5]) AS VARCHAR)", expr)
-	}
-	return fmt.Sprintf("CAST(to_json(list(%[1]s ORDER BY %[1]s)[1:5]) AS VARCHAR)", expr)
-}
-
-// columnsOf maps a table's columns to the engine's names of their types:
-// name is a table of the file's main schema, rel the same table
-// qualified (a Backend's engine reads it by rel).
 func (tx *Tx) columnsOf(ctx context.Context, name, rel string) (map[string]string, error) {
-	if tx.be == nil {
-		return tx.tableColumns(ctx, name)
-	}
-	rows, err := tx.tx.QueryContext(ctx, `SELECT attname::VARCHAR, format_type(atttypid, atttypmod) FROM pg_attribute
-		WHERE attrelid = CAST(? AS regclass) AND attnum > 0 AND NOT attisdropped`, rel)
-	if err != nil {
-		return nil, fmt.Errorf("columns of %s: %w", name, err)
-	}
-	defer rows.Close()
-	out := map[string]string{}
-	for rows.Next() {
-		var n, t string
-		if err := rows.Scan(&n, &t); err != nil {
-			return nil, fmt.Errorf("columns of %s: %w", name, err)
-		}
-		out[n] = t
-	}
-	return out, rows.Err()
+	return tx.db.be.ColumnsOf(ctx, tx.tx, name, rel)
 }

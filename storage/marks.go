@@ -2,13 +2,10 @@ package storage
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/ploti-replica/ploti-replica/ploti"
 )
 
 // Kinds of change a mark reports (RecordChange.Change): the net effect on
@@ -35,7 +32,7 @@ func (db *DB) Marks(ctx context.Context, name string) ([]Mark, error) {
 	return listMarks(ctx, db.sql, name)
 }
 
-func listMarks(ctx context.Context, q querier, name string) ([]Mark, error) {
+func listMarks(ctx context.Context, q Querier, name string) ([]Mark, error) {
 	rows, err := q.QueryContext(ctx, `SELECT name, dataset_id, version, "at" FROM _ploti.marks
 		WHERE ? = '' OR name = ? ORDER BY name, dataset_id`, name, name)
 	if err != nil {
@@ -136,73 +133,10 @@ func (db *DB) ChangeLogSpan(ctx context.Context, datasetID string) (LogSpan, err
 	return s, nil
 }
 
-// LoggedChanges is what _ploti.changes says happened to the records of a
-// dataset (table its table) after version from, up to version to, net of
-// each other and read against the rows the table holds now: a record added
-// then removed is left out; one that existed at from and is gone is
-// removed, whatever happened in between; a record renamed (a watched
-// dataset's, or a replaced id logged by a reload) gives its id at from as
-// PreviousRecordID, and its old id is not reported removed. Ordered by
-// kind, then record id.
-func (db *DB) LoggedChanges(ctx context.Context, datasetID, table string, cols []ploti.Column, from, to int) ([]RecordChange, error) {
-	rows, err := db.sql.QueryContext(ctx, fmt.Sprintf(`WITH log AS (
-			SELECT record_id, arg_min(change, version) AS first FROM _ploti.changes
-			WHERE dataset_id = $1 AND version > $2 AND version <= $3 GROUP BY record_id)
-		SELECT log.record_id, log.first, CASE WHEN t.%[2]s IS NOT NULL THEN CAST(to_json(t) AS VARCHAR) END FROM log
-		LEFT JOIN %[1]s t ON t.%[2]s = log.record_id
-		ORDER BY log.record_id`, AsGeometry(db.geometry, table, cols), Ident(ColRecordID)), datasetID, from, to)
-	if err != nil {
-		return nil, fmt.Errorf("read changes of %s after v%d: %w", datasetID, from, err)
-	}
-	defer rows.Close()
-	var out []RecordChange
-	for rows.Next() {
-		var c RecordChange
-		var row sql.NullString
-		if err := rows.Scan(&c.RecordID, &c.Change, &row); err != nil {
-			return nil, fmt.Errorf("read changes of %s: %w", datasetID, err)
-		}
-		if row.Valid {
-			c.Row = json.RawMessage(row.String)
-		}
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read changes of %s: %w", datasetID, err)
-	}
-	renames, err := db.renamesBetween(ctx, datasetID, from, to)
-	if err != nil {
-		return nil, err
-	}
-	return netChanges(out, renames), nil
-}
-
-// renamesBetween reads the id map's links of versions after from, up to
-// to: each new id to the id it replaced, the newest link of an id first.
-func (db *DB) renamesBetween(ctx context.Context, datasetID string, from, to int) (map[string]string, error) {
-	rows, err := db.sql.QueryContext(ctx, `SELECT to_id, from_id FROM _ploti.id_map
-		WHERE dataset_id = ? AND version > ? AND version <= ? ORDER BY version`, datasetID, from, to)
-	if err != nil {
-		return nil, fmt.Errorf("read the id map of %s: %w", datasetID, err)
-	}
-	defer rows.Close()
-	prev := map[string]string{}
-	for rows.Next() {
-		var to, from string
-		if err := rows.Scan(&to, &from); err != nil {
-			return nil, err
-		}
-		if _, ok := prev[to]; !ok { // an id given twice keeps its first link back
-			prev[to] = from
-		}
-	}
-	return prev, rows.Err()
-}
-
 // netChanges turns each logged record's first change and its row now
 // (c.Change holds the first change logged, c.Row the row or nil) into its
 // net change; prev links a renamed id to the one it replaced.
-func netChanges(logged []RecordChange, prev map[string]string) []RecordChange {
+func NetChanges(logged []RecordChange, prev map[string]string) []RecordChange {
 	first := map[string]string{}
 	for _, c := range logged {
 		first[c.RecordID] = c.Change

@@ -20,7 +20,7 @@ func TestNetChanges_renamedThenRemoved(t *testing.T) {
 		{RecordID: "x", Change: ChangeRenamed, Row: row},
 	}
 	prev := map[string]string{"b": "a", "c": "b", "m": "n", "x": "w"}
-	got := netChanges(logged, prev)
+	got := NetChanges(logged, prev)
 	want := []RecordChange{
 		{RecordID: "x", Change: ChangeRenamed, PreviousRecordID: "w", Row: row},
 		{RecordID: "a", Change: ChangeRemoved},

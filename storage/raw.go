@@ -13,7 +13,7 @@ import (
 // wait. It is DuckDB on its own, for measuring the engine side by side with
 // it (ploti-replica bench); closing the *sql.DB closes the file.
 func OpenPlain(ctx context.Context, path string, opts Options) (*sql.DB, error) {
-	connector, err := newConnector(path, opts)
+	connector, err := NewConnector(path, opts)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}

@@ -72,7 +72,7 @@ type Dataset struct {
 	TakenFrom int
 }
 
-type querier interface {
+type Querier interface {
 	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
 	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
@@ -101,7 +101,7 @@ func scanDataset(sc interface{ Scan(...any) error }) (*Dataset, error) {
 	return &d, nil
 }
 
-func getDataset(ctx context.Context, q querier, id string) (*Dataset, error) {
+func getDataset(ctx context.Context, q Querier, id string) (*Dataset, error) {
 	d, err := scanDataset(q.QueryRowContext(ctx, "SELECT "+datasetCols+" FROM _ploti.datasets WHERE dataset_id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%s: %w", id, ErrNoDataset)
@@ -113,7 +113,7 @@ func getDataset(ctx context.Context, q querier, id string) (*Dataset, error) {
 // half the registry's read (20–60 ms at 2,000 datasets).
 var datasetStateCols = strings.Replace(datasetCols, "coalesce(columns::VARCHAR, '[]')", "'[]'", 1)
 
-func listDatasets(ctx context.Context, q querier, ids ...string) ([]*Dataset, error) {
+func listDatasets(ctx context.Context, q Querier, ids ...string) ([]*Dataset, error) {
 	where := ""
 	if ids != nil {
 		if len(ids) == 0 {
@@ -124,7 +124,7 @@ func listDatasets(ctx context.Context, q querier, ids ...string) ([]*Dataset, er
 	return queryDatasets(ctx, q, datasetCols, where)
 }
 
-func queryDatasets(ctx context.Context, q querier, cols, where string) ([]*Dataset, error) {
+func queryDatasets(ctx context.Context, q Querier, cols, where string) ([]*Dataset, error) {
 	rows, err := q.QueryContext(ctx, "SELECT "+cols+" FROM _ploti.datasets"+where+" ORDER BY dataset_id")
 	if err != nil {
 		return nil, err
@@ -290,7 +290,7 @@ type Subscription struct {
 	LastSyncAt *time.Time
 }
 
-func getSubscription(ctx context.Context, q querier) (*Subscription, error) {
+func getSubscription(ctx context.Context, q Querier) (*Subscription, error) {
 	var s Subscription
 	var cursor sql.NullString
 	err := q.QueryRowContext(ctx, "SELECT subscription_id, api_url, cursor, last_sync_at FROM _ploti.subscription LIMIT 1").
@@ -385,7 +385,7 @@ func (tx *Tx) rowDefaults(d *Dataset) {
 // one INSERT for the new ones (issue 18: a bootstrap writes thousands).
 // Rows without a table name go one by one, through PutDataset.
 func (tx *Tx) PutDatasets(ctx context.Context, ds []*Dataset) error {
-	if tx.be != nil && len(ds) > backendRows {
+	if tx.db.be.RowsInParts() && len(ds) > backendRows {
 		return inParts(ds, func(part []*Dataset) error { return tx.PutDatasets(ctx, part) })
 	}
 	if len(ds) < 2 || slices.ContainsFunc(ds, func(d *Dataset) bool { return d.Table == "" }) {
@@ -469,7 +469,7 @@ func (tx *Tx) putStates(ctx context.Context, values string, args []any) (sql.Res
 // 2,000-dataset catch-up's CPU, one such UPDATE a page of ~500 rows).
 // Rows the registry does not hold are written whole, as PutDatasets does.
 func (tx *Tx) PutDatasetStates(ctx context.Context, ds []*Dataset) error {
-	if tx.be != nil && len(ds) > backendRows {
+	if tx.db.be.RowsInParts() && len(ds) > backendRows {
 		return inParts(ds, func(part []*Dataset) error { return tx.PutDatasetStates(ctx, part) })
 	}
 	if len(ds) < 2 || slices.ContainsFunc(ds, func(d *Dataset) bool { return d.Table == "" }) {
@@ -520,7 +520,7 @@ const registryCols = `table_name, title, place_id, topic, version, previous_vers
 // on its own, and a page of state-only events writes a row for each of its
 // 500 datasets; the same rows as one JSON text took 10–45 ms).
 func (tx *Tx) datasetRows(ds []*Dataset) (string, []any, error) {
-	if tx.be != nil {
+	if tx.db.be.RowsInParts() {
 		return tx.datasetValuesRows(ds)
 	}
 	type row struct {
@@ -627,14 +627,14 @@ type Hold struct {
 	Detail    json.RawMessage
 }
 
-func listHolds(ctx context.Context, q querier, datasetID string) ([]Hold, error) {
+func listHolds(ctx context.Context, q Querier, datasetID string) ([]Hold, error) {
 	if datasetID != "" {
 		return queryHolds(ctx, q, " WHERE dataset_id = ?", datasetID)
 	}
 	return queryHolds(ctx, q, "")
 }
 
-func queryHolds(ctx context.Context, q querier, where string, args ...any) ([]Hold, error) {
+func queryHolds(ctx context.Context, q Querier, where string, args ...any) ([]Hold, error) {
 	query := "SELECT dataset_id, coalesce(version, 0), kind, reason, since, coalesce(detail::VARCHAR, '') FROM _ploti.holds" + where
 	rows, err := q.QueryContext(ctx, query+" ORDER BY dataset_id, kind", args...)
 	if err != nil {

@@ -183,7 +183,7 @@ func jsonSource(files []string, cols []ploti.Column, raw bool) (string, error) {
 		parts = append(parts, Literal(c.Name)+": "+Literal(t))
 	}
 	return fmt.Sprintf("read_json(%s, format = 'newline_delimited', columns = {%s}, maximum_object_size = %d, hive_partitioning = false)",
-		fileList(files), strings.Join(parts, ", "), maxRowBytes), nil
+		FileList(files), strings.Join(parts, ", "), maxRowBytes), nil
 }
 
 // maxRowBytes is the largest JSON row read_json accepts (DuckDB's default

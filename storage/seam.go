@@ -71,13 +71,5 @@ type Tables interface {
 	LoadScratch(ctx context.Context, cols []ploti.Column, files []string) (rel string, n int64, err error)
 }
 
-// The DuckDB file's transaction is the first implementation.
-var _ Tables = (*Tx)(nil)
-
 // Tables is the engine's table operations in this transaction.
-func (tx *Tx) Tables() Tables {
-	if tx.be != nil {
-		return tx.be
-	}
-	return tx
-}
+func (tx *Tx) Tables() Tables { return tx.be }

@@ -3,23 +3,9 @@ package storage
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
-	"embed"
-	"errors"
 	"fmt"
-	"net/url"
-	"os"
-	"regexp"
-	"sort"
-	"strconv"
-	"strings"
 	"time"
-
-	"github.com/duckdb/duckdb-go/v2"
 )
-
-//go:embed migrations/*.sql
-var migrationFS embed.FS
 
 // Defaults for Options.
 const (
@@ -54,284 +40,21 @@ type Options struct {
 	Geometry string
 }
 
-// DB is an open DuckDB file with the _ploti schema migrated.
+// DB is a replica's storage: the _ploti registry and the dataset tables,
+// kept by an engine (a Backend: the DuckDB file of storage/duckdb, or the
+// PostgreSQL database of storage/postgres). Its methods are the registry's
+// rules, the same statements on every engine; what only some engines can
+// do is asked of Engine() by type assertion (capabilities.go).
 type DB struct {
-	sql       *sql.DB
-	connector *duckdb.Connector
-	path      string
-	now       func() time.Time
-	readOnly  bool
-	storage   uint64      // DuckDB storage version of the file
-	pubSrc    *os.File    // the file opened by Publish; closed after DuckDB (see publishSource)
-	chained   bool        // Commit appends to _ploti.commit_log (walcheck.go)
-	readable  bool        // read back whole at open, or created by it (damaged.go)
-	geometry  string      // how the tables store geometry: GeometryNative or GeometryWKB
-	be        Backend     // another engine's database (backend.go), or nil for the DuckDB file
-	facts     factCache   // changes files read ahead of their merges (inspect_changes.go)
-	threads   threadCount // DuckDB's threads: as opened, and now (threads.go)
-	writer    string      // the path holdWriter took for this writer; "" for none
-}
-
-var lockRE = regexp.MustCompile(`(?i)conflicting lock|could not set lock`)
-
-// Open opens or creates the DuckDB file at path and migrates _ploti. While
-// another process holds the file it waits with backoff up to LockTimeout.
-// It reads the file's header first: a file that is not DuckDB's
-// (ErrNotDuckDB) or whose storage version the embedded DuckDB cannot read
-// (ErrStorageVersion) is refused in words, before DuckDB touches it.
-func Open(ctx context.Context, path string, opts Options) (*DB, error) {
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if err := CheckGeometry(opts.Geometry); err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	info, err := Inspect(path)
-	if err != nil {
-		return nil, err
-	}
-	if info.Exists {
-		if err := checkWAL(ctx, path); err != nil {
-			return nil, err
-		}
-	}
-	if !info.Exists && (opts.NoCreate || opts.ReadOnly) {
-		return nil, fmt.Errorf("open %s: %w", path, ErrNoFile)
-	}
-	if !info.Exists {
-		if err := CheckFolder(path); err != nil {
-			return nil, err
-		}
-	}
-	if opts.LockTimeout == 0 {
-		opts.LockTimeout = DefaultLockTimeout
-	}
-	deadline := time.Now().Add(opts.LockTimeout)
-	wait := 100 * time.Millisecond
-	told := false
-	for {
-		db, err := open(ctx, path, opts, info.Exists)
-		if err == nil {
-			db.storage = info.StorageVersion
-			if !info.Exists {
-				db.storage = StorageV1_0
-			}
-			return db, nil
-		}
-		if !errors.Is(err, ErrLocked) {
-			return nil, err
-		}
-		if !told && opts.OnLocked != nil {
-			opts.OnLocked(err.Error())
-			told = true
-		}
-		left := time.Until(deadline)
-		if opts.LockTimeout < 0 {
-			return nil, fmt.Errorf("open %s: told not to wait: %w", path, err)
-		}
-		if left <= 0 {
-			return nil, fmt.Errorf("open %s: gave up after %s: %w", path, opts.LockTimeout, err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(min(wait, left)): // the last try is at the deadline
-		}
-		if wait *= 2; wait > 2*time.Second {
-			wait = 2 * time.Second
-		}
-	}
-}
-
-func open(ctx context.Context, path string, opts Options, existed bool) (*DB, error) {
-	var writer string
-	if !opts.ReadOnly {
-		var err error
-		if writer, err = holdWriter(path); err != nil {
-			return nil, err
-		}
-	}
-	connector, err := newConnector(path, opts)
-	if err != nil {
-		releaseWriter(writer)
-		if lockRE.MatchString(err.Error()) {
-			return nil, fmt.Errorf("%w: %s", ErrLocked, lockHolder(err.Error()))
-		}
-		if d := asDamaged(path, err); d != nil && existed {
-			return nil, d
-		}
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	db := &DB{sql: sql.OpenDB(connector), connector: connector, path: path, now: opts.Now, readOnly: opts.ReadOnly, writer: writer}
-	if !opts.ReadOnly {
-		// Held now: no summary of an older state outlives what this
-		// process writes (summary.go).
-		if err := removeSummary(path); err != nil {
-			db.Close()
-			return nil, err
-		}
-	}
-	if existed {
-		// Issue 15: a file that does not read back whole is refused
-		// before the migrations (or anything) write to it.
-		if err := db.checkReadable(ctx); err != nil {
-			db.Close()
-			return nil, err
-		}
-	}
-	db.readable = true
-	if err := db.prepare(ctx, opts); err != nil {
-		db.Close()
-		return nil, err
-	}
-	return db, nil
-}
-
-// prepare gets an opened file ready: a reader checks that it is a replica
-// this build reads; a writer migrates it and sets the engine's settings.
-func (db *DB) prepare(ctx context.Context, opts Options) error {
-	if opts.ReadOnly {
-		if err := db.checkReplica(ctx); err != nil {
-			return err
-		}
-		return db.readGeometry(ctx)
-	}
-	if err := db.migrate(ctx); err != nil {
-		return err
-	}
-	db.chained = true
-	if err := db.readThreads(ctx); err != nil {
-		return err
-	}
-	if err := db.readGeometry(ctx); err != nil {
-		return err
-	}
-	if err := db.setGeometry(ctx, opts.Geometry); err != nil {
-		return err
-	}
-	// DuckDB's setting is global to the open file: every connection
-	// of the pool shares it.
-	if _, err := db.sql.ExecContext(ctx, "SET checkpoint_threshold = '"+CheckpointThreshold+"'"); err != nil {
-		return fmt.Errorf("open %s: %w", db.path, err)
-	}
-	return nil
-}
-
-// CheckpointThreshold is the engine's DuckDB checkpoint_threshold between
-// its commits (DuckDB's default): small commits (state-only pages, a page
-// of small merges, a run's row) go to the WAL until it holds this much,
-// and the commit past it checkpoints them all.
-const CheckpointThreshold = "16MB"
-
-// checkpointBytes is CheckpointThreshold in bytes (DuckDB's MB is 10^6).
-const checkpointBytes = 16_000_000
-
-// BulkCommit is how much a commit of the engine's may add to the WAL
-// before it is checkpointed as it commits, without the WAL: each commit
-// sets checkpoint_threshold to the WAL's size plus this (CheckpointThreshold
-// at most) and puts it back after (decision 52). A merge's rows would
-// otherwise be written twice, to the WAL at its commit and into the file
-// at the next checkpoint, which comes soon (the CLI's sync closes the
-// file; a long watch reaches the threshold). Issue 6: a 1% merge at 10M
-// rows commits in 0.39–0.40 s this way against 0.08 s for the WAL and
-// 0.36–0.45 s for the checkpoint after. Issue 18: with 4MB as the
-// threshold itself, a catch-up of 1,800 small merges over 500 tables
-// checkpointed every few pages, each time rewriting the tables they had
-// touched: 52 s against 31 s with DuckDB's 16MB (DuckDB alone 19 s).
-const BulkCommit = 4_000_000 // DuckDB's "4MB"
-
-// commitThreshold is the checkpoint_threshold a commit of the file's runs
-// with: the WAL's size now plus BulkCommit, at most CheckpointThreshold.
-func (db *DB) commitThreshold() string {
-	wal := int64(0)
-	if fi, err := os.Stat(db.path + ".wal"); err == nil {
-		wal = fi.Size()
-	}
-	return fmt.Sprintf("%dKB", min(wal+BulkCommit, checkpointBytes)/1000)
-}
-
-// newConnector opens the file with opts' DuckDB settings.
-func newConnector(path string, opts Options) (*duckdb.Connector, error) {
-	q := url.Values{}
-	// The replica reads each downloaded file once, and a file fetched
-	// again (a repair after a bad download) reuses its spool name: DuckDB's
-	// external file cache served the old bytes for it.
-	q.Set("enable_external_file_cache", "false")
-	// Never reach for the network: a file that needs an extension (a
-	// SQLite file makes DuckDB fetch sqlite_scanner) is refused instead.
-	q.Set("autoinstall_known_extensions", "false")
-	q.Set("autoload_known_extensions", "false")
-	// New files in the storage every DuckDB 1.x client reads (issue 14),
-	// whatever a later DuckDB's default.
-	q.Set("storage_compatibility_version", "v1.0.0")
-	if opts.ReadOnly {
-		q.Set("access_mode", "READ_ONLY")
-	}
-	if opts.MemoryLimit != "" {
-		q.Set("memory_limit", opts.MemoryLimit)
-	}
-	if opts.Threads > 0 {
-		q.Set("threads", strconv.Itoa(opts.Threads))
-	}
-	dsn := path + "?" + q.Encode()
-	return duckdb.NewConnector(dsn, func(execer driver.ExecerContext) error {
-		// Timestamps in the feed are UTC; make casts and display agree.
-		_, err := execer.ExecContext(context.Background(), "SET TimeZone = 'UTC'", nil)
-		return err
-	})
-}
-
-// lockHolder keeps the part of DuckDB's lock message that names the holder.
-func lockHolder(msg string) string {
-	if i := strings.Index(msg, "Conflicting lock"); i >= 0 {
-		msg = msg[i:]
-	}
-	for _, tail := range []string{". See also", ". However, you would be able to open"} {
-		if i := strings.Index(msg, tail); i >= 0 {
-			msg = msg[:i]
-		}
-	}
-	return strings.TrimSpace(msg)
+	sql      *sql.DB
+	path     string
+	now      func() time.Time
+	readOnly bool
+	be       Backend
 }
 
 // Path is the file's path.
 func (db *DB) Path() string { return db.path }
-
-// StorageVersion is the file's DuckDB storage version number (see
-// StorageReaders).
-func (db *DB) StorageVersion() uint64 { return db.storage }
-
-// checkReplica refuses, in words, a file opened read-only that this build
-// cannot read as a replica: one ploti-replica never wrote, one whose
-// migrations never ran, or one at another migration.
-func (db *DB) checkReplica(ctx context.Context) error {
-	// The migrations table itself first: a scan of duckdb_tables() costs
-	// a row a table (20–100 ms at 2,000 tables), so it only words why the
-	// query failed.
-	var have int
-	err := db.sql.QueryRowContext(ctx, "SELECT coalesce(max(version), 0) FROM _ploti.schema_migrations").Scan(&have)
-	if err != nil {
-		var tables int
-		if cerr := db.sql.QueryRowContext(ctx, `SELECT count(*) FROM duckdb_tables()
-			WHERE database_name = current_database() AND schema_name = '_ploti' AND table_name = 'schema_migrations'`).Scan(&tables); cerr != nil {
-			return fmt.Errorf("open %s: %w", db.path, cerr)
-		}
-		if tables == 0 {
-			return fmt.Errorf("open %s: %w: it is a DuckDB file without the _ploti schema", db.path, ErrNotReplica)
-		}
-		return fmt.Errorf("open %s: %w", db.path, err)
-	}
-	switch want := MigrationVersion(); {
-	case have == 0:
-		return fmt.Errorf("open %s: %w: its _ploti migrations never ran", db.path, ErrNotReplica)
-	case have > want:
-		return fmt.Errorf("open %s: file at migration %d, this build knows %d: %w", db.path, have, want, ErrNewerFile)
-	case have < want:
-		return fmt.Errorf("open %s: file at migration %d, this build reads %d (a sync, which opens it for writing, migrates it): %w",
-			db.path, have, want, ErrOlderFile)
-	}
-	return nil
-}
 
 // SQL is the database handle for queries. In-process readers see the last
 // committed state while a sync runs.
@@ -340,173 +63,43 @@ func (db *DB) SQL() *sql.DB { return db.sql }
 // Now is the storage clock.
 func (db *DB) Now() time.Time { return db.now().UTC() }
 
-// Close closes the file, gathering every error.
-func (db *DB) Close() error {
-	if db.be != nil {
-		return db.be.Close()
-	}
-	var errs []error
-	if db.sql != nil {
-		errs = append(errs, db.sql.Close())
-	}
-	if db.connector != nil {
-		errs = append(errs, db.connector.Close())
-	}
-	if db.pubSrc != nil { // only now: closing it drops DuckDB's lock
-		errs = append(errs, db.pubSrc.Close())
-	}
-	err := errors.Join(errs...)
-	releaseWriter(db.writer)
-	db.writer = ""
-	if err == nil && db.readable && !db.readOnly {
-		// The file as this process left it, read whole at open and
-		// written since by DuckDB: the next open, here or in another
-		// process, need not read it again unless something else changes
-		// it (readback.go).
-		rememberReadBack(db.path)
-	}
-	return err
-}
+// Close closes the engine (and releases the writer's lock).
+func (db *DB) Close() error { return db.be.Close() }
 
-// Checkpoint writes the WAL into the file and lets DuckDB reuse freed blocks.
-func (db *DB) Checkpoint(ctx context.Context) error {
-	if db.be != nil {
-		return nil // a file's concern
-	}
-	if _, err := db.sql.ExecContext(ctx, "CHECKPOINT"); err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	return nil
-}
+// Engine is the engine that keeps the replica: assert a capability on it
+// (capabilities.go) to do what only some engines can.
+func (db *DB) Engine() Backend { return db.be }
 
-// MigrationVersion is the newest migration this build knows.
-func MigrationVersion() int {
-	names, _ := migrationNames()
-	return len(names)
-}
+// ReadOnly tells whether the replica was opened read-only.
+func (db *DB) ReadOnly() bool { return db.readOnly }
 
-func migrationNames() ([]string, error) {
-	entries, err := migrationFS.ReadDir("migrations")
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	sort.Strings(names)
-	return names, nil
-}
-
-// migrate applies the embedded migrations not yet applied, each in a transaction.
-func (db *DB) migrate(ctx context.Context) error {
-	if _, err := db.sql.ExecContext(ctx, `CREATE SCHEMA IF NOT EXISTS _ploti;
-		CREATE TABLE IF NOT EXISTS _ploti.schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL)`); err != nil {
-		return fmt.Errorf("migrate %s: %w", db.path, err)
-	}
-	var have int
-	if err := db.sql.QueryRowContext(ctx, "SELECT coalesce(max(version), 0) FROM _ploti.schema_migrations").Scan(&have); err != nil {
-		return fmt.Errorf("migrate %s: %w", db.path, err)
-	}
-	names, err := migrationNames()
-	if err != nil {
-		return err
-	}
-	if have > len(names) {
-		return fmt.Errorf("open %s: file at migration %d, this build knows %d: %w", db.path, have, len(names), ErrNewerFile)
-	}
-	for i := have; i < len(names); i++ {
-		body, err := migrationFS.ReadFile("migrations/" + names[i])
-		if err != nil {
-			return err
-		}
-		tx, err := db.sql.BeginTx(ctx, nil)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("migrate %s to %d (%s): %w", db.path, i+1, names[i], err)
-		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO _ploti.schema_migrations VALUES (?, ?)", i+1, db.Now()); err != nil {
-			tx.Rollback()
-			return err
-		}
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("migrate %s to %d: %w", db.path, i+1, err)
-		}
-	}
-	return nil
-}
-
-// Tx is a transaction with a fixed now.
+// Tx is a transaction with a fixed now: the registry's statements run on
+// the engine's transaction, and the rows move through its Tables.
 type Tx struct {
 	tx  *sql.Tx
 	db  *DB
-	be  BackendTx // the Backend's transaction, or nil for the DuckDB file
+	be  BackendTx
 	Now time.Time
-	ids map[string]idCounts // snapshots' ids counted ahead (CheckSnapshotIDs)
 }
 
 // Begin starts a transaction.
 func (db *DB) Begin(ctx context.Context) (*Tx, error) {
-	if db.be != nil {
-		btx, err := db.be.Begin(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("begin: %w", err)
-		}
-		return &Tx{tx: btx.SQL(), db: db, be: btx, Now: db.Now()}, nil
-	}
-	tx, err := db.sql.BeginTx(ctx, nil)
+	btx, err := db.be.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
 	}
-	return &Tx{tx: tx, db: db, Now: db.Now()}, nil
+	return &Tx{tx: btx.SQL(), db: db, be: btx, Now: db.Now()}, nil
 }
+
+// Engine is the engine's transaction: assert a capability on it
+// (capabilities.go) to do what only some engines can.
+func (tx *Tx) Engine() BackendTx { return tx.be }
 
 // Commit commits the transaction.
-func (tx *Tx) Commit() error {
-	if tx.be != nil {
-		return tx.be.Commit()
-	}
-	defer tx.db.allThreads()
-	if !tx.db.chained {
-		return tx.tx.Commit()
-	}
-	seq, err := tx.chainCommit()
-	if err != nil {
-		tx.tx.Rollback()
-		return err
-	}
-	// DuckDB reads the setting as the transaction commits (global to the
-	// open file; set within the transaction, it holds for its commit).
-	if _, err := tx.tx.Exec("SET GLOBAL checkpoint_threshold = '" + tx.db.commitThreshold() + "'"); err != nil {
-		tx.tx.Rollback()
-		return fmt.Errorf("commit: %w", err)
-	}
-	err = tx.tx.Commit()
-	// Back to the threshold between commits, for writes through DB(); a
-	// failure leaves this commit's, which the next commit sets again.
-	tx.db.sql.Exec("SET GLOBAL checkpoint_threshold = '" + CheckpointThreshold + "'")
-	if err != nil {
-		return err
-	}
-	tx.db.pruneCommitLog(seq)
-	return nil
-}
+func (tx *Tx) Commit() error { return tx.be.Commit() }
 
 // Rollback aborts the transaction; after Commit it does nothing.
-func (tx *Tx) Rollback() error {
-	if tx.be != nil {
-		return tx.be.Rollback()
-	}
-	err := tx.tx.Rollback()
-	tx.db.allThreads()
-	if errors.Is(err, sql.ErrTxDone) {
-		return nil
-	}
-	return err
-}
+func (tx *Tx) Rollback() error { return tx.be.Rollback() }
 
 // Exec runs a statement in the transaction.
 func (tx *Tx) Exec(ctx context.Context, q string, args ...any) (sql.Result, error) {

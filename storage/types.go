@@ -101,7 +101,7 @@ func selectList(cols []ploti.Column, fileTypes map[string]string) (string, error
 // the same type changes nothing, and a merge's INSERT of 46 rows took 3.3–4.4
 // ms with every column cast against 2.4–2.8 ms with none (issue 18; a
 // snapshot's load of millions of rows pays nothing for them).
-func changesSelectList(cols []ploti.Column, fileTypes map[string]string) (string, error) {
+func ChangesSelectList(cols []ploti.Column, fileTypes map[string]string) (string, error) {
 	return selectColumns(cols, fileTypes, false)
 }
 
@@ -132,7 +132,7 @@ func selectColumns(cols []ploti.Column, fileTypes map[string]string, castAll boo
 }
 
 // columnNames lists a table's column names for an INSERT.
-func columnNames(cols []ploti.Column) string {
+func ColumnNames(cols []ploti.Column) string {
 	parts := []string{Ident(ColRecordID), Ident(ColPlaceID)}
 	for _, c := range cols {
 		parts = append(parts, Ident(c.Name))
@@ -141,7 +141,7 @@ func columnNames(cols []ploti.Column) string {
 }
 
 // fileList is a DuckDB list literal of file paths.
-func fileList(files []string) string {
+func FileList(files []string) string {
 	q := make([]string, len(files))
 	for i, f := range files {
 		q[i] = Literal(f)
@@ -154,5 +154,5 @@ func fileList(files []string) string {
 // (a spool folder under /data/env=prod/) adds a hive partition column, and
 // the file would no longer match its schema.
 func parquetSource(files []string) string {
-	return "read_parquet(" + fileList(files) + ", hive_partitioning = false)"
+	return "read_parquet(" + FileList(files) + ", hive_partitioning = false)"
 }

@@ -11,10 +11,6 @@ import (
 	"github.com/ploti-replica/ploti-replica/ploti"
 )
 
-// verifyScratch is the table a snapshot is loaded into for a comparison,
-// inside a transaction that is rolled back: nothing of it is ever written.
-const verifyScratch = "_ploti_verify_snapshot"
-
 // ColumnDiff is how one column of a table differs from a snapshot's, row
 // by row (rows matched by record id).
 type ColumnDiff struct {
@@ -116,7 +112,7 @@ func (c *SnapshotComparison) columns(ctx context.Context) (mine, theirs map[stri
 	if len(mine) == 0 {
 		return nil, nil, fmt.Errorf("compare %s: %w: the table is not in the file (dropped?)", c.table, ErrBadData)
 	}
-	if theirs, err = c.tx.columnsOf(ctx, verifyScratch, c.snap); err != nil {
+	if theirs, err = c.tx.columnsOf(ctx, VerifyScratch, c.snap); err != nil {
 		return nil, nil, err
 	}
 	var names []string
@@ -283,28 +279,6 @@ func (c *SnapshotComparison) repeated(ctx context.Context, d *RowDiff) error {
 // Close drops the scratch table (the transaction is rolled back).
 func (c *SnapshotComparison) Close() error { return c.tx.Rollback() }
 
-// tableColumns maps a main table's columns to their DuckDB types.
-func (tx *Tx) tableColumns(ctx context.Context, table string) (map[string]string, error) {
-	rows, err := tx.tx.QueryContext(ctx, `SELECT column_name, data_type FROM duckdb_columns()
-		WHERE database_name = current_database() AND schema_name = 'main' AND table_name = ?`, table)
-	if err != nil {
-		return nil, fmt.Errorf("columns of %s: %w", table, err)
-	}
-	defer rows.Close()
-	out := map[string]string{}
-	for rows.Next() {
-		var n, t string
-		if err := rows.Scan(&n, &t); err != nil {
-			return nil, fmt.Errorf("columns of %s: %w", table, err)
-		}
-		out[n] = t
-	}
-	return out, rows.Err()
-}
-
-// LoadScratch loads a snapshot into the scratch table of main, which the
-// comparison's rollback drops.
-func (tx *Tx) LoadScratch(ctx context.Context, cols []ploti.Column, files []string) (string, int64, error) {
-	n, err := tx.loadSnapshot(ctx, verifyScratch, cols, files, true)
-	return "main." + Ident(verifyScratch), n, err
-}
+// VerifyScratch is the table a snapshot is loaded into for a comparison,
+// inside a transaction that is rolled back: nothing of it is ever written.
+const VerifyScratch = "_ploti_verify_snapshot"

@@ -12,6 +12,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/emulator"
 	"github.com/ploti-replica/ploti-replica/replica"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 // cli runs the command line with the emulator's variables in the environment.
@@ -307,7 +308,7 @@ func TestSync_keepChanges(t *testing.T) {
 	if code, out, errs := cli(t, vars, "sync", "--keep-changes", "1"); code != exitOK {
 		t.Fatalf("sync --keep-changes 1: exit %d\n%s%s", code, out, errs)
 	}
-	db, err := storage.Open(context.Background(), vars["PLOTI_DB"], storage.Options{ReadOnly: true, LockTimeout: -1})
+	db, err := backends.Open(context.Background(), vars["PLOTI_DB"], storage.Options{ReadOnly: true, LockTimeout: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

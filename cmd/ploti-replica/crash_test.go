@@ -19,6 +19,7 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/emulator"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 // The crash harness (issue 4, "Crash safety"; docs/design.md invariant 3): it
@@ -426,7 +427,7 @@ func copyFile(t *testing.T, src, dst string) {
 func fingerprint(t *testing.T, path string) (map[string]string, error) {
 	t.Helper()
 	ctx := context.Background()
-	db, err := storage.Open(ctx, path, storage.Options{ReadOnly: true, LockTimeout: -1})
+	db, err := backends.Open(ctx, path, storage.Options{ReadOnly: true, LockTimeout: -1})
 	if err != nil {
 		return nil, err
 	}
@@ -504,7 +505,7 @@ func diff(got, want map[string]string) []string {
 func truthMismatches(t *testing.T, path string, em *emulator.Emulator) []string {
 	t.Helper()
 	ctx := context.Background()
-	db, err := storage.Open(ctx, path, storage.Options{ReadOnly: true, LockTimeout: -1})
+	db, err := backends.Open(ctx, path, storage.Options{ReadOnly: true, LockTimeout: -1})
 	if err != nil {
 		return []string{"open: " + err.Error()}
 	}

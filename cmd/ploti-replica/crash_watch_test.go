@@ -11,6 +11,7 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/emulator"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 // The crash harness for watched datasets (issue 12, "Done when"): the same
@@ -98,7 +99,7 @@ func plotiNow(em *emulator.Emulator) map[string]int {
 func watchTruthMismatches(t *testing.T, path string, em *emulator.Emulator, synced map[string][]int) []string {
 	t.Helper()
 	ctx := context.Background()
-	db, err := storage.Open(ctx, path, storage.Options{ReadOnly: true, LockTimeout: -1})
+	db, err := backends.Open(ctx, path, storage.Options{ReadOnly: true, LockTimeout: -1})
 	if err != nil {
 		return []string{"open: " + err.Error()}
 	}
@@ -258,7 +259,7 @@ func TestCrashWatch(t *testing.T) {
 func (w *crashWorld) heldIDs(t *testing.T, path, datasetID, where string) []string {
 	t.Helper()
 	ctx := context.Background()
-	db, err := storage.Open(ctx, path, storage.Options{ReadOnly: true, LockTimeout: -1})
+	db, err := backends.Open(ctx, path, storage.Options{ReadOnly: true, LockTimeout: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

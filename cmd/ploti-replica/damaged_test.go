@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 // A damaged file (issue 15): bytes overwritten in a copy of a replica
@@ -33,7 +34,7 @@ const (
 func tableBlock(t *testing.T, path string) (int64, string) {
 	t.Helper()
 	ctx := context.Background()
-	db, err := storage.Open(ctx, path, storage.Options{ReadOnly: true, LockTimeout: -1})
+	db, err := backends.Open(ctx, path, storage.Options{ReadOnly: true, LockTimeout: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func walOf(t *testing.T, src, change string) []byte {
 	ctx := context.Background()
 	tmp := filepath.Join(t.TempDir(), "w.duckdb")
 	copyFile(t, src, tmp)
-	db, err := storage.Open(ctx, tmp, storage.Options{LockTimeout: -1})
+	db, err := backends.Open(ctx, tmp, storage.Options{LockTimeout: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +162,7 @@ func TestDamagedFile(t *testing.T) {
 		}},
 		{"a stale .wal beside it", func(p string) {
 			// the file moves on (a sync checkpoints), then the old log turns up
-			db, err := storage.Open(context.Background(), p, storage.Options{LockTimeout: -1})
+			db, err := backends.Open(context.Background(), p, storage.Options{LockTimeout: -1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -172,7 +173,7 @@ func TestDamagedFile(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
-			if err := db.Checkpoint(context.Background()); err != nil {
+			if err := db.Engine().(storage.Checkpointer).Checkpoint(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			db.Close()

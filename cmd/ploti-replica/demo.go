@@ -107,7 +107,7 @@ func (d *demoCmd) checkTarget(ctx context.Context, db bool) error {
 	if db {
 		return checkDemoDatabase(ctx, d.DB)
 	}
-	if err := storage.CheckFolder(d.DB); err != nil {
+	if err := backends.CheckFolder(d.DB); err != nil {
 		return err
 	}
 	if d.Force {
@@ -133,7 +133,7 @@ func (d *demoCmd) startWorld(em *emulator.Emulator, db bool) (*emulator.Demo, er
 	if db {
 		return world, nil
 	}
-	for _, p := range []string{d.DB, d.DB + ".wal", d.DB + ".attachments", storage.SummaryPath(d.DB)} {
+	for _, p := range []string{d.DB, d.DB + ".wal", d.DB + ".attachments", backends.SummaryPath(d.DB)} {
 		if err := os.RemoveAll(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("demo: replace %s: %w", p, err)
 		}
@@ -340,8 +340,8 @@ func markDemoFile(ctx context.Context, path string) error {
 // checkDemoFile refuses to replace a file that is not an earlier demo's
 // (issue 14: demo replaced a user's DuckDB file, or a text file, silently).
 func checkDemoFile(ctx context.Context, path string) error {
-	info, err := storage.Inspect(path)
-	if err == nil && !info.Exists {
+	exists, err := backends.FileExists(path)
+	if err == nil && !exists {
 		return nil
 	}
 	refuse := func(why string) error {

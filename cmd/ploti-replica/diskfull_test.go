@@ -11,6 +11,7 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/emulator"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 // Disk full (issue 15): a sync whose file's folder, or whose spool
@@ -111,7 +112,7 @@ func diskWorld(t *testing.T, db, spool string) (*emulator.Emulator, map[string]s
 // heldVersion is the version the registry says ds_big holds.
 func heldVersion(t *testing.T, db string) int {
 	t.Helper()
-	s, err := storage.Open(context.Background(), db, storage.Options{ReadOnly: true, LockTimeout: -1})
+	s, err := backends.Open(context.Background(), db, storage.Options{ReadOnly: true, LockTimeout: -1})
 	if err != nil {
 		t.Fatalf("open %s after the failed sync: %v", db, err)
 	}

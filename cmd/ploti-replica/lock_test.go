@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 // TestHelperHoldFile is not a test: TestSync_waitsForAnotherProcess runs
@@ -27,7 +28,7 @@ func TestHelperHoldFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := storage.Open(context.Background(), path, storage.Options{ReadOnly: true, LockTimeout: -1})
+	db, err := backends.Open(context.Background(), path, storage.Options{ReadOnly: true, LockTimeout: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

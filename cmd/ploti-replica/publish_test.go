@@ -14,6 +14,7 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/replica"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 // readerReport is what TestHelperReadPublished saw.
@@ -85,7 +86,7 @@ func TestHelperReadPublished(t *testing.T) {
 // version, or why the copy is not one whole sync.
 func readWhole(path string) (version int, torn string, err error) {
 	ctx := context.Background()
-	db, err := storage.Open(ctx, path, storage.Options{ReadOnly: true, LockTimeout: -1})
+	db, err := backends.Open(ctx, path, storage.Options{ReadOnly: true, LockTimeout: -1})
 	if err != nil {
 		return 0, "", err
 	}
@@ -212,7 +213,7 @@ func TestServe_publish(t *testing.T) {
 	w.publish(t)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		db, err := storage.Open(context.Background(), pub, storage.Options{ReadOnly: true, LockTimeout: -1})
+		db, err := backends.Open(context.Background(), pub, storage.Options{ReadOnly: true, LockTimeout: -1})
 		if err != nil {
 			t.Fatalf("open the published copy while serve runs: %v", err)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/emulator"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 // A stored cursor the API refuses (400 invalid_input): sync names
@@ -15,7 +16,7 @@ func TestSync_rebootstrap(t *testing.T) {
 	ctx := context.Background()
 	_, d, vars := demoWorld(t)
 	mustCLI(t, vars, "sync")
-	db, err := storage.Open(ctx, vars["PLOTI_DB"], storage.Options{})
+	db, err := backends.Open(ctx, vars["PLOTI_DB"], storage.Options{})
 	must(t, err)
 	must(t, db.Update(ctx, func(tx *storage.Tx) error { return tx.SetCursor(ctx, emulator.Cursor(d.SubscriptionID, 99999)) }))
 	must(t, db.Close())

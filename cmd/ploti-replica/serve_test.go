@@ -20,6 +20,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/emulator"
 	"github.com/ploti-replica/ploti-replica/replica"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/backends"
 	"github.com/ploti-replica/ploti-replica/webhook"
 )
 
@@ -230,7 +231,7 @@ func (w *serveWorld) metric(t *testing.T, name, labels string) float64 {
 func (w *serveWorld) assertFileAt(t *testing.T, version int) {
 	t.Helper()
 	ctx := context.Background()
-	db, err := storage.Open(ctx, w.db, storage.Options{ReadOnly: true, LockTimeout: -1})
+	db, err := backends.Open(ctx, w.db, storage.Options{ReadOnly: true, LockTimeout: -1})
 	if err != nil {
 		t.Fatalf("open the file read-only between syncs: %v", err)
 	}
@@ -696,7 +697,7 @@ func TestServe_signalDuringSync(t *testing.T) {
 // lastRun is the result of the file's last sync run.
 func (w *serveWorld) lastRun(t *testing.T) string {
 	t.Helper()
-	db, err := storage.Open(context.Background(), w.db, storage.Options{ReadOnly: true, LockTimeout: -1})
+	db, err := backends.Open(context.Background(), w.db, storage.Options{ReadOnly: true, LockTimeout: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

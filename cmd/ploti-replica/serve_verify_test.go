@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 // serve --verify-every runs verify on its schedule, waking a sync for it
@@ -32,7 +33,7 @@ func TestServe_verifyEvery(t *testing.T) {
 		t.Fatal("the last verify run's time is not set")
 	}
 	ctx := context.Background()
-	db, err := storage.Open(ctx, w.db, storage.Options{LockTimeout: 10 * time.Second})
+	db, err := backends.Open(ctx, w.db, storage.Options{LockTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

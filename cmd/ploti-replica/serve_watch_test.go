@@ -13,6 +13,7 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/emulator"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 // newMemberServeWorld is serve for a member without Data Feeds: one
@@ -47,7 +48,7 @@ func newMemberServeWorld(t *testing.T) *serveWorld {
 func (w *serveWorld) heldVersion(t *testing.T) int {
 	t.Helper()
 	ctx := context.Background()
-	db, err := storage.Open(ctx, w.db, storage.Options{ReadOnly: true, LockTimeout: -1})
+	db, err := backends.Open(ctx, w.db, storage.Options{ReadOnly: true, LockTimeout: -1})
 	if err != nil {
 		t.Fatalf("open the file read-only between syncs: %v", err)
 	}
@@ -123,7 +124,7 @@ func TestServe_pollCatchesUpALostDatasetChanged(t *testing.T) {
 func (w *serveWorld) tryHeldVersion(t *testing.T) (int, bool) {
 	t.Helper()
 	ctx := context.Background()
-	db, err := storage.Open(ctx, w.db, storage.Options{ReadOnly: true, LockTimeout: -1})
+	db, err := backends.Open(ctx, w.db, storage.Options{ReadOnly: true, LockTimeout: -1})
 	if err != nil {
 		return 0, false
 	}

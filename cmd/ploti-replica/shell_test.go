@@ -26,7 +26,7 @@ import (
 	_ "github.com/duckdb/duckdb-go/v2"
 
 	"github.com/ploti-replica/ploti-replica/emulator"
-	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 var shellBin struct {
@@ -499,7 +499,7 @@ func checkCamel(t *testing.T, what string, v any) {
 func TestVersion(t *testing.T) {
 	r := sh(t, nil, "--version")
 	if r.code != exitOK || !strings.Contains(r.stdout, "ploti-replica ") || !strings.Contains(r.stdout, "commit ") ||
-		!strings.Contains(r.stdout, "DuckDB "+storage.DuckDBVersion) {
+		!strings.Contains(r.stdout, "DuckDB "+backends.DuckDBVersion) {
 		t.Fatalf("--version: %s", r)
 	}
 }

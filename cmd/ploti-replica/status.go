@@ -198,7 +198,7 @@ func orDash(s string) string {
 // storageName is " (storage v1.0.0)" for a storage version DuckDB names,
 // as the README and DuckDB's docs do; "" otherwise.
 func storageName(v uint64) string {
-	if n := storage.StorageName(v); n != "" {
+	if n := backends.StorageName(v); n != "" {
 		return " (storage " + n + ")"
 	}
 	return ""

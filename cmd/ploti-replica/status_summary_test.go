@@ -14,6 +14,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/emulator"
 	"github.com/ploti-replica/ploti-replica/replica"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 // agoRE is the part of `status` that moves with the clock.
@@ -57,7 +58,7 @@ func TestStatus_fromTheSummaryAsFromTheFile(t *testing.T) {
 		t.Fatalf("sync: %d %s %s", code, out, errs)
 	}
 	db := vars["PLOTI_DB"]
-	kept, err := os.ReadFile(storage.SummaryPath(db))
+	kept, err := os.ReadFile(backends.SummaryPath(db))
 	if err != nil {
 		t.Fatalf("no summary beside the file after a sync: %v", err)
 	}
@@ -73,7 +74,7 @@ func TestStatus_fromTheSummaryAsFromTheFile(t *testing.T) {
 			t.Fatalf("status lacks %q:\n%s", want, text)
 		}
 	}
-	if err := os.Remove(storage.SummaryPath(db)); err != nil {
+	if err := os.Remove(backends.SummaryPath(db)); err != nil {
 		t.Fatal(err)
 	}
 	fileText, fileJS := statusOut(t, vars)
@@ -143,7 +144,7 @@ func TestStatus_afterACrashMidSync(t *testing.T) {
 	if code, out, errs := cli(t, vars, "sync"); code != exitOK {
 		t.Fatalf("sync: %d %s %s", code, out, errs)
 	}
-	kept, err := os.ReadFile(storage.SummaryPath(db))
+	kept, err := os.ReadFile(backends.SummaryPath(db))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +175,7 @@ func TestStatus_afterACrashMidSync(t *testing.T) {
 	if err := cmd.Wait(); err == nil {
 		t.Fatal("the sync ended before its kill")
 	}
-	if err := os.WriteFile(storage.SummaryPath(db), kept, 0o644); err != nil {
+	if err := os.WriteFile(backends.SummaryPath(db), kept, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := replica.StoredStatus(db); ok {
@@ -184,7 +185,7 @@ func TestStatus_afterACrashMidSync(t *testing.T) {
 	if got == before {
 		t.Fatal("the killed sync committed nothing: this test wants a crash after commits")
 	}
-	os.Remove(storage.SummaryPath(db))
+	os.Remove(backends.SummaryPath(db))
 	if _, fromFile := statusOut(t, vars); got != fromFile {
 		t.Errorf("status after the crash:\n%s\nthe file:\n%s", got, fromFile)
 	}

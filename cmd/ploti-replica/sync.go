@@ -12,7 +12,6 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/fetch"
 	"github.com/ploti-replica/ploti-replica/replica"
-	"github.com/ploti-replica/ploti-replica/storage"
 	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
@@ -88,8 +87,8 @@ func (s *syncCmd) run(ctx context.Context) error {
 // new file, so that a wrong key, URL or subscription id leaves no empty
 // replica file behind (issue 14). An existing file is left to the sync.
 func preflight(ctx context.Context, path string, opts replica.Options) error {
-	info, err := storage.Inspect(path)
-	if err != nil || info.Exists {
+	exists, err := backends.FileExists(path)
+	if err != nil || exists {
 		return err
 	}
 	fo := fetch.Options{BaseURL: opts.APIURL, APIKey: opts.APIKey, HTTPClient: opts.HTTPClient, Logger: opts.Logger}

@@ -11,13 +11,14 @@ import (
 	"github.com/ploti-replica/ploti-replica/emulator"
 	"github.com/ploti-replica/ploti-replica/replica"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 // tamper changes a file by hand, as a user's stray statement would.
 func tamper(t *testing.T, path string, stmts ...string) {
 	t.Helper()
 	ctx := context.Background()
-	db, err := storage.Open(ctx, path, storage.Options{LockTimeout: -1})
+	db, err := backends.Open(ctx, path, storage.Options{LockTimeout: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

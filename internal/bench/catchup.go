@@ -9,6 +9,7 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/emulator"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/duckdb"
 )
 
 // staleRound is how far the clock moves for each round of stale events:
@@ -163,7 +164,7 @@ func (r *run) stateOnly(ctx context.Context, em *emulator.Emulator) error {
 // coldCursor sets a replica file's stored cursor, as an operator would to
 // replay the log.
 func coldCursor(ctx context.Context, path, cursor string) error {
-	db, err := storage.Open(ctx, path, storage.Options{})
+	db, err := duckdb.Open(ctx, path, storage.Options{})
 	if err != nil {
 		return err
 	}

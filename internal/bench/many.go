@@ -14,6 +14,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/emulator"
 	"github.com/ploti-replica/ploti-replica/replica"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/duckdb"
 )
 
 // Defaults of the many-datasets section (issue 18: a statewide
@@ -274,7 +275,7 @@ func (r *run) manyAtScale(ctx context.Context, f *manyFixture) error {
 			}
 			opened.Add(d)
 		} else if i == 0 {
-			how = "storage.Open read-only and replica.ReadStatus, in this process"
+			how = "duckdb.Open read-only and replica.ReadStatus, in this process"
 			d, err := statusInProcess(ctx, f, r.eo)
 			if err != nil {
 				return err
@@ -303,7 +304,7 @@ func (r *run) manyAtScale(ctx context.Context, f *manyFixture) error {
 // statusChild times the status command in a child process; aside, with
 // the status its sync kept beside the file moved away for the run.
 func (r *run) statusChild(ctx context.Context, f *manyFixture, aside bool) (time.Duration, error) {
-	kept := storage.SummaryPath(f.engine)
+	kept := duckdb.SummaryPath(f.engine)
 	if _, ok := replica.StoredStatus(f.engine); !ok {
 		return 0, fmt.Errorf("status: no status kept beside %s for its state: %w", f.engine, errMismatch)
 	}
@@ -328,7 +329,7 @@ func (r *run) statusChild(ctx context.Context, f *manyFixture, aside bool) (time
 // statusInProcess opens the file read-only and reads its status.
 func statusInProcess(ctx context.Context, f *manyFixture, eo engineOpts) (time.Duration, error) {
 	start := time.Now()
-	db, err := storage.Open(ctx, f.engine, storage.Options{ReadOnly: true, Threads: eo.Threads})
+	db, err := duckdb.Open(ctx, f.engine, storage.Options{ReadOnly: true, Threads: eo.Threads})
 	if err != nil {
 		return 0, err
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/duckdb"
 )
 
 // publish measures `--publish` on the largest file (issue 14: a
@@ -26,7 +27,7 @@ func (r *run) publish(ctx context.Context, b *bigDataset) error {
 	for i := range r.cfg.Repeat {
 		dst, plain := r.path("published"), r.path("copied")
 		publishRun := func() error {
-			db, err := storage.Open(ctx, b.engine, storage.Options{Threads: r.eo.Threads, MemoryLimit: r.eo.MemoryLimit})
+			db, err := duckdb.OpenFile(ctx, b.engine, storage.Options{Threads: r.eo.Threads, MemoryLimit: r.eo.MemoryLimit})
 			if err != nil {
 				return err
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/emulator"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/duckdb"
 )
 
 // bigDataset is one permits dataset of n rows on the emulator, with its
@@ -351,10 +352,10 @@ func (r *run) reportMerge(size string, f float64, n int64, c *mergeCosts) {
 		Versus: "DuckDB alone: " + c.rawCk.String(), Ratio: vsCk, CPURatio: cpuCk})
 }
 
-// bulkThreshold is storage.BulkCommit as DuckDB's setting: a merge into a
+// bulkThreshold is duckdb.BulkCommit as DuckDB's setting: a merge into a
 // file whose WAL is empty is checkpointed as it commits past it, in the
 // engine as in DuckDB alone with it.
-var bulkThreshold = fmt.Sprintf("%dMB", storage.BulkCommit/1_000_000)
+var bulkThreshold = fmt.Sprintf("%dMB", duckdb.BulkCommit/1_000_000)
 
 // nextVersion publishes the dataset's next version with a fraction f of
 // its rows changed (a half changed, a quarter added, a quarter removed).

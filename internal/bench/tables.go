@@ -13,6 +13,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/apply"
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/duckdb"
 )
 
 // DefaultManyTables is how many small tables the catalog measure builds
@@ -123,7 +124,7 @@ func tableMarks(n int) []int {
 // tablesSource serves the statewide fixture's dataset i as every table's
 // snapshot, with its schema as the engine's file holds it.
 func (r *run) tablesSource(ctx context.Context, f *manyFixture, i int) (*oneFileSource, error) {
-	db, err := storage.Open(ctx, f.engine, storage.Options{ReadOnly: true, Threads: r.eo.Threads})
+	db, err := duckdb.Open(ctx, f.engine, storage.Options{ReadOnly: true, Threads: r.eo.Threads})
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +141,7 @@ func tableID(i int) string { return fmt.Sprintf("ds_cat_%05d", i) }
 // addEngineTables loads tables from up to to into the engine's file,
 // tablesChunk to a transaction, then closes it.
 func (r *run) addEngineTables(ctx context.Context, path string, src *oneFileSource, from, to int) error {
-	db, err := storage.Open(ctx, path, storage.Options{Threads: r.eo.Threads})
+	db, err := duckdb.Open(ctx, path, storage.Options{Threads: r.eo.Threads})
 	if err != nil {
 		return err
 	}
@@ -178,7 +179,7 @@ func (r *run) addRawTables(ctx context.Context, path string, files []string, fro
 }
 
 // openAndCheckpoint times, three times each, opening the closed file and
-// reading its catalog (the engine's file through storage.Open, which
+// reading its catalog (the engine's file through duckdb.Open, which
 // checks its migrations; DuckDB alone's through a plain open), and a
 // CHECKPOINT after a one-row commit, the same in both files.
 func (r *run) openAndCheckpoint(ctx context.Context, path string, engine bool) (time.Duration, time.Duration, error) {
@@ -200,7 +201,7 @@ func (r *run) openOnce(ctx context.Context, path string, engine bool) (open, ckp
 	var db *sql.DB
 	closeDB := func() error { return nil }
 	if engine {
-		e, err := storage.Open(ctx, path, storage.Options{Threads: r.eo.Threads})
+		e, err := duckdb.Open(ctx, path, storage.Options{Threads: r.eo.Threads})
 		if err != nil {
 			return 0, 0, err
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/fetch"
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/duckdb"
 )
 
 // DefaultWatchRows is the size of the watched dataset (issue 12: a 1M-row
@@ -106,7 +107,7 @@ func (r *run) wholeReads(ctx context.Context, f *watchFixture) error {
 
 // baseTable is the watched dataset's table name in a replica file.
 func baseTable(ctx context.Context, path string) (string, error) {
-	db, err := storage.Open(ctx, path, storage.Options{ReadOnly: true})
+	db, err := duckdb.Open(ctx, path, storage.Options{ReadOnly: true})
 	if err != nil {
 		return "", err
 	}
@@ -246,9 +247,9 @@ func rawWatchMerge(ctx context.Context, path, table string, gone []string, inser
 }
 
 // readOnce opens and closes a replica file, which reads it back whole
-// once in this process (storage.Open's check of a file it has not seen).
+// once in this process (duckdb.Open's check of a file it has not seen).
 func readOnce(ctx context.Context, path string) error {
-	db, err := storage.Open(ctx, path, storage.Options{})
+	db, err := duckdb.Open(ctx, path, storage.Options{})
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/emulator"
 	"github.com/ploti-replica/ploti-replica/replica"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 // clients are the package.json aliases of the clients, oldest first.
@@ -85,7 +86,7 @@ func read(t *testing.T, node, clientsDir, client, path string) view {
 func engineView(t *testing.T, path string) view {
 	t.Helper()
 	ctx := context.Background()
-	db, err := storage.Open(ctx, path, storage.Options{ReadOnly: true})
+	db, err := backends.Open(ctx, path, storage.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

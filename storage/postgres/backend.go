@@ -21,7 +21,7 @@ func OpenDB(ctx context.Context, dsn string, opts Options) (*storage.DB, error) 
 	if err != nil {
 		return nil, err
 	}
-	return storage.OpenBackend(db.Backend(), storage.Options{Now: opts.Now}), nil
+	return storage.OpenBackend(db.Backend(), storage.Options{Now: opts.Now, ReadOnly: opts.ReadOnly}), nil
 }
 
 type backend struct{ db *DB }

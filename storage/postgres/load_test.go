@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/duckdb"
 )
 
 func TestOpen_migratesOnceAndReopens(t *testing.T) {
@@ -23,7 +24,7 @@ func TestOpen_migratesOnceAndReopens(t *testing.T) {
 			t.Fatal(err)
 		}
 		ms, _ := migrations()
-		if got, want := n, int64(storage.MigrationVersion()); got != want || rows != int64(len(ms)) {
+		if got, want := n, int64(duckdb.MigrationVersion()); got != want || rows != int64(len(ms)) {
 			t.Fatalf("migration = %d (%d rows), want %d (%d rows, one a file), the DuckDB file's", got, rows, want, len(ms))
 		}
 		db.Close()
@@ -191,7 +192,7 @@ func TestSchema_sameAsDuckDB(t *testing.T) {
 			t.Errorf("_ploti.%s:\n PostgreSQL %s\n DuckDB     %s", table, got[table], cols)
 		}
 	}
-	if MigrationVersion() != storage.MigrationVersion() {
-		t.Errorf("PostgreSQL migrations reach %d, DuckDB's %d", MigrationVersion(), storage.MigrationVersion())
+	if MigrationVersion() != duckdb.MigrationVersion() {
+		t.Errorf("PostgreSQL migrations reach %d, DuckDB's %d", MigrationVersion(), duckdb.MigrationVersion())
 	}
 }

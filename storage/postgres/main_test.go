@@ -12,6 +12,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/internal/pgtest"
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/duckdb"
 )
 
 // mustOpen opens a fresh test database (internal/pgtest) as a replica.
@@ -42,7 +43,7 @@ func mustReader(tb testing.TB, u string) *pgx.Conn {
 // files with and to load the same files into, side by side.
 func mustDuck(tb testing.TB) *storage.DB {
 	tb.Helper()
-	db, err := storage.Open(context.Background(), filepath.Join(tb.TempDir(), "t.duckdb"), storage.Options{})
+	db, err := duckdb.Open(context.Background(), filepath.Join(tb.TempDir(), "t.duckdb"), storage.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}

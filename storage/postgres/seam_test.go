@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/duckdb"
 )
 
 // engine is one backend of the seam as a test drives it: a transaction's
@@ -24,7 +25,7 @@ var engines = []struct {
 	open func(t *testing.T) engine
 }{
 	{"duckdb", func(t *testing.T) engine {
-		db, err := storage.Open(context.Background(), filepath.Join(t.TempDir(), "seam.duckdb"), storage.Options{})
+		db, err := duckdb.Open(context.Background(), filepath.Join(t.TempDir(), "seam.duckdb"), storage.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

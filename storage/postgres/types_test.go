@@ -199,11 +199,17 @@ func TestTx_LoadRows_sameValuesAsDuckDB(t *testing.T) {
 		`{"_ploti_record_id":"r9","g":{"type":"GeometryCollection","geometries":[{"type":"Point","coordinates":[1,2]},{"type":"LineString","coordinates":[[0,0],[1,1]]}]}}`,
 		`{"_ploti_record_id":"r10","g":{"type":"Polygon","coordinates":[]},"s":"ünïcødé ✓ 'quoted' \"x\""}`,
 	)
-	if err := duck.Update(ctx, func(tx *storage.Tx) error { _, err := tx.LoadRows(ctx, "w", jsonCols, []string{file}); return err }); err != nil {
+	if err := duck.Update(ctx, func(tx *storage.Tx) error {
+		_, err := tx.Tables().LoadRows(ctx, "w", jsonCols, []string{file})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	var n int64
-	if err := db.Update(ctx, func(tx *Tx) (err error) { n, err = tx.LoadRows(ctx, "w", jsonCols, []string{file}); return err }); err != nil {
+	if err := db.Update(ctx, func(tx *Tx) (err error) {
+		n, err = tx.LoadRows(ctx, "w", jsonCols, []string{file})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if n != 10 {
@@ -249,7 +255,10 @@ func TestTx_LoadSnapshot_sameValuesAsDuckDB(t *testing.T) {
 		ST_AsWKB(CASE WHEN i % 2 = 0 THEN 'POLYGON ((0 0, 1 0, 1 1, 0 0))' ELSE 'MULTIPOLYGON (((0 0, 1 0, 1 1, 0 0)))' END::GEOMETRY) AS poly,
 		'{"a": [1, {"b": null}], "c": "ü"}' AS j
 		FROM range(4) t(i)`)
-	if err := duck.Update(ctx, func(tx *storage.Tx) error { _, err := tx.LoadSnapshot(ctx, "s", cols, []string{snap}); return err }); err != nil {
+	if err := duck.Update(ctx, func(tx *storage.Tx) error {
+		_, err := tx.Tables().LoadSnapshot(ctx, "s", cols, []string{snap})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Update(ctx, func(tx *Tx) error { _, err := tx.LoadSnapshot(ctx, "s", cols, []string{snap}); return err }); err != nil {

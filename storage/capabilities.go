@@ -1,0 +1,169 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ploti-replica/ploti-replica/ploti"
+)
+
+// PublishResult says what one Publish did.
+type PublishResult struct {
+	// Path is where the copy now is.
+	Path string
+	// Bytes is the copy's size.
+	Bytes int64
+	// Reflink is true when the copy shares the file's blocks (FICLONE),
+	// false when its bytes were copied.
+	Reflink bool
+	// Duration is the whole publish: checkpoint, copy, sync, check, rename.
+	Duration time.Duration
+}
+
+// SnapshotIDChecker is the Tables of an engine that can check the record
+// ids of many snapshots with one read of them all: the DuckDB file.
+// PostgreSQL's loads check each snapshot as it loads it.
+type SnapshotIDChecker interface {
+	// CheckSnapshotIDs counts the null and repeated record ids of
+	// one-file snapshots with one read of them all and keeps the counts
+	// for the transaction: a LoadSnapshot or CreateSnapshot of one of
+	// those files later in it refuses on them, in its own words, instead
+	// of reading the ids again. A failure (a file unreadable) leaves the
+	// transaction to the caller's rollback.
+	CheckSnapshotIDs(ctx context.Context, files []string) error
+}
+
+// GrowingFile is a Parquet snapshot still downloading in order, its footer
+// already on disk (fetch.Stream is one): a load reads the row groups whose
+// bytes have arrived while the rest come.
+type GrowingFile interface {
+	// Path is the file's local path.
+	Path() string
+	// Have is how many of the file's first bytes are on disk.
+	Have() int64
+	// Arrived waits until the first n bytes are on disk, or returns why
+	// the download stopped first.
+	Arrived(ctx context.Context, n int64) error
+	// Done waits for the end of the download and returns nil only when
+	// the whole file arrived and matches its size and sha256.
+	Done(ctx context.Context) error
+}
+
+// StreamLoader is the Tables of an engine that can load a snapshot while
+// it downloads: the DuckDB file. PostgreSQL's loads whole files only
+// (docs/decisions.md 50).
+type StreamLoader interface {
+	// LoadSnapshotStream is LoadSnapshot (replace) or CreateSnapshot of
+	// one Parquet file that is still arriving: the rows of each run of row
+	// groups on disk are inserted as soon as they are, all in the
+	// caller's transaction. It then waits for the whole file's
+	// verification, and refuses, as LoadSnapshot, a table whose record
+	// ids are null or repeat, checked on the loaded table; any failure
+	// leaves the table to the caller's rollback.
+	LoadSnapshotStream(ctx context.Context, table string, cols []ploti.Column, f GrowingFile, replace bool) (int64, error)
+}
+
+// Digest is a held table's ids and value hashes, taken by a ReloadLogger
+// before a reload for its LogReload: opaque, the engine's own.
+type Digest any
+
+// What only some engines can do, each a small interface asserted on the
+// engine (DB.Engine) or its transaction (Tx.Engine), never asked by the
+// engine's name: today the DuckDB file has them all and a PostgreSQL
+// database none (docs/decisions.md 48), and a caller that finds one
+// missing says so in words (ErrFileOnly) or goes without.
+
+// Checkpointer writes what the engine keeps aside (a WAL) into its
+// database.
+type Checkpointer interface {
+	Checkpoint(ctx context.Context) error
+}
+
+// Publisher ends a sync by publishing a read-only copy of the replica at
+// dst, renamed into place whole.
+type Publisher interface {
+	Publish(ctx context.Context, dst string) (PublishResult, error)
+}
+
+// SummaryCloser closes the engine leaving beside it a summary of its
+// state, which status reads without opening it (summarize writes it).
+type SummaryCloser interface {
+	CloseWithSummary(ctx context.Context, summarize func(context.Context) ([]byte, error)) error
+}
+
+// File is an engine kept in one local file: its path and the storage
+// version of its format.
+type File interface {
+	Path() string
+	StorageVersion() uint64
+}
+
+// ChangesInspector reads changes files ahead of their merges (their
+// columns and record ids), so that the merges find them read.
+type ChangesInspector interface {
+	InspectChanges(ctx context.Context, files []string)
+}
+
+// HistoryReader reads the history of the datasets that keep one.
+type HistoryReader interface {
+	HistoryOf(ctx context.Context, datasetID, table string) (HistoryState, error)
+	HistoryStates(ctx context.Context) (map[string]HistoryState, error)
+	HistoryDiff(ctx context.Context, datasetID, table string, dataCols []ploti.Column, from, to int) ([]DiffRow, error)
+	HistoryStory(ctx context.Context, datasetID, table string, dataCols []ploti.Column, recordID string) ([]StoryRow, error)
+}
+
+// ChangeLogReader reads what _ploti.changes logged of a dataset between
+// two versions, netted per record, with the rows now (marks).
+type ChangeLogReader interface {
+	LoggedChanges(ctx context.Context, datasetID, table string, cols []ploti.Column, from, to int) ([]RecordChange, error)
+}
+
+// HistoryWriter keeps every version of a dataset's records, written in
+// the transaction that changes its table.
+type HistoryWriter interface {
+	HistoryOf(ctx context.Context, datasetID, table string) (HistoryState, error)
+	StartHistory(ctx context.Context, hv HistoryVersion) error
+	WidenHistory(ctx context.Context, datasetID, table string, cols []ploti.Column) error
+	SetHistoryAside(ctx context.Context, datasetID, table, source string) (string, error)
+	PruneHistory(ctx context.Context, keepVersions int, before time.Time) (int64, []MarkHold, error)
+	MergeHistory(ctx context.Context, hv HistoryVersion, cols []ploti.Column, files []string) error
+	ReloadHistory(ctx context.Context, hv HistoryVersion, cols []ploti.Column, mapVersions []int, logChanges bool) (int64, error)
+	WatchHistory(ctx context.Context, hv HistoryVersion, m WatchMerge, at map[int]*time.Time) error
+}
+
+// ReloadLogger logs in _ploti.changes what a reload changed, compared
+// with the rows held by record id: DigestTable before the reload,
+// LogReload after it; LogSnapshotDiff compares a version's snapshot with
+// the table held without loading it.
+type ReloadLogger interface {
+	DigestTable(ctx context.Context, table string, held, next []ploti.Column) (Digest, error)
+	LogReload(ctx context.Context, d Digest, datasetID string, version int, table string, mapVersions []int) (int64, error)
+	LogSnapshotDiff(ctx context.Context, datasetID string, version int, table string, cols []ploti.Column, files []string) (int64, error)
+}
+
+// Can is engine (a DB's Engine or a Tx's) as the capability C, or an error
+// that wraps ErrFileOnly and says what (for example "history") the
+// engine cannot do.
+func Can[C any](engine any, what string) (C, error) {
+	c, ok := engine.(C)
+	if !ok {
+		return c, fmt.Errorf("%s is %w", what, ErrFileOnly)
+	}
+	return c, nil
+}
+
+// History is the transaction's engine as a HistoryWriter.
+func (tx *Tx) History() (HistoryWriter, error) { return Can[HistoryWriter](tx.be, "history") }
+
+// ReloadLog is the transaction's engine as a ReloadLogger.
+func (tx *Tx) ReloadLog() (ReloadLogger, error) {
+	return Can[ReloadLogger](tx.be, "a reload's change log")
+}
+
+// TxCan tells whether db's engine's transactions have the capability C,
+// before one begins.
+func TxCan[C any](db *DB) bool {
+	_, ok := db.be.NilTx().(C)
+	return ok
+}

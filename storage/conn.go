@@ -1,0 +1,45 @@
+package storage
+
+import (
+	"context"
+	"database/sql/driver"
+	"net/url"
+	"strconv"
+
+	"github.com/duckdb/duckdb-go/v2"
+)
+
+// NewConnector opens DuckDB at path (a file, or "" for memory) with
+// opts' settings: the connector every DuckDB of the engine opens with, the
+// replica's file and the in-memory DuckDB that reads downloaded files for
+// another engine alike (no extension downloads, UTC, storage every DuckDB
+// 1.x reads).
+func NewConnector(path string, opts Options) (*duckdb.Connector, error) {
+	q := url.Values{}
+	// The replica reads each downloaded file once, and a file fetched
+	// again (a repair after a bad download) reuses its spool name: DuckDB's
+	// external file cache served the old bytes for it.
+	q.Set("enable_external_file_cache", "false")
+	// Never reach for the network: a file that needs an extension (a
+	// SQLite file makes DuckDB fetch sqlite_scanner) is refused instead.
+	q.Set("autoinstall_known_extensions", "false")
+	q.Set("autoload_known_extensions", "false")
+	// New files in the storage every DuckDB 1.x client reads (issue 14),
+	// whatever a later DuckDB's default.
+	q.Set("storage_compatibility_version", "v1.0.0")
+	if opts.ReadOnly {
+		q.Set("access_mode", "READ_ONLY")
+	}
+	if opts.MemoryLimit != "" {
+		q.Set("memory_limit", opts.MemoryLimit)
+	}
+	if opts.Threads > 0 {
+		q.Set("threads", strconv.Itoa(opts.Threads))
+	}
+	dsn := path + "?" + q.Encode()
+	return duckdb.NewConnector(dsn, func(execer driver.ExecerContext) error {
+		// Timestamps in the feed are UTC; make casts and display agree.
+		_, err := execer.ExecContext(context.Background(), "SET TimeZone = 'UTC'", nil)
+		return err
+	})
+}

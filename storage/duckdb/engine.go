@@ -1,0 +1,186 @@
+// Package duckdb is the engine that keeps a replica in a DuckDB file: the
+// file's lifecycle (open and the writer's lock, WAL checks, damaged files,
+// read-back, disk full, clones, publish, threads, the status summary kept
+// beside it), its _ploti migrations, and the dataset tables' operations
+// (storage.Tables: loads, merges, watched merges, id maps, streaming
+// loads, history, the change log's reads). It is a sibling of
+// storage/postgres behind storage.Backend: nothing above storage/backends
+// names it.
+package duckdb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	ddb "github.com/duckdb/duckdb-go/v2"
+
+	"github.com/ploti-replica/ploti-replica/storage"
+)
+
+// DB is an open DuckDB file with the _ploti schema migrated: the engine
+// under a storage.DB.
+type DB struct {
+	sql       *sql.DB
+	connector *ddb.Connector
+	path      string
+	now       func() time.Time
+	readOnly  bool
+	storage   uint64      // DuckDB storage version of the file
+	pubSrc    *os.File    // the file opened by Publish; closed after DuckDB (see publishSource)
+	chained   bool        // Commit appends to _ploti.commit_log (walcheck.go)
+	readable  bool        // read back whole at open, or created by it (damaged.go)
+	geometry  string      // how the tables store geometry: GeometryNative or GeometryWKB
+	facts     factCache   // changes files read ahead of their merges (inspect_changes.go)
+	threads   threadCount // DuckDB's threads: as opened, and now (threads.go)
+	writer    string      // the path holdWriter took for this writer; "" for none
+	reg       *storage.DB // the registry over this file
+}
+
+var _ storage.Backend = (*DB)(nil)
+
+// Of is the DuckDB file under db, or nil when another engine keeps it.
+func Of(db *storage.DB) *DB {
+	e, _ := db.Engine().(*DB)
+	return e
+}
+
+// Registry is the storage.DB over the file.
+func (db *DB) Registry() *storage.DB { return db.reg }
+
+// Name is the file's path.
+func (db *DB) Name() string { return db.path }
+
+// Path is the file's path.
+func (db *DB) Path() string { return db.path }
+
+// Schema is the schema of the dataset tables.
+func (db *DB) Schema() string { return "main" }
+
+// Geometry is how the file stores geometry columns: GeometryNative or
+// GeometryWKB.
+func (db *DB) Geometry() string { return db.geometry }
+
+// SQL is the database handle for queries. In-process readers see the last
+// committed state while a sync runs.
+func (db *DB) SQL() *sql.DB { return db.sql }
+
+// Now is the storage clock.
+func (db *DB) Now() time.Time { return db.now().UTC() }
+
+// Close closes the file, gathering every error.
+func (db *DB) Close() error {
+	var errs []error
+	if db.sql != nil {
+		errs = append(errs, db.sql.Close())
+	}
+	if db.connector != nil {
+		errs = append(errs, db.connector.Close())
+	}
+	if db.pubSrc != nil { // only now: closing it drops DuckDB's lock
+		errs = append(errs, db.pubSrc.Close())
+	}
+	err := errors.Join(errs...)
+	releaseWriter(db.writer)
+	db.writer = ""
+	if err == nil && db.readable && !db.readOnly {
+		// The file as this process left it, read whole at open and
+		// written since by DuckDB: the next open, here or in another
+		// process, need not read it again unless something else changes
+		// it (readback.go).
+		rememberReadBack(db.path)
+	}
+	return err
+}
+
+// Tx is the file's transaction: it implements storage.Tables and commits
+// the registry's statements with the rows.
+type Tx struct {
+	tx  *sql.Tx
+	db  *DB
+	Now time.Time
+	ids map[string]idCounts // snapshots' ids counted ahead (CheckSnapshotIDs)
+}
+
+var _ storage.BackendTx = (*Tx)(nil)
+
+// Begin starts a transaction.
+func (db *DB) Begin(ctx context.Context) (storage.BackendTx, error) {
+	return db.begin(ctx)
+}
+
+func (db *DB) begin(ctx context.Context) (*Tx, error) {
+	tx, err := db.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &Tx{tx: tx, db: db, Now: db.Now()}, nil
+}
+
+// SQL is the transaction the registry's statements run in.
+func (tx *Tx) SQL() *sql.Tx { return tx.tx }
+
+// Commit commits the transaction.
+func (tx *Tx) Commit() error {
+	defer tx.db.allThreads()
+	if !tx.db.chained {
+		return tx.tx.Commit()
+	}
+	seq, err := tx.chainCommit()
+	if err != nil {
+		tx.tx.Rollback()
+		return err
+	}
+	// DuckDB reads the setting as the transaction commits (global to the
+	// open file; set within the transaction, it holds for its commit).
+	if _, err := tx.tx.Exec("SET GLOBAL checkpoint_threshold = '" + tx.db.commitThreshold() + "'"); err != nil {
+		tx.tx.Rollback()
+		return fmt.Errorf("commit: %w", err)
+	}
+	err = tx.tx.Commit()
+	// Back to the threshold between commits, for writes through DB(); a
+	// failure leaves this commit's, which the next commit sets again.
+	tx.db.sql.Exec("SET GLOBAL checkpoint_threshold = '" + CheckpointThreshold + "'")
+	if err != nil {
+		return err
+	}
+	tx.db.pruneCommitLog(seq)
+	return nil
+}
+
+// Rollback aborts the transaction; after Commit it does nothing.
+func (tx *Tx) Rollback() error {
+	err := tx.tx.Rollback()
+	tx.db.allThreads()
+	if errors.Is(err, sql.ErrTxDone) {
+		return nil
+	}
+	return err
+}
+
+// Exec runs a statement in the transaction.
+func (tx *Tx) Exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return tx.tx.ExecContext(ctx, q, args...)
+}
+
+// QueryRow runs a query returning one row in the transaction.
+func (tx *Tx) QueryRow(ctx context.Context, q string, args ...any) *sql.Row {
+	return tx.tx.QueryRowContext(ctx, q, args...)
+}
+
+// Query runs a query in the transaction.
+func (tx *Tx) Query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return tx.tx.QueryContext(ctx, q, args...)
+}
+
+// update runs fn in a transaction of the registry over the file, with the
+// file's own side of it, and commits it when fn returns nil.
+func (db *DB) update(ctx context.Context, fn func(reg *storage.Tx, tx *Tx) error) error {
+	return db.reg.Update(ctx, func(reg *storage.Tx) error { return fn(reg, reg.Engine().(*Tx)) })
+}
+
+// NilTx is a nil *Tx (storage.TxCan).
+func (db *DB) NilTx() storage.BackendTx { return (*Tx)(nil) }
