@@ -129,12 +129,21 @@ func Decide(s State, ev ploti.Event, onMajor string) Action {
 	}
 	switch ev.Type {
 	case ploti.EventUpdated, ploti.EventResyncRequired, ploti.EventSchemaChanged:
-		if s.Version > 0 && version <= s.Version {
-			return skip(fmt.Sprintf("version %d at or below the held version %d", version, s.Version))
-		}
-		if s.LocalHold {
-			return skip("held for review after a MAJOR schema change: release reloads from the current version")
-		}
+		return decideVersion(s, ev, version, onMajor)
+	case ploti.EventRemoved, ploti.EventStale, ploti.EventDelayed:
+		return decideState(s, ev, version)
+	}
+	return skip("unknown feed event type " + ev.Type)
+}
+
+// decideVersion is Decide for the events that bring a version (updated,
+// resync_required, schema_changed) of a dataset the subscription has.
+func decideVersion(s State, ev ploti.Event, version int, onMajor string) Action {
+	if s.Version > 0 && version <= s.Version {
+		return skip(fmt.Sprintf("version %d at or below the held version %d", version, s.Version))
+	}
+	if s.LocalHold {
+		return skip("held for review after a MAJOR schema change: release reloads from the current version")
 	}
 	switch ev.Type {
 	case ploti.EventUpdated:
@@ -146,17 +155,23 @@ func Decide(s State, ev ploti.Event, onMajor string) Action {
 	case ploti.EventResyncRequired:
 		check := onMajor != OnMajorReload && (ev.Data.Reason == ploti.ReasonSchemaChanged || ev.Data.Reason == ploti.ReasonKeyColumnsChanged)
 		return Action{Kind: Load, Version: version, CheckMajor: check, Why: "resync_required (" + ev.Data.Reason + "): load the version's snapshot"}
-	case ploti.EventSchemaChanged:
-		if !s.Known || s.Version == 0 {
-			return skip("schema_changed for a dataset with no table yet: its snapshot brings the schema")
+	}
+	if !s.Known || s.Version == 0 {
+		return skip("schema_changed for a dataset with no table yet: its snapshot brings the schema")
+	}
+	if ev.Data.SchemaChange.IsMajor() {
+		if onMajor == OnMajorReload {
+			return skip("MAJOR schema change under the reload policy: the resync_required that follows reloads")
 		}
-		if ev.Data.SchemaChange.IsMajor() {
-			if onMajor == OnMajorReload {
-				return skip("MAJOR schema change under the reload policy: the resync_required that follows reloads")
-			}
-			return Action{Kind: HoldForReview, Version: version, Why: "MAJOR schema change: hold the dataset at its version until reviewed"}
-		}
-		return Action{Kind: AlterSchema, Version: version, Why: "MINOR schema change: add the columns; the version is not held until its updated"}
+		return Action{Kind: HoldForReview, Version: version, Why: "MAJOR schema change: hold the dataset at its version until reviewed"}
+	}
+	return Action{Kind: AlterSchema, Version: version, Why: "MINOR schema change: add the columns; the version is not held until its updated"}
+}
+
+// decideState is Decide for the events that change a dataset's state but
+// bring no version to load (removed, stale, delayed).
+func decideState(s State, ev ploti.Event, version int) Action {
+	switch ev.Type {
 	case ploti.EventRemoved:
 		if !s.Known {
 			return skip("removed for a dataset never held")
@@ -167,13 +182,11 @@ func Decide(s State, ev ploti.Event, onMajor string) Action {
 			return skip("stale for a dataset never held")
 		}
 		return Action{Kind: Stale, Why: "stale: record the missed check"}
-	case ploti.EventDelayed:
-		if version > 0 && version < s.Version {
-			return skip(fmt.Sprintf("delayed at version %d, but version %d is held since: that delay is over", version, s.Version))
-		}
-		return Action{Kind: Delayed, Version: version, Why: "delayed: the next version is held for review by Ploti"}
 	}
-	return skip("unknown feed event type " + ev.Type)
+	if version > 0 && version < s.Version {
+		return skip(fmt.Sprintf("delayed at version %d, but version %d is held since: that delay is over", version, s.Version))
+	}
+	return Action{Kind: Delayed, Version: version, Why: "delayed: the next version is held for review by Ploti"}
 }
 
 func decideAdded(s State, version int) Action {

@@ -342,23 +342,8 @@ func (x *Executor) addColumns(ctx context.Context, tx *storage.Tx, d *storage.Da
 // its current version. A cancelled sync is returned as it is and the event
 // stays unrecorded.
 func (x *Executor) fail(ctx context.Context, b *Batch, d *storage.Dataset, a Action, eventID string, cause error) error {
-	// Only a stopped sync stops the walk. Anything else that went wrong with
-	// this dataset (bad input, or the API failing for it after retries) is
-	// the dataset's: it fails, keeps its last good version, the walk goes on
-	// and the next sync repairs it. If the whole API is down, the next page
-	// read stops the sync anyway.
-	if cerr := ctx.Err(); cerr != nil && !errors.Is(cause, cerr) {
-		// DuckDB's "Interrupted!" does not say why: say it.
-		return fmt.Errorf("%w: %w", cerr, cause)
-	}
-	if ctx.Err() != nil || errors.Is(cause, context.Canceled) || errors.Is(cause, context.DeadlineExceeded) {
-		return cause
-	}
-	// A full disk is the machine's, not the dataset's: every dataset after
-	// it would fail the same way, and marking this one failed is a write
-	// too. The walk stops; the event stays unapplied for the next sync.
-	if df := storage.AsDiskFull(cause, x.DB.Path()); df != nil {
-		return df
+	if stop := x.stopsTheWalk(ctx, cause); stop != nil {
+		return stop
 	}
 	gone := errors.Is(cause, ErrGone)
 	err := &Error{Op: a.Kind.String(), DatasetID: d.ID, Version: a.Version, EventID: eventID, Err: cause}
@@ -401,6 +386,30 @@ func (x *Executor) fail(ctx context.Context, b *Batch, d *storage.Dataset, a Act
 	}
 	x.Log.Warn().Str("dataset", d.ID).Int("version", a.Version).Err(err).Msg("dataset failed; its last good version stays")
 	return err
+}
+
+// stopsTheWalk is why cause stops the walk rather than fail one dataset,
+// or nil: a stopped sync, or a full disk.
+func (x *Executor) stopsTheWalk(ctx context.Context, cause error) error {
+	// Only a stopped sync stops the walk. Anything else that went wrong with
+	// this dataset (bad input, or the API failing for it after retries) is
+	// the dataset's: it fails, keeps its last good version, the walk goes on
+	// and the next sync repairs it. If the whole API is down, the next page
+	// read stops the sync anyway.
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(cause, cerr) {
+		// DuckDB's "Interrupted!" does not say why: say it.
+		return fmt.Errorf("%w: %w", cerr, cause)
+	}
+	if ctx.Err() != nil || errors.Is(cause, context.Canceled) || errors.Is(cause, context.DeadlineExceeded) {
+		return cause
+	}
+	// A full disk is the machine's, not the dataset's: every dataset after
+	// it would fail the same way, and marking this one failed is a write
+	// too. The walk stops; the event stays unapplied for the next sync.
+	if df := storage.AsDiskFull(cause, x.DB.Path()); df != nil {
+		return df
+	}
+	return nil
 }
 
 // heavyDone is what a load or merge did: the table's rows after it, a

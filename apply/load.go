@@ -356,42 +356,17 @@ func (x *Executor) loadShared(ctx context.Context, ps []*Prepared, idx []int) er
 			return err
 		}
 		for k, i := range idx {
-			p := ps[i]
-			d := cloneDataset(p.Dataset)
-			if d.Table == "" {
-				return errors.New("shared load: " + d.ID + " has no table name")
-			}
-			fail := func(err error) error {
-				return &Error{Op: "load", DatasetID: d.ID, Version: p.Version.Version, Err: err}
-			}
-			rl, err := x.beforeReload(ctx, tx, d, p.Version.Version, p.schema.Columns, p.LogDiff)
+			d, n, err := x.loadOneShared(ctx, tx, ps[i])
 			if err != nil {
-				return fail(err)
-			}
-			if err := x.logDiff(ctx, tx, p, d); err != nil {
-				return fail(err)
-			}
-			load := tx.Tables().LoadSnapshot
-			if p.NewTable {
-				load = tx.Tables().CreateSnapshot
-			}
-			n, err := load(ctx, d.Table, p.schema.Columns, p.paths)
-			if err != nil {
-				return fail(err)
-			}
-			if err := x.applyIDMaps(ctx, tx, d.ID, p.maps); err != nil {
-				return fail(err)
-			}
-			if err := x.afterReload(ctx, tx, rl, d, storage.SourceFeed, p.Version.Version, &p.Version.PublishedAt, p.schema.Columns, p.maps); err != nil {
-				return fail(err)
+				return err
 			}
 			if d.Version > 0 {
-				freed += p.Footprint()
+				freed += ps[i].Footprint()
 			}
 			// As commitVersion: a version loaded again does not end Ploti's
 			// hold on the next one.
-			loaded[d.ID] = p.Version.Version
-			heldVersion(d, p.Version, p.schema, n)
+			loaded[d.ID] = ps[i].Version.Version
+			heldVersion(d, ps[i].Version, ps[i].schema, n)
 			rows[k] = d
 		}
 		stay, err := tx.EndHolds(ctx, loaded)
@@ -415,6 +390,41 @@ func (x *Executor) loadShared(ctx context.Context, ps []*Prepared, idx []int) er
 		x.swapped(ctx, rows[0].ID, freed)
 	}
 	return nil
+}
+
+// loadOneShared loads p in a shared load's transaction, with its id maps
+// and what its reload logs, and returns its registry row (a copy, as it
+// was) and the rows loaded.
+func (x *Executor) loadOneShared(ctx context.Context, tx *storage.Tx, p *Prepared) (*storage.Dataset, int64, error) {
+	d := cloneDataset(p.Dataset)
+	if d.Table == "" {
+		return nil, 0, errors.New("shared load: " + d.ID + " has no table name")
+	}
+	fail := func(err error) (*storage.Dataset, int64, error) {
+		return nil, 0, &Error{Op: "load", DatasetID: d.ID, Version: p.Version.Version, Err: err}
+	}
+	rl, err := x.beforeReload(ctx, tx, d, p.Version.Version, p.schema.Columns, p.LogDiff)
+	if err != nil {
+		return fail(err)
+	}
+	if err := x.logDiff(ctx, tx, p, d); err != nil {
+		return fail(err)
+	}
+	load := tx.Tables().LoadSnapshot
+	if p.NewTable {
+		load = tx.Tables().CreateSnapshot
+	}
+	n, err := load(ctx, d.Table, p.schema.Columns, p.paths)
+	if err != nil {
+		return fail(err)
+	}
+	if err := x.applyIDMaps(ctx, tx, d.ID, p.maps); err != nil {
+		return fail(err)
+	}
+	if err := x.afterReload(ctx, tx, rl, d, storage.SourceFeed, p.Version.Version, &p.Version.PublishedAt, p.schema.Columns, p.maps); err != nil {
+		return fail(err)
+	}
+	return d, n, nil
 }
 
 // logDiff records how a prepared snapshot differs from the table it

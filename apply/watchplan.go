@@ -61,86 +61,120 @@ type rowFrom struct {
 // listed twice in one version, a change of an id that is no longer there,
 // an id added that is, a kind of change the docs do not name.
 func planWatch(versions []*VersionChanges) (*watchPlan, error) {
-	p := &watchPlan{}
-	state := map[string]int{}
-	from := map[string]rowFrom{}
-	held := func(id string, v int, kind string) error {
-		switch state[id] {
-		case goneRecord:
-			return fmt.Errorf("version %d %s id %s, which an earlier version removed or renamed", v, kind, id)
-		case unknownRecord:
-			p.merge.Held = append(p.merge.Held, storage.Touch{ID: id, Version: v, Change: kind})
-		}
-		return nil
-	}
-	bring := func(id string, v int, kind string) error {
-		switch state[id] {
-		case presentRecord:
-			return fmt.Errorf("version %d %s id %s, which an earlier version added", v, kind, id)
-		case unknownRecord:
-			p.merge.New = append(p.merge.New, storage.Touch{ID: id, Version: v, Change: kind})
-		}
-		return nil
-	}
+	pl := &planner{p: &watchPlan{}, state: map[string]int{}, from: map[string]rowFrom{}}
 	for _, vc := range versions {
-		v := vc.Version
 		listed := map[string]bool{}
-		list := func(id string) error {
-			if id == "" {
-				return fmt.Errorf("version %d lists a change without a record id", v)
-			}
-			if listed[id] {
-				return fmt.Errorf("version %d lists id %s twice", v, id)
-			}
-			listed[id] = true
-			return nil
-		}
 		for _, ch := range vc.Changes {
-			if err := list(ch.RecordID); err != nil {
+			if err := pl.change(vc.Version, ch, listed); err != nil {
 				return nil, err
 			}
-			var err error
-			switch ch.Change {
-			case ploti.ChangeAdded:
-				err = bring(ch.RecordID, v, "added")
-				state[ch.RecordID], from[ch.RecordID] = presentRecord, rowFrom{v, ch.RowInFile}
-				p.added++
-			case ploti.ChangeChanged:
-				err = held(ch.RecordID, v, "changed")
-				state[ch.RecordID], from[ch.RecordID] = presentRecord, rowFrom{v, ch.RowInFile}
-				p.changed++
-			case ploti.ChangeRemoved:
-				err = held(ch.RecordID, v, "removed")
-				state[ch.RecordID] = goneRecord
-				delete(from, ch.RecordID)
-				p.removed++
-			case ploti.ChangeRenamed:
-				if ch.PreviousRecordID == "" {
-					return nil, fmt.Errorf("version %d renames id %s without its previousRecordId", v, ch.RecordID)
-				}
-				if err := list(ch.PreviousRecordID); err != nil {
-					return nil, err
-				}
-				if err := held(ch.PreviousRecordID, v, "renamed"); err != nil {
-					return nil, err
-				}
-				state[ch.PreviousRecordID] = goneRecord
-				delete(from, ch.PreviousRecordID)
-				err = bring(ch.RecordID, v, "renamed to")
-				state[ch.RecordID], from[ch.RecordID] = presentRecord, rowFrom{v, ch.RowInFile}
-				p.merge.Renames = append(p.merge.Renames, storage.Rename{Version: v, From: ch.PreviousRecordID, To: ch.RecordID})
-				p.renamed++
-			default:
-				return nil, fmt.Errorf("version %d lists id %s with change %q, none the docs name", v, ch.RecordID, ch.Change)
-			}
-			if err != nil {
-				return nil, err
-			}
-			p.merge.Log = append(p.merge.Log, storage.Touch{ID: ch.RecordID, Version: v, Change: ch.Change})
+			pl.p.merge.Log = append(pl.p.merge.Log, storage.Touch{ID: ch.RecordID, Version: vc.Version, Change: ch.Change})
 		}
 	}
-	p.rowSources(versions, from)
-	return p, nil
+	pl.p.rowSources(versions, pl.from)
+	return pl.p, nil
+}
+
+// planner is planWatch's walk: each record's state after the versions
+// read so far, and where its row comes from.
+type planner struct {
+	p     *watchPlan
+	state map[string]int
+	from  map[string]rowFrom
+}
+
+// list notes id as listed by version v (listed: the ids it listed so
+// far), refusing an empty id or one listed twice.
+func list(v int, id string, listed map[string]bool) error {
+	if id == "" {
+		return fmt.Errorf("version %d lists a change without a record id", v)
+	}
+	if listed[id] {
+		return fmt.Errorf("version %d lists id %s twice", v, id)
+	}
+	listed[id] = true
+	return nil
+}
+
+// held notes that version v's change (kind) needs id held: a record the
+// replica holds now, unless an earlier version took it away.
+func (pl *planner) held(id string, v int, kind string) error {
+	switch pl.state[id] {
+	case goneRecord:
+		return fmt.Errorf("version %d %s id %s, which an earlier version removed or renamed", v, kind, id)
+	case unknownRecord:
+		pl.p.merge.Held = append(pl.p.merge.Held, storage.Touch{ID: id, Version: v, Change: kind})
+	}
+	return nil
+}
+
+// bring notes that version v's change (kind) brings id in: a record the
+// replica must not hold, unless an earlier version took it away.
+func (pl *planner) bring(id string, v int, kind string) error {
+	switch pl.state[id] {
+	case presentRecord:
+		return fmt.Errorf("version %d %s id %s, which an earlier version added", v, kind, id)
+	case unknownRecord:
+		pl.p.merge.New = append(pl.p.merge.New, storage.Touch{ID: id, Version: v, Change: kind})
+	}
+	return nil
+}
+
+// present and gone set a record's state after version v's change.
+func (pl *planner) present(id string, v int, inFile bool) {
+	pl.state[id], pl.from[id] = presentRecord, rowFrom{v, inFile}
+}
+
+func (pl *planner) gone(id string) {
+	pl.state[id] = goneRecord
+	delete(pl.from, id)
+}
+
+// change reads one change of version v into the plan.
+func (pl *planner) change(v int, ch ploti.Change, listed map[string]bool) error {
+	if err := list(v, ch.RecordID, listed); err != nil {
+		return err
+	}
+	var err error
+	switch ch.Change {
+	case ploti.ChangeAdded:
+		err = pl.bring(ch.RecordID, v, "added")
+		pl.present(ch.RecordID, v, ch.RowInFile)
+		pl.p.added++
+	case ploti.ChangeChanged:
+		err = pl.held(ch.RecordID, v, "changed")
+		pl.present(ch.RecordID, v, ch.RowInFile)
+		pl.p.changed++
+	case ploti.ChangeRemoved:
+		err = pl.held(ch.RecordID, v, "removed")
+		pl.gone(ch.RecordID)
+		pl.p.removed++
+	case ploti.ChangeRenamed:
+		err = pl.rename(v, ch, listed)
+	default:
+		return fmt.Errorf("version %d lists id %s with change %q, none the docs name", v, ch.RecordID, ch.Change)
+	}
+	return err
+}
+
+// rename reads a rename of version v: the previous id held and gone, the
+// new one brought in.
+func (pl *planner) rename(v int, ch ploti.Change, listed map[string]bool) error {
+	if ch.PreviousRecordID == "" {
+		return fmt.Errorf("version %d renames id %s without its previousRecordId", v, ch.RecordID)
+	}
+	if err := list(v, ch.PreviousRecordID, listed); err != nil {
+		return err
+	}
+	if err := pl.held(ch.PreviousRecordID, v, "renamed"); err != nil {
+		return err
+	}
+	pl.gone(ch.PreviousRecordID)
+	err := pl.bring(ch.RecordID, v, "renamed to")
+	pl.present(ch.RecordID, v, ch.RowInFile)
+	pl.p.merge.Renames = append(pl.p.merge.Renames, storage.Rename{Version: v, From: ch.PreviousRecordID, To: ch.RecordID})
+	pl.p.renamed++
+	return err
 }
 
 // rowSources sorts the records that exist after the versions by where

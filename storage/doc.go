@@ -1,19 +1,34 @@
-// Package storage owns the DuckDB file: opening and locking it, the _ploti
-// metadata schema and its migrations, dataset table names, the mapping from
-// Ploti column types to DuckDB types, and the transactions in which a
-// snapshot swap or a changes merge commits together with its registry row.
+// Package storage is a replica's storage as every engine keeps it: the
+// _ploti registry and its rules (datasets, holds, applied events, id maps,
+// changes, inbox, runs, attachments, marks), the dataset tables' names, the
+// mapping from Ploti column types to DuckDB types (the types a downloaded
+// file is read as), and the transactions in which a snapshot swap or a
+// changes merge commits together with its registry row.
 //
-// It is the only package that imports the DuckDB driver. Bulk data moves
-// with DuckDB's own read_parquet, and a watched dataset's rows (JSON,
-// spooled as NDJSON) with its read_json (rows.go), never row by row
-// through Go.
+// Engines keep the replica: the DuckDB file (storage/duckdb) and a
+// PostgreSQL/PostGIS database (storage/postgres), siblings behind Backend
+// (backend.go). The seam is Tables (seam.go), the table operations, which
+// each engine's transaction implements; the registry's statements are the
+// same for both, run through database/sql on the engine's Backend, with
+// the few that differ in its Dialect (dialect.go). What only some engines
+// can do (history, marks, publish, streamed loads, checkpoints, the status
+// summary) is a capability (capabilities.go) asserted on the engine, never
+// asked by its name. storage/backends picks the engine from a --db value;
+// docs/decisions.md 48 says why the cut is there.
+//
+// Both engines read Ploti's files with DuckDB: the select lists, casts,
+// checks and refusals an engine reads a downloaded Parquet or NDJSON file
+// with are here (reader.go, types.go, rows.go, duckread.go), and so is the
+// connector every DuckDB of the engines opens with (conn.go), so that both
+// refuse the same files in the same words. Bulk data moves with DuckDB's
+// own read_parquet and read_json, never row by row through Go.
 //
 // The _ploti schema (migration 8; migration 2 stores _ploti.changes.record_id
 // uncompressed, for faster checkpoints of a merge's log; migration 3 adds
 // datasets.source, 'renamed' changes and the inbox, for watched datasets;
 // migration 4 the attachments; migration 5 the commit log; migration 6 the
 // settings; migration 7 the marks; migration 8 the history's ends and
-// versions, and the schemas history and _ploti_history, see history.go):
+// versions, and the schemas history and _ploti_history, see storage/duckdb's history.go):
 //
 //	_ploti.subscription(subscription_id, api_url, cursor, last_sync_at, manifest_at)
 //	_ploti.datasets(dataset_id, table_name, title, place_id, topic, version,
@@ -39,21 +54,8 @@
 //	_ploti.schema_migrations(version, applied_at)
 //
 // Geometry columns are DuckDB's GEOMETRY, or standard WKB in a BLOB when
-// the file's geometry setting is wkb (geometry.go): every statement that
-// writes a dataset table goes through storedType and stored, and each
-// geometry column carries its CRS in its comment (GeometryComment).
-//
-// A writer's clean close keeps the file's status beside it, stamped with
-// the file's state, for readers that need not open the file (summary.go,
-// docs/decisions.md 51).
-//
-// Another engine can hold a replica (storage/postgres: PostgreSQL with
-// PostGIS). The seam is Tables (seam.go), the table operations, which the
-// DuckDB file's Tx and the other engine's transaction each implement;
-// the registry's statements are the same for both, run through
-// database/sql on the other engine's Backend (backend.go), with the few
-// that differ in dialect.go. storage/backends picks the engine from a
-// --db value. docs/decisions.md 48 says why the cut is there.
+// a file's geometry setting is wkb, or PostGIS's geometry in a database;
+// each geometry column carries its CRS in its comment (GeometryComment).
 //
 // status is one of pending, current, held, removed, failed; a hold's kind is
 // server (feed.dataset.delayed) or local (a MAJOR schema change under

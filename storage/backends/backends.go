@@ -1,9 +1,10 @@
 // Package backends opens a replica's storage from where --db (or
 // replica.Open's path) says it is: a postgres:// or postgresql:// URL is a
 // PostgreSQL database (storage/postgres), anything else a DuckDB file
-// (storage), as restic picks a backend from its repository's location. It
-// is the one place that knows both engines; above it (replica, cmd) a
-// storage.DB is a storage.DB.
+// (storage/duckdb), as restic picks a backend from its repository's
+// location. It is the one place that knows both engines; above it
+// (replica, apply) a storage.DB is a storage.DB, and what only one engine
+// can do is a capability of storage's.
 package backends
 
 import (

@@ -93,24 +93,7 @@ func (tx *Tx) ReloadHistory(ctx context.Context, hv storage.HistoryVersion, cols
 		return 0, err
 	}
 	rowsT := rowsTable(hv)
-	inSchema := map[string]bool{storage.ColRecordID: true, storage.ColPlaceID: true}
-	for _, c := range cols {
-		inSchema[c.Name] = true
-	}
-	var data, differs []string
-	for _, c := range have {
-		if metaColumns[c.name] {
-			continue
-		}
-		data = append(data, "r."+storage.Ident(c.name))
-		switch {
-		case c.name == storage.ColRecordID:
-		case inSchema[c.name]:
-			differs = append(differs, fmt.Sprintf("CAST(n.%[1]s AS %[2]s) IS DISTINCT FROM o.%[1]s", storage.Ident(c.name), c.typ))
-		default: // a column the version lacks: NULL now
-			differs = append(differs, fmt.Sprintf("o.%s IS NOT NULL", storage.Ident(c.name)))
-		}
-	}
+	data, differs := reloadCompare(have, cols)
 	// The held rows: current in the history (no end after them).
 	held := fmt.Sprintf(`(SELECT %[1]s, r.%[2]s AS __from, r.%[3]s AS __origin FROM %[4]s r WHERE NOT EXISTS (SELECT 1 FROM _ploti.history_ends e
 		WHERE e.dataset_id = %[5]s AND e.record_id = r.%[6]s AND e.valid_to > r.%[2]s))`,
@@ -143,6 +126,31 @@ func (tx *Tx) ReloadHistory(ctx context.Context, hv storage.HistoryVersion, cols
 		return 0, err
 	}
 	return tx.recordDiff(ctx, hv, cols, casts, diff, logChanges)
+}
+
+// reloadCompare is, for a reload to cols of a history whose columns are
+// have, the history rows' data columns (as r.<column>) and the terms that
+// tell a held row (o) from the new one (n): a column of the version
+// compared by value, a column it lacks as not NULL before.
+func reloadCompare(have []historyColumn, cols []ploti.Column) (data, differs []string) {
+	inSchema := map[string]bool{storage.ColRecordID: true, storage.ColPlaceID: true}
+	for _, c := range cols {
+		inSchema[c.Name] = true
+	}
+	for _, c := range have {
+		if metaColumns[c.name] {
+			continue
+		}
+		data = append(data, "r."+storage.Ident(c.name))
+		switch {
+		case c.name == storage.ColRecordID:
+		case inSchema[c.name]:
+			differs = append(differs, fmt.Sprintf("CAST(n.%[1]s AS %[2]s) IS DISTINCT FROM o.%[1]s", storage.Ident(c.name), c.typ))
+		default: // a column the version lacks: NULL now
+			differs = append(differs, fmt.Sprintf("o.%s IS NOT NULL", storage.Ident(c.name)))
+		}
+	}
+	return data, differs
 }
 
 // recordDiff writes a reload's differences (the temporary table diff: id,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"embed"
-	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -59,44 +58,19 @@ func OpenFile(ctx context.Context, path string, opts storage.Options) (*DB, erro
 			return nil, err
 		}
 	}
-	if opts.LockTimeout == 0 {
-		opts.LockTimeout = storage.DefaultLockTimeout
+	var db *DB
+	err = storage.WaitLocked(ctx, path, opts.LockTimeout, opts.OnLocked, func() (err error) {
+		db, err = open(ctx, path, opts, info.Exists)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	deadline := time.Now().Add(opts.LockTimeout)
-	wait := 100 * time.Millisecond
-	told := false
-	for {
-		db, err := open(ctx, path, opts, info.Exists)
-		if err == nil {
-			db.storage = info.StorageVersion
-			if !info.Exists {
-				db.storage = StorageV1_0
-			}
-			return db, nil
-		}
-		if !errors.Is(err, storage.ErrLocked) {
-			return nil, err
-		}
-		if !told && opts.OnLocked != nil {
-			opts.OnLocked(err.Error())
-			told = true
-		}
-		left := time.Until(deadline)
-		if opts.LockTimeout < 0 {
-			return nil, fmt.Errorf("open %s: told not to wait: %w", path, err)
-		}
-		if left <= 0 {
-			return nil, fmt.Errorf("open %s: gave up after %s: %w", path, opts.LockTimeout, err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(min(wait, left)): // the last try is at the deadline
-		}
-		if wait *= 2; wait > 2*time.Second {
-			wait = 2 * time.Second
-		}
+	db.storage = info.StorageVersion
+	if !info.Exists {
+		db.storage = StorageV1_0
 	}
+	return db, nil
 }
 
 func open(ctx context.Context, path string, opts storage.Options, existed bool) (*DB, error) {

@@ -99,6 +99,17 @@ func (tx *Tx) LoadSnapshotStream(ctx context.Context, table string, cols []ploti
 	if err := f.Done(ctx); err != nil {
 		return 0, fmt.Errorf("load %s: %w", name, err)
 	}
+	n, err := tx.checkStreamed(ctx, table, name, from, len(groups) > 0, stopped)
+	if err != nil {
+		return 0, err
+	}
+	return n, tx.commentGeometry(ctx, table, cols)
+}
+
+// checkStreamed refuses a streamed table whose record ids are null or
+// repeat, or whose rows are not the footer's count (from, when the file
+// had row groups), and returns its row count.
+func (tx *Tx) checkStreamed(ctx context.Context, table, name string, from int64, grouped bool, stopped func(error) error) (int64, error) {
 	n, nulls, dups, err := tx.checkRecordIDs(ctx, recordIDsOf("main."+storage.Ident(table)))
 	if err != nil {
 		if serr := stopped(err); serr != nil {
@@ -109,10 +120,10 @@ func (tx *Tx) LoadSnapshotStream(ctx context.Context, table string, cols []ploti
 	if nulls > 0 || dups > 0 {
 		return 0, &storage.DataError{File: name, Detail: fmt.Sprintf("snapshot has %d null and %d duplicate _ploti_record_id values", nulls, dups)}
 	}
-	if from != n && len(groups) > 0 {
+	if from != n && grouped {
 		return 0, &storage.DataError{File: name, Detail: fmt.Sprintf("load: %d rows loaded, the footer counts %d", n, from)}
 	}
-	return n, tx.commentGeometry(ctx, table, cols)
+	return n, nil
 }
 
 // insertAsArrived inserts the file's row groups, each run as soon as its

@@ -22,39 +22,17 @@ const (
 // lock takes the writer's lock, waiting with backoff up to LockTimeout,
 // with the --lock-timeout messages of a DuckDB file.
 func (db *DB) lock(ctx context.Context, opts Options) error {
-	deadline := time.Now().Add(opts.LockTimeout)
-	wait := 100 * time.Millisecond
-	told := false
-	for {
+	return storage.WaitLocked(ctx, db.name, opts.LockTimeout, opts.OnLocked, func() error {
 		var got bool
 		if err := db.conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1, $2)", lockClass, lockObj).Scan(&got); err != nil {
 			return fmt.Errorf("open %s: take the writer's lock: %w", db.name, err)
 		}
-		if got {
-			db.locked = true
-			return nil
+		if !got {
+			return fmt.Errorf("%w: %s", storage.ErrLocked, db.holder(ctx))
 		}
-		err := fmt.Errorf("%w: %s", storage.ErrLocked, db.holder(ctx))
-		if !told && opts.OnLocked != nil {
-			opts.OnLocked(err.Error())
-			told = true
-		}
-		left := time.Until(deadline)
-		if opts.LockTimeout < 0 {
-			return fmt.Errorf("open %s: told not to wait: %w", db.name, err)
-		}
-		if left <= 0 {
-			return fmt.Errorf("open %s: gave up after %s: %w", db.name, opts.LockTimeout, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(min(wait, left)):
-		}
-		if wait *= 2; wait > 2*time.Second {
-			wait = 2 * time.Second
-		}
-	}
+		db.locked = true
+		return nil
+	})
 }
 
 // holder names the session that holds the writer's lock, as DuckDB's

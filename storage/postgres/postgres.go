@@ -120,20 +120,10 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	if opts.SwapWait <= 0 {
 		opts.SwapWait = DefaultSwapWait
 	}
-	cfg, err := pgx.ParseConfig(dsn)
+	cfg, err := connConfig(dsn, opts.Schema)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: parse the URL: %w", name, scrub(err, dsn))
 	}
-	if cfg.RuntimeParams["application_name"] == "" {
-		cfg.RuntimeParams["application_name"] = fmt.Sprintf("ploti-replica pid %d", os.Getpid())
-	}
-	cfg.RuntimeParams["timezone"] = "UTC"
-	// Unqualified names are the dataset tables' (PostGIS's functions are
-	// in public).
-	cfg.RuntimeParams["search_path"] = opts.Schema + ", public"
-	// Statements are described each time, never cached: a load replaces
-	// a table, and a plan cached for the old one would fail once.
-	cfg.DefaultQueryExecMode = pgx.QueryExecModeDescribeExec
 	// One pool: the writer's session is pinned out of it (it holds the
 	// advisory lock, and every Tx runs on it); readers of the committed
 	// state (the registry outside a transaction) take the others.
@@ -323,4 +313,25 @@ func cutSchema(dsn, schema string) (string, string) {
 	q.Del("schema")
 	u.RawQuery = q.Encode()
 	return u.String(), schema
+}
+
+// connConfig is the sessions' settings: the application name that names
+// this process, UTC, the dataset tables' schema first on the search path,
+// and statements described each time.
+func connConfig(dsn, schema string) (*pgx.ConnConfig, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.RuntimeParams["application_name"] == "" {
+		cfg.RuntimeParams["application_name"] = fmt.Sprintf("ploti-replica pid %d", os.Getpid())
+	}
+	cfg.RuntimeParams["timezone"] = "UTC"
+	// Unqualified names are the dataset tables' (PostGIS's functions are
+	// in public).
+	cfg.RuntimeParams["search_path"] = schema + ", public"
+	// Statements are described each time, never cached: a load replaces
+	// a table, and a plan cached for the old one would fail once.
+	cfg.DefaultQueryExecMode = pgx.QueryExecModeDescribeExec
+	return cfg, nil
 }
