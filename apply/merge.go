@@ -7,6 +7,7 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/duckread"
 )
 
 // ErrRetryPage says that a merge in the batch's transaction failed, which
@@ -119,8 +120,8 @@ func tableOrder(held []ploti.Column, schema *ploti.Schema) *ploti.Schema {
 		if !ok {
 			return nil
 		}
-		a, _ := storage.DuckType(c.Type)
-		b, _ := storage.DuckType(nc.Type)
+		a, _ := duckread.DuckType(c.Type)
+		b, _ := duckread.DuckType(nc.Type)
 		if a != b {
 			return nil
 		}

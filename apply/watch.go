@@ -9,6 +9,7 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/duckread"
 )
 
 // WatchSource is what the executor needs from Ploti's watch API (the
@@ -285,12 +286,12 @@ func (x *Executor) discardVersions(versions []*VersionChanges) {
 func columnsNow(table, now []ploti.Column) (add []ploti.Column, ok bool) {
 	have := map[string]string{}
 	for _, c := range table {
-		t, _ := storage.DuckType(c.Type)
+		t, _ := duckread.DuckType(c.Type)
 		have[c.Name] = t
 	}
 	seen := map[string]bool{}
 	for _, c := range now {
-		t, err := storage.DuckType(c.Type)
+		t, err := duckread.DuckType(c.Type)
 		if err != nil {
 			return nil, false
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/internal/pgtest"
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/duckread"
 	"github.com/ploti-replica/ploti-replica/storage/postgres"
 )
 
@@ -61,7 +62,7 @@ func tableForDiff(tb testing.TB, r *Replica, d *storage.Dataset) (*sql.DB, strin
 		return r.DB(), storage.AsGeometry(r.db.Geometry(), d.Table, d.Columns)
 	}
 	ctx := context.Background()
-	duck, err := storage.OpenPlain(ctx, "", storage.Options{})
+	duck, err := duckread.OpenPlain(ctx, "", storage.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func tableForDiff(tb testing.TB, r *Replica, d *storage.Dataset) (*sql.DB, strin
 		{Name: storage.ColPlaceID, Type: ploti.Type{Type: ploti.TypeString}}}, d.Columns...)
 	var defs, sel, casts []string
 	for _, c := range cols {
-		t, err := storage.DuckType(c.Type)
+		t, err := duckread.DuckType(c.Type)
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -167,3 +167,16 @@ func TxCan[C any](db *DB) bool {
 	_, ok := db.be.NilTx().(C)
 	return ok
 }
+
+// ChangesIDChecker is the Tables of an engine that checks a version's
+// changes files (its parts) together: both engines. Each merge checks
+// its own file's ids; a record id listed in two parts of one version
+// would be applied twice (the second part winning, silently) and logged
+// twice in _ploti.changes.
+type ChangesIDChecker interface {
+	// CheckChangesIDs refuses, with a DataError, the changes files of one
+	// version when a record id is listed in more than one of them
+	// (docs/wire.md 5: a record id is unique in a version). One file, or
+	// none, has nothing to check.
+	CheckChangesIDs(ctx context.Context, files []string) error
+}

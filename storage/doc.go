@@ -16,12 +16,12 @@
 // asked by its name. storage/backends picks the engine from a --db value;
 // docs/decisions.md 48 says why the cut is there.
 //
-// Both engines read Ploti's files with DuckDB: the select lists, casts,
-// checks and refusals an engine reads a downloaded Parquet or NDJSON file
-// with are here (reader.go, types.go, rows.go, duckread.go), and so is the
-// connector every DuckDB of the engines opens with (conn.go), so that both
-// refuse the same files in the same words. Bulk data moves with DuckDB's
-// own read_parquet and read_json, never row by row through Go.
+// Both engines read Ploti's files with DuckDB, through storage/duckread:
+// the select lists, casts, checks and refusals of a downloaded Parquet or
+// NDJSON file, and the connector every DuckDB of the engines opens with,
+// so that both refuse the same files in the same words. Bulk data moves
+// with DuckDB's own read_parquet and read_json, never row by row through
+// Go.
 //
 // The _ploti schema (migration 8; migration 2 stores _ploti.changes.record_id
 // uncompressed, for faster checkpoints of a merge's log; migration 3 adds

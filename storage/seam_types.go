@@ -1,10 +1,5 @@
 package storage
 
-import (
-	"fmt"
-	"strings"
-)
-
 // Merged is a changes file applied by MergeDeferred whose checks and log
 // wait for FinishMerged.
 type Merged struct {
@@ -16,14 +11,14 @@ type Merged struct {
 	Rows      int64 // the table's row count after, if the file fits
 }
 
-// byFile reads columns of files whose schemas may differ (other
-// datasets'), by name and as VARCHAR, with each row's file in
-// zz_ploti_file.
-func ByFile(files []string, cols ...string) string {
-	var sel strings.Builder
-	for _, c := range cols {
-		fmt.Fprintf(&sel, "CAST(%[1]s AS VARCHAR) AS %[1]s, ", Ident(c))
-	}
-	return fmt.Sprintf("(SELECT %szz_ploti_file FROM read_parquet(%s, hive_partitioning = false, union_by_name = true, filename = 'zz_ploti_file'))",
-		sel.String(), FileList(files))
+// MergeStats counts what a changes file did.
+type MergeStats struct {
+	Added, Changed, Removed int64
+	Rows                    int64 // the table's row count after the merge
+}
+
+// IDRef names a user table column that holds record ids of a dataset, to be
+// rewritten when the dataset's ids are replaced.
+type IDRef struct {
+	Table, Column, DatasetID string
 }

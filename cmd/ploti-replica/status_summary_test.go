@@ -15,6 +15,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/replica"
 	"github.com/ploti-replica/ploti-replica/storage"
 	"github.com/ploti-replica/ploti-replica/storage/backends"
+	"github.com/ploti-replica/ploti-replica/storage/duckread"
 )
 
 // agoRE is the part of `status` that moves with the clock.
@@ -110,7 +111,7 @@ func TestStatus_afterDuckDBAloneChangedTheFile(t *testing.T) {
 		if _, ok := replica.StoredStatus(db); !ok {
 			t.Fatal("no summary after the sync")
 		}
-		plain, err := storage.OpenPlain(context.Background(), db, storage.Options{})
+		plain, err := duckread.OpenPlain(context.Background(), db, storage.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,7 +17,7 @@
 // Data comes from the bundled emulator (a permits-like dataset built in
 // DuckDB SQL); the engine runs through replica.Open and Sync on loopback
 // HTTP with the downloads timed apart, and DuckDB alone runs through
-// storage.OpenPlain, a plain connection with the engine's settings. Every
+// duckread.OpenPlain, a plain connection with the engine's settings. Every
 // measurement runs Config.Repeat times (three by default) and is reported
 // as its median and range.
 //

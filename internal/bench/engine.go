@@ -17,6 +17,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/replica"
 	"github.com/ploti-replica/ploti-replica/storage"
 	"github.com/ploti-replica/ploti-replica/storage/backends"
+	"github.com/ploti-replica/ploti-replica/storage/duckread"
 )
 
 // timedAPI is the real API client with a stopwatch on downloads and on
@@ -404,7 +405,7 @@ func rawMergesIn(ctx context.Context, path string, merges [][2]string, eo engine
 }
 
 func withPlain(ctx context.Context, path string, eo engineOpts, fn func(*sql.DB) error) error {
-	db, err := storage.OpenPlain(ctx, path, storage.Options{Threads: eo.Threads, MemoryLimit: eo.MemoryLimit})
+	db, err := duckread.OpenPlain(ctx, path, storage.Options{Threads: eo.Threads, MemoryLimit: eo.MemoryLimit})
 	if err != nil {
 		return err
 	}

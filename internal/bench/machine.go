@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/duckread"
 )
 
 // machine describes where the run ran: CPU, cores, memory, Go and DuckDB.
@@ -29,7 +30,7 @@ func machine() string {
 		}
 	}
 	duck := "DuckDB ?"
-	if db, err := storage.OpenPlain(context.Background(), "", storage.Options{}); err == nil {
+	if db, err := duckread.OpenPlain(context.Background(), "", storage.Options{}); err == nil {
 		var v string
 		if db.QueryRow("SELECT version()").Scan(&v) == nil {
 			duck = "DuckDB " + v

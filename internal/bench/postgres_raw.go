@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/duckread"
 )
 
 // PostgreSQL alone, the PostgreSQL section's baseline: what a DBA would
@@ -146,7 +147,7 @@ func (t *pgTable) diff(u *pgTable) string {
 // PostGIS reads. extra, when set, is a further column of the files
 // written last (a changes file's _ploti_change).
 func writeCSV(ctx context.Context, t *pgTable, files []string, extra, out string) error {
-	db, err := storage.OpenPlain(ctx, "", storage.Options{})
+	db, err := duckread.OpenPlain(ctx, "", storage.Options{})
 	if err != nil {
 		return err
 	}
@@ -155,7 +156,7 @@ func writeCSV(ctx context.Context, t *pgTable, files []string, extra, out string
 	types := map[string]string{}
 	rs, err := db.QueryContext(ctx, "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM "+src+")")
 	if err != nil {
-		return fmt.Errorf("describe %s: %w", storage.BaseNames(files), err)
+		return fmt.Errorf("describe %s: %w", duckread.BaseNames(files), err)
 	}
 	defer rs.Close()
 	for rs.Next() {

@@ -14,6 +14,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
 	"github.com/ploti-replica/ploti-replica/storage/duckdb"
+	"github.com/ploti-replica/ploti-replica/storage/duckread"
 )
 
 // DefaultManyTables is how many small tables the catalog measure builds
@@ -207,7 +208,7 @@ func (r *run) openOnce(ctx context.Context, path string, engine bool) (open, ckp
 		}
 		db, closeDB = e.SQL(), e.Close
 	} else {
-		if db, err = storage.OpenPlain(ctx, path, storage.Options{Threads: r.eo.Threads}); err != nil {
+		if db, err = duckread.OpenPlain(ctx, path, storage.Options{Threads: r.eo.Threads}); err != nil {
 			return 0, 0, err
 		}
 		closeDB = db.Close

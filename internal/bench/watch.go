@@ -13,6 +13,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
 	"github.com/ploti-replica/ploti-replica/storage/duckdb"
+	"github.com/ploti-replica/ploti-replica/storage/duckread"
 )
 
 // DefaultWatchRows is the size of the watched dataset (issue 12: a 1M-row
@@ -171,7 +172,7 @@ func (r *run) watchMerges(ctx context.Context, f *watchFixture) error {
 			cols[i].Precision = &ploti.Precision{Precision: c.Precision.Precision, Scale: c.Precision.Scale}
 		}
 	}
-	insert, err := storage.RawJSONRows([]string{f.rows}, cols, "")
+	insert, err := duckread.RawJSONRows([]string{f.rows}, cols, "")
 	if err != nil {
 		return err
 	}

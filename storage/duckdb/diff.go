@@ -7,6 +7,7 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/duckread"
 )
 
 // LogSnapshotDiff records in _ploti.changes, under version, how the rows
@@ -23,9 +24,9 @@ func (tx *Tx) LogSnapshotDiff(ctx context.Context, datasetID string, version int
 	}
 	_, types, err := tx.fileColumns(ctx, files)
 	if err != nil {
-		return 0, &storage.DataError{File: storage.BaseNames(files), Detail: "not a readable Parquet snapshot: " + err.Error()}
+		return 0, &storage.DataError{File: duckread.BaseNames(files), Detail: "not a readable Parquet snapshot: " + err.Error()}
 	}
-	sel, err := storage.SelectList(cols, types)
+	sel, err := duckread.SelectList(cols, types)
 	if err != nil {
 		return 0, err
 	}
@@ -39,12 +40,12 @@ func (tx *Tx) LogSnapshotDiff(ctx context.Context, datasetID string, version int
 			CASE WHEN o.%[1]s IS NULL THEN 'added' WHEN n.%[1]s IS NULL THEN 'removed' ELSE 'changed' END
 		FROM (%[2]s) n FULL OUTER JOIN main.%[3]s o ON n.%[1]s = o.%[1]s
 		WHERE n.%[1]s IS NULL OR o.%[1]s IS NULL OR %[4]s`,
-		id, tx.db.stored(fmt.Sprintf("SELECT %s FROM %s", sel, storage.ParquetSource(files)), cols), storage.Ident(table), strings.Join(differs, " OR ")), datasetID, version)
+		id, tx.db.stored(fmt.Sprintf("SELECT %s FROM %s", sel, duckread.ParquetSource(files)), cols), storage.Ident(table), strings.Join(differs, " OR ")), datasetID, version)
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return 0, fmt.Errorf("log changes of %s v%d: %w: %w", datasetID, version, cerr, err)
 		}
-		return 0, &storage.DataError{File: storage.BaseNames(files), Detail: "compare with the table: " + err.Error()}
+		return 0, &storage.DataError{File: duckread.BaseNames(files), Detail: "compare with the table: " + err.Error()}
 	}
 	return res.RowsAffected()
 }

@@ -7,13 +7,14 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/duckread"
 )
 
 // storedType is the DuckDB type of a column of type t in this file's
 // tables: DuckType, with geometry as a BLOB of WKB when the file stores
 // WKB.
 func (db *DB) storedType(t ploti.Type) (string, error) {
-	d, err := storage.DuckType(t)
+	d, err := duckread.DuckType(t)
 	if err != nil || db.geometry != storage.GeometryWKB || !storage.HasGeometry(t) {
 		return d, err
 	}

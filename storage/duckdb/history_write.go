@@ -7,6 +7,7 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/duckread"
 )
 
 // originsSQL is a relation (id, origin) of the records of a history rows
@@ -20,7 +21,7 @@ func originsSQL(rowsT string) string {
 // historyInsertColumns lists the columns a history row is inserted with:
 // the dataset's, then the meta columns.
 func historyInsertColumns(cols []ploti.Column) string {
-	return storage.ColumnNames(cols) + ", " + strings.Join([]string{storage.Ident(storage.ColValidFrom), storage.Ident(storage.ColValidFromAt), storage.Ident(storage.ColHistChange), storage.Ident(storage.ColOriginID)}, ", ")
+	return duckread.ColumnNames(cols) + ", " + strings.Join([]string{storage.Ident(storage.ColValidFrom), storage.Ident(storage.ColValidFromAt), storage.Ident(storage.ColHistChange), storage.Ident(storage.ColOriginID)}, ", ")
 }
 
 // MergeHistory records a changes merge of files (the version's changes
@@ -40,13 +41,13 @@ func (tx *Tx) MergeHistory(ctx context.Context, hv storage.HistoryVersion, cols 
 		if err != nil {
 			return fmt.Errorf("record %s v%d in its history: %w", hv.DatasetID, hv.Version, err)
 		}
-		sel, err := storage.SelectList(cols, types)
+		sel, err := duckread.SelectList(cols, types)
 		if err != nil {
 			return err
 		}
-		src := storage.ParquetSource(fs)
+		src := duckread.ParquetSource(fs)
 		if _, err := tx.tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO _ploti.history_ends (dataset_id, record_id, valid_to, valid_to_at)
-			SELECT ?, %s, ?, ? FROM %s WHERE %s IN ('changed', 'removed')`, storage.Ident(storage.ColRecordID), storage.FileIDsSQL(src), storage.Ident(storage.ColChange)),
+			SELECT ?, %s, ?, ? FROM %s WHERE %s IN ('changed', 'removed')`, storage.Ident(storage.ColRecordID), duckread.FileIDsSQL(src), storage.Ident(storage.ColChange)),
 			hv.DatasetID, hv.Version, hv.PublishedAt); err != nil {
 			return fmt.Errorf("record %s v%d in its history: ends: %w", hv.DatasetID, hv.Version, err)
 		}

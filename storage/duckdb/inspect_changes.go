@@ -5,7 +5,7 @@ import (
 	"os"
 	"sync"
 
-	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/duckread"
 )
 
 // factCache keeps what InspectChanges read of changes files, for the merge
@@ -49,7 +49,7 @@ func (db *DB) InspectChanges(ctx context.Context, files []string) {
 		if err != nil {
 			continue
 		}
-		have, types, err := storage.SourceColumns(ctx, db.sql, storage.ParquetSource([]string{f}))
+		have, types, err := duckread.SourceColumns(ctx, db.sql, duckread.ParquetSource([]string{f}))
 		if err != nil {
 			continue
 		}

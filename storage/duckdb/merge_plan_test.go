@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/duckread"
 )
 
 // The merge's MERGE gives DuckDB a filtering build side, so that the join
@@ -28,12 +29,12 @@ func TestMergeDeleteSQL_scanOfTheTableIsFilteredByTheFilesIDs(t *testing.T) {
 	// The file's columns are VARCHAR: the MERGE reads them uncast
 	// (changesIDsSQL), as a merge of such a file does; the cast form is
 	// for other types.
-	src := storage.ParquetSource([]string{f})
-	ids := storage.ChangesIDsSQL(src, map[string]string{storage.ColRecordID: "VARCHAR", storage.ColChange: "VARCHAR"})
-	if ids == storage.FileIDsSQL(src) {
+	src := duckread.ParquetSource([]string{f})
+	ids := duckread.ChangesIDsSQL(src, map[string]string{storage.ColRecordID: "VARCHAR", storage.ColChange: "VARCHAR"})
+	if ids == duckread.FileIDsSQL(src) {
 		t.Fatalf("changesIDsSQL casts VARCHAR columns: %s", ids)
 	}
-	for i, ids := range []string{ids, storage.FileIDsSQL(src)} {
+	for i, ids := range []string{ids, duckread.FileIDsSQL(src)} {
 		table := fmt.Sprintf("big%d", i)
 		if _, err := db.SQL().Exec(`CREATE TABLE main.` + table + ` AS SELECT 'r' || i AS _ploti_record_id, i AS n FROM range(400000) t(i)`); err != nil {
 			t.Fatal(err)
@@ -122,7 +123,7 @@ func TestTx_MergeChanges_runsMergeDeleteSQL(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	want := mergeDeleteSQL("main."+storage.Ident("permits"), storage.ChangesIDsSQL(storage.ParquetSource([]string{f}), map[string]string{storage.ColRecordID: "VARCHAR", storage.ColChange: "VARCHAR"}))
+	want := mergeDeleteSQL("main."+storage.Ident("permits"), duckread.ChangesIDsSQL(duckread.ParquetSource([]string{f}), map[string]string{storage.ColRecordID: "VARCHAR", storage.ColChange: "VARCHAR"}))
 	var n int
 	var merges string
 	if err := db.SQL().QueryRow(`SELECT count(*) FILTER (WHERE message = ?), coalesce(string_agg(message, chr(10)) FILTER (WHERE message LIKE 'MERGE%'), '')

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/duckread"
 )
 
 // MergeDeferred applies a changes file to table as MergeChanges does, but
@@ -67,11 +68,11 @@ func (tx *Tx) FinishMerged(ctx context.Context, ms []storage.Merged) error {
 		if cerr := ctx.Err(); cerr != nil {
 			return fmt.Errorf("check %d changes files: %w: %w", len(ms), cerr, err)
 		}
-		return &storage.DataError{File: storage.BaseNames(files), Detail: "read: " + err.Error()}
+		return &storage.DataError{File: duckread.BaseNames(files), Detail: "read: " + err.Error()}
 	}
 	for _, m := range ms {
 		c, name := got[m.File], filepath.Base(m.File)
-		if err := storage.FileFaults(name, c.nulls, c.dups, c.bad); err != nil {
+		if err := duckread.FileFaults(name, c.nulls, c.dups, c.bad); err != nil {
 			return err
 		}
 		if c.changed+c.removed != m.Deleted || c.added+c.changed != m.Inserted {
@@ -120,5 +121,5 @@ func countChanges(ctx context.Context, q storage.Querier, files []string) (map[s
 // changesByFile reads changes files' record ids and kinds of change, as
 // VARCHAR, with each row's file in zz_ploti_file.
 func changesByFile(files []string) string {
-	return storage.ByFile(files, storage.ColRecordID, storage.ColChange)
+	return duckread.ByFile(files, storage.ColRecordID, storage.ColChange)
 }

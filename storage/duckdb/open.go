@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/duckread"
 )
 
 //go:embed migrations/*.sql
@@ -81,7 +82,7 @@ func open(ctx context.Context, path string, opts storage.Options, existed bool) 
 			return nil, err
 		}
 	}
-	connector, err := storage.NewConnector(path, opts)
+	connector, err := duckread.NewConnector(path, opts)
 	if err != nil {
 		releaseWriter(writer)
 		if lockRE.MatchString(err.Error()) {

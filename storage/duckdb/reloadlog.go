@@ -8,6 +8,7 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/duckread"
 )
 
 // A reload (a resync, a repair, a 410, a watched dataset read whole)
@@ -34,12 +35,12 @@ func (tx *Tx) DigestTable(ctx context.Context, table string, held, next []ploti.
 	dg := &digest{name: tempName("digest"), next: next}
 	types := map[string]string{}
 	for _, c := range held {
-		if t, err := storage.DuckType(c.Type); err == nil {
+		if t, err := duckread.DuckType(c.Type); err == nil {
 			types[c.Name] = t
 		}
 	}
 	for _, c := range next {
-		if t, err := storage.DuckType(c.Type); err == nil && types[c.Name] == t {
+		if t, err := duckread.DuckType(c.Type); err == nil && types[c.Name] == t {
 			dg.cols = append(dg.cols, c)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/duckread"
 )
 
 var _ storage.SnapshotIDChecker = (*Tx)(nil)
@@ -42,7 +43,7 @@ func (tx *Tx) CheckSnapshotIDs(ctx context.Context, files []string) error {
 	}
 	id := storage.Ident(storage.ColRecordID)
 	rows, err := tx.tx.QueryContext(ctx, fmt.Sprintf(`SELECT zz_ploti_file, count(*), count(*) - count(%[1]s), count(%[1]s) - count(DISTINCT %[1]s)
-		FROM %[2]s GROUP BY zz_ploti_file`, id, storage.ByFile(once, storage.ColRecordID)))
+		FROM %[2]s GROUP BY zz_ploti_file`, id, duckread.ByFile(once, storage.ColRecordID)))
 	if err != nil {
 		return fmt.Errorf("check record ids of %d snapshots: %w", len(once), err)
 	}
@@ -77,7 +78,7 @@ func (tx *Tx) snapshotIDs(ctx context.Context, files []string) (n, nulls, dups i
 			return c.n, c.nulls, c.dups, nil
 		}
 	}
-	return tx.checkRecordIDs(ctx, recordIDsOf(storage.ParquetSource(files)))
+	return tx.checkRecordIDs(ctx, recordIDsOf(duckread.ParquetSource(files)))
 }
 
 // recordIDsOf is a query of rel's record ids as VARCHAR, for checkRecordIDs.

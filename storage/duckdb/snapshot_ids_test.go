@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/duckread"
 )
 
 // The ids of a shared load's snapshots, counted together, refuse what each
@@ -66,7 +67,7 @@ func TestTx_checkSnapshotIDsCountsAsEachLoadDoes(t *testing.T) {
 		if !ok || got != want[name] {
 			t.Fatalf("%s: counted %+v (kept %v), want %+v", name, got, ok, want[name])
 		}
-		n, nulls, dups, err := eng(tx).checkRecordIDs(ctx, recordIDsOf(storage.ParquetSource([]string{f})))
+		n, nulls, dups, err := eng(tx).checkRecordIDs(ctx, recordIDsOf(duckread.ParquetSource([]string{f})))
 		if err != nil || (idCounts{n, nulls, dups}) != got {
 			t.Fatalf("%s: counted together %+v, alone %d %d %d (%v)", name, got, n, nulls, dups, err)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/duckread"
 )
 
 func mustOpen(tb testing.TB) *storage.DB {
@@ -296,7 +297,7 @@ func TestTx_PutDataset_keepsTableName(t *testing.T) {
 func TestOpen_migration2KeepsTheChangesLog(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "old.duckdb")
-	plain, err := storage.OpenPlain(ctx, path, storage.Options{})
+	plain, err := duckread.OpenPlain(ctx, path, storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

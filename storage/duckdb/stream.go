@@ -7,6 +7,7 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/duckread"
 )
 
 var _ storage.StreamLoader = (*Tx)(nil)
@@ -50,7 +51,7 @@ func (tx *Tx) rowGroups(ctx context.Context, path string) ([]rowGroup, error) {
 // sha256 has matched (the whole-file load checks them in the file first).
 func (tx *Tx) LoadSnapshotStream(ctx context.Context, table string, cols []ploti.Column, f storage.GrowingFile, replace bool) (int64, error) {
 	files := []string{f.Path()}
-	name := strings.TrimSuffix(storage.BaseNames(files), ".part") // the file's name once verified
+	name := strings.TrimSuffix(duckread.BaseNames(files), ".part") // the file's name once verified
 	if err := tx.fitThreads(ctx, false); err != nil {
 		return 0, err
 	}
@@ -66,7 +67,7 @@ func (tx *Tx) LoadSnapshotStream(ctx context.Context, table string, cols []ploti
 	if err != nil {
 		return 0, err
 	}
-	src := "read_parquet(" + storage.FileList(files) + ", hive_partitioning = false, file_row_number = true)"
+	src := "read_parquet(" + duckread.FileList(files) + ", hive_partitioning = false, file_row_number = true)"
 	create := "CREATE TABLE"
 	if replace {
 		create = "CREATE OR REPLACE TABLE"

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/duckread"
 )
 
 // summaryFixture is a closed replica file with a summary beside it: a
@@ -39,7 +40,7 @@ func summaryFixture(t *testing.T) string {
 // beside the file, as a process killed after its commit leaves it.
 func plainUpdate(t *testing.T, path string, logOnly bool) {
 	t.Helper()
-	db, err := storage.OpenPlain(context.Background(), path, storage.Options{})
+	db, err := duckread.OpenPlain(context.Background(), path, storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,14 +9,15 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/duckread"
 )
 
 // fileColumns lists the columns of Parquet files (of the first, when
 // several parts must agree), with the DuckDB type each is read as.
 func (tx *Tx) fileColumns(ctx context.Context, files []string) ([]string, map[string]string, error) {
-	have, types, err := storage.SourceColumns(ctx, tx.tx, storage.ParquetSource(files))
+	have, types, err := duckread.SourceColumns(ctx, tx.tx, duckread.ParquetSource(files))
 	if err != nil {
-		return nil, nil, storage.FileError(files, err)
+		return nil, nil, duckread.FileError(files, err)
 	}
 	return have, types, nil
 }
@@ -51,16 +52,16 @@ func (tx *Tx) loadSnapshot(ctx context.Context, table string, cols []ploti.Colum
 	// The ids are checked in the files, before the load: the check's sort
 	// is done and its memory free before the load fills DuckDB's buffers
 	// (issue 6: checking the loaded table added a sixth to the peak RSS).
-	src := storage.ParquetSource(files)
+	src := duckread.ParquetSource(files)
 	n, nulls, dups, err := tx.snapshotIDs(ctx, files)
 	if err != nil {
 		if serr := stopped(err); serr != nil {
 			return 0, serr
 		}
-		return 0, &storage.DataError{File: storage.BaseNames(files), Detail: "load: " + err.Error()}
+		return 0, &storage.DataError{File: duckread.BaseNames(files), Detail: "load: " + err.Error()}
 	}
 	if nulls > 0 || dups > 0 {
-		return 0, &storage.DataError{File: storage.BaseNames(files), Detail: fmt.Sprintf("snapshot has %d null and %d duplicate _ploti_record_id values", nulls, dups)}
+		return 0, &storage.DataError{File: duckread.BaseNames(files), Detail: fmt.Sprintf("snapshot has %d null and %d duplicate _ploti_record_id values", nulls, dups)}
 	}
 	create := "CREATE TABLE"
 	if replace {
@@ -74,7 +75,7 @@ func (tx *Tx) loadSnapshot(ctx context.Context, table string, cols []ploti.Colum
 		if !replace && strings.Contains(err.Error(), "already exists") {
 			return 0, fmt.Errorf("create table %s: %w", table, err)
 		}
-		return 0, &storage.DataError{File: storage.BaseNames(files), Detail: "load: " + err.Error()}
+		return 0, &storage.DataError{File: duckread.BaseNames(files), Detail: "load: " + err.Error()}
 	}
 	return n, tx.commentGeometry(ctx, table, cols)
 }
@@ -85,7 +86,7 @@ func (tx *Tx) loadSnapshot(ctx context.Context, table string, cols []ploti.Colum
 func loadStopped(ctx context.Context, files []string) func(error) error {
 	return func(err error) error {
 		if cerr := ctx.Err(); cerr != nil {
-			return fmt.Errorf("load %s: %w: %w", storage.BaseNames(files), cerr, err)
+			return fmt.Errorf("load %s: %w: %w", duckread.BaseNames(files), cerr, err)
 		}
 		return nil
 	}
@@ -100,15 +101,15 @@ func (tx *Tx) snapshotSelect(ctx context.Context, files []string, cols []ploti.C
 		if serr := loadStopped(ctx, files)(err); serr != nil {
 			return "", nil, serr
 		}
-		return "", nil, &storage.DataError{File: storage.BaseNames(files), Detail: "not a readable Parquet snapshot: " + err.Error()}
+		return "", nil, &storage.DataError{File: duckread.BaseNames(files), Detail: "not a readable Parquet snapshot: " + err.Error()}
 	}
 	if cols == nil {
-		cols = storage.ColumnsFromFile(have)
+		cols = duckread.ColumnsFromFile(have)
 	}
-	if err := storage.CheckColumns(have, cols); err != nil {
-		return "", nil, &storage.DataError{File: storage.BaseNames(files), Detail: err.Error()}
+	if err := duckread.CheckColumns(have, cols); err != nil {
+		return "", nil, &storage.DataError{File: duckread.BaseNames(files), Detail: err.Error()}
 	}
-	sel, err := storage.SelectList(cols, types)
+	sel, err := duckread.SelectList(cols, types)
 	return sel, cols, err
 }
 
@@ -151,7 +152,7 @@ func mergeDeleteSQL(t, ids string) string {
 		USING (SELECT * FROM %[5]s WHERE %[2]s IN ('added', 'changed', 'removed')) m ON t.%[1]s = m.%[1]s
 		WHEN MATCHED AND m.%[2]s = 'added' THEN ERROR concat('%[4]sadded id ', m.%[1]s, ' is already held')
 		WHEN MATCHED THEN DELETE`,
-		storage.Ident(storage.ColRecordID), storage.Ident(storage.ColChange), t, storage.FitMark, ids)
+		storage.Ident(storage.ColRecordID), storage.Ident(storage.ColChange), t, duckread.FitMark, ids)
 }
 
 // MergeChanges applies a changes file to table by _ploti_record_id: removed
@@ -176,7 +177,7 @@ func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, t
 	// that needs them, as DuckDB alone would (issue 6: a temporary table of
 	// them cost 0.02–0.03 s of a 1% merge at 10M rows, a copy of every
 	// column a tenth of it; reading two columns again costs less).
-	ids := storage.ChangesIDsSQL(cf.src, cf.types)
+	ids := duckread.ChangesIDsSQL(cf.src, cf.types)
 	// The file's own checks: ids, kinds of change, and their counts.
 	var nulls, dups, bad int64
 	err = tx.tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) FILTER (WHERE %[1]s IS NULL),
@@ -192,7 +193,7 @@ func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, t
 		}
 		return st, &storage.DataError{File: name, Detail: "read: " + err.Error()}
 	}
-	if err := storage.FileFaults(name, nulls, dups, bad); err != nil {
+	if err := duckread.FileFaults(name, nulls, dups, bad); err != nil {
 		return st, err
 	}
 	deleted, _, err := tx.applyChanges(ctx, table, cols, cf)
@@ -230,7 +231,7 @@ type changesFile struct {
 // read it into the table.
 func (tx *Tx) probeChanges(ctx context.Context, cols []ploti.Column, file string) (changesFile, error) {
 	name := filepath.Base(file)
-	cf := changesFile{path: file, src: storage.ParquetSource([]string{file})}
+	cf := changesFile{path: file, src: duckread.ParquetSource([]string{file})}
 	var have []string
 	var types map[string]string
 	var err error
@@ -239,7 +240,7 @@ func (tx *Tx) probeChanges(ctx context.Context, cols []ploti.Column, file string
 	} else if have, types, err = tx.fileColumns(ctx, []string{file}); err != nil {
 		return cf, &storage.DataError{File: name, Detail: "not a readable Parquet changes file: " + err.Error()}
 	}
-	if err := storage.CheckColumns(have, cols, storage.ColChange); err != nil {
+	if err := duckread.CheckColumns(have, cols, storage.ColChange); err != nil {
 		return cf, &storage.DataError{File: name, Detail: err.Error()}
 	}
 	known := map[string]bool{storage.ColRecordID: true, storage.ColPlaceID: true, storage.ColChange: true}
@@ -252,7 +253,7 @@ func (tx *Tx) probeChanges(ctx context.Context, cols []ploti.Column, file string
 		}
 	}
 	cf.types = types
-	cf.sel, err = storage.ChangesSelectList(cols, types)
+	cf.sel, err = duckread.ChangesSelectList(cols, types)
 	return cf, err
 }
 
@@ -272,10 +273,10 @@ func (tx *Tx) probeChanges(ctx context.Context, cols []ploti.Column, file string
 // 10M rows.
 func (tx *Tx) applyChanges(ctx context.Context, table string, cols []ploti.Column, cf changesFile) (deleted, inserted int64, err error) {
 	name, t, src := filepath.Base(cf.path), "main."+storage.Ident(table), cf.src
-	res, err := tx.tx.ExecContext(ctx, mergeDeleteSQL(t, storage.ChangesIDsSQL(src, cf.types)))
+	res, err := tx.tx.ExecContext(ctx, mergeDeleteSQL(t, duckread.ChangesIDsSQL(src, cf.types)))
 	if err != nil {
 		if msg := err.Error(); strings.Contains(msg, "Merge error condition") {
-			if _, why, ok := strings.Cut(msg, storage.FitMark); ok {
+			if _, why, ok := strings.Cut(msg, duckread.FitMark); ok {
 				return 0, 0, &storage.DataError{File: name, Detail: "changes file does not fit the held version: " + why}
 			}
 		}
@@ -284,8 +285,8 @@ func (tx *Tx) applyChanges(ctx context.Context, table string, cols []ploti.Colum
 	if deleted, err = res.RowsAffected(); err != nil {
 		return 0, 0, fmt.Errorf("merge %s into %s: delete: %w", name, table, err)
 	}
-	rows := tx.db.stored(fmt.Sprintf(`SELECT %s FROM %s WHERE %s`, cf.sel, src, storage.ChangeIn(cf.types, "'added', 'changed'")), cols)
-	res, err = tx.tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (%s) %s`, t, storage.ColumnNames(cols), rows))
+	rows := tx.db.stored(fmt.Sprintf(`SELECT %s FROM %s WHERE %s`, cf.sel, src, duckread.ChangeIn(cf.types, "'added', 'changed'")), cols)
+	res, err = tx.tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (%s) %s`, t, duckread.ColumnNames(cols), rows))
 	if err != nil {
 		// A value that does not cast to the schema's type is the file's
 		// fault; anything else (the disk, memory) is not.
@@ -315,7 +316,7 @@ func (tx *Tx) changesNotHeld(ctx context.Context, table, file string, want, dele
 	qctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	var first string
-	id, change, ids := storage.Ident(storage.ColRecordID), storage.Ident(storage.ColChange), storage.FileIDsSQL(storage.ParquetSource([]string{file}))
+	id, change, ids := storage.Ident(storage.ColRecordID), storage.Ident(storage.ColChange), duckread.FileIDsSQL(duckread.ParquetSource([]string{file}))
 	err := tx.db.sql.QueryRowContext(qctx, fmt.Sprintf(`SELECT m.%[2]s || ' id ' || m.%[1]s FROM %[3]s m
 		WHERE m.%[2]s <> 'added' AND m.%[1]s NOT IN (SELECT %[1]s FROM %[4]s) ORDER BY m.%[1]s LIMIT 1`, id, change, ids, "main."+storage.Ident(table))).Scan(&first)
 	if err == nil {
@@ -362,7 +363,7 @@ func (tx *Tx) ApplyIDMap(ctx context.Context, datasetID string, version int, fil
 	if !set["from_id"] || !set["to_id"] {
 		return 0, &storage.DataError{File: name, Detail: "id map lacks from_id or to_id"}
 	}
-	src := storage.ParquetSource([]string{file})
+	src := duckread.ParquetSource([]string{file})
 	var n, nulls, dupFrom, dupTo int64
 	err = tx.tx.QueryRowContext(ctx, `SELECT count(*), count(*) FILTER (WHERE from_id IS NULL OR to_id IS NULL),
 		count(from_id) - count(DISTINCT from_id), count(to_id) - count(DISTINCT to_id) FROM `+src).Scan(&n, &nulls, &dupFrom, &dupTo)

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/duckread"
 )
 
 // commitLogKeep is how many commits _ploti.commit_log keeps.
@@ -115,7 +116,7 @@ func removeLeftLinks(path string) {
 // by token, and the last commit's token. ok is false when the file has no
 // commit log (a file of an older build, or not a replica).
 func readCommitLog(ctx context.Context, path string) (links map[int64]commitLink, head int64, ok bool, err error) {
-	connector, err := storage.NewConnector(path, storage.Options{ReadOnly: true})
+	connector, err := duckread.NewConnector(path, storage.Options{ReadOnly: true})
 	if err != nil {
 		return nil, 0, false, err
 	}

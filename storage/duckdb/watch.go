@@ -9,6 +9,7 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/duckread"
 )
 
 // LoadRows replaces table with the rows of NDJSON files (a whole read of a
@@ -32,7 +33,7 @@ func (tx *Tx) LoadRows(ctx context.Context, table string, cols []ploti.Column, f
 		}
 		return 0, tx.commentGeometry(ctx, table, cols)
 	}
-	q, err := storage.JSONRowsQuery(files, cols, "")
+	q, err := duckread.JSONRowsQuery(files, cols, "")
 	if err != nil {
 		return 0, err
 	}
@@ -40,7 +41,7 @@ func (tx *Tx) LoadRows(ctx context.Context, table string, cols []ploti.Column, f
 		if cerr := ctx.Err(); cerr != nil {
 			return 0, cerr
 		}
-		return 0, storage.JSONError(storage.BaseNames(files), err)
+		return 0, duckread.JSONError(duckread.BaseNames(files), err)
 	}
 	// The JSON is read once: its ids are checked in the loaded table,
 	// which the caller's rollback drops again when they do not hold.
@@ -49,7 +50,7 @@ func (tx *Tx) LoadRows(ctx context.Context, table string, cols []ploti.Column, f
 		return 0, err
 	}
 	if nulls > 0 || dups > 0 {
-		return 0, &storage.DataError{File: storage.BaseNames(files), Detail: fmt.Sprintf("rows have %d null and %d repeated _ploti_record_id values", nulls, dups)}
+		return 0, &storage.DataError{File: duckread.BaseNames(files), Detail: fmt.Sprintf("rows have %d null and %d repeated _ploti_record_id values", nulls, dups)}
 	}
 	return n, tx.commentGeometry(ctx, table, cols)
 }
@@ -94,9 +95,9 @@ func (tx *Tx) MergeWatch(ctx context.Context, m storage.WatchMerge) (storage.Mer
 		res, err := tx.tx.ExecContext(ctx, fmt.Sprintf(`MERGE INTO %[1]s t
 			USING (SELECT * FROM (SELECT unnest(?::VARCHAR[]) AS id, unnest(?::VARCHAR[]) AS k) WHERE k IN ('held', 'new')) m ON t.%[2]s = m.id
 			WHEN MATCHED AND m.k = 'new' THEN ERROR concat('%[3]snew id ', m.id)
-			WHEN MATCHED THEN DELETE`, t, id, storage.FitMark), ids, kinds)
+			WHEN MATCHED THEN DELETE`, t, id, duckread.FitMark), ids, kinds)
 		if err != nil {
-			if _, held, ok := strings.Cut(err.Error(), storage.FitMark+"new id "); ok {
+			if _, held, ok := strings.Cut(err.Error(), duckread.FitMark+"new id "); ok {
 				held, _, _ = strings.Cut(held, "\n")
 				return st, &storage.DataError{Detail: "changes do not fit the held version: " + describeTouch(m.New, strings.TrimSpace(held)) + " is already held"}
 			}
@@ -139,16 +140,16 @@ func (tx *Tx) insertRows(ctx context.Context, t string, cols []ploti.Column, src
 		return 0, nil
 	}
 	name := filepath.Base(src.Path)
-	q, err := storage.JSONRowsQuery([]string{src.Path}, cols, storage.Ident(storage.ColRecordID)+" IN (SELECT unnest(?::VARCHAR[]))")
+	q, err := duckread.JSONRowsQuery([]string{src.Path}, cols, storage.Ident(storage.ColRecordID)+" IN (SELECT unnest(?::VARCHAR[]))")
 	if err != nil {
 		return 0, err
 	}
-	res, err := tx.tx.ExecContext(ctx, fmt.Sprintf("INSERT INTO %s (%s) %s", t, storage.ColumnNames(cols), tx.db.stored(q, cols)), src.IDs)
+	res, err := tx.tx.ExecContext(ctx, fmt.Sprintf("INSERT INTO %s (%s) %s", t, duckread.ColumnNames(cols), tx.db.stored(q, cols)), src.IDs)
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return 0, cerr
 		}
-		return 0, storage.JSONError(name, err)
+		return 0, duckread.JSONError(name, err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/duckread"
 )
 
 // mustNDJSON writes rows, one a line, to a file and returns its path.
@@ -330,7 +331,7 @@ func TestTx_AddInbox(t *testing.T) {
 func TestOpen_migration3KeepsRegistryAndLog(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "old.duckdb")
-	plain, err := storage.OpenPlain(ctx, path, storage.Options{})
+	plain, err := duckread.OpenPlain(ctx, path, storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@
 // DuckDB still reads the downloaded files: an in-memory DuckDB (one per
 // DB) reads and checks the Parquet snapshots and changes files and the
 // NDJSON rows of watched datasets with the very SQL the DuckDB engine
-// uses (storage.SelectList, storage.JSONRowsQuery, the same checks and
+// uses (duckread.SelectList, duckread.JSONRowsQuery, the same checks and
 // refusals, in the same words), and the rows reach PostgreSQL by COPY …
 // FROM STDIN (FORMAT binary) on pgx, never by INSERTs row by row:
 //

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/duckread"
 )
 
 // LoadSnapshot replaces table with the rows of a version's snapshot parts:
@@ -33,14 +34,14 @@ func (tx *Tx) loadSnapshot(ctx context.Context, table string, cols []ploti.Colum
 	if len(files) == 0 {
 		return 0, &storage.DataError{Detail: "version has no snapshot files"}
 	}
-	names := storage.BaseNames(files)
+	names := duckread.BaseNames(files)
 	stopped := func(err error) error {
 		if cerr := ctx.Err(); cerr != nil {
 			return fmt.Errorf("load %s: %w: %w", names, cerr, err)
 		}
 		return nil
 	}
-	src := storage.ParquetSource(files)
+	src := duckread.ParquetSource(files)
 	have, types, err := tx.db.fileColumns(ctx, src)
 	if err != nil {
 		if serr := stopped(err); serr != nil {
@@ -51,15 +52,15 @@ func (tx *Tx) loadSnapshot(ctx context.Context, table string, cols []ploti.Colum
 	if cols == nil {
 		return 0, fmt.Errorf("load %s into %s: PostgreSQL tables need the dataset's schema", names, table)
 	}
-	if err := storage.CheckColumns(have, cols); err != nil {
+	if err := duckread.CheckColumns(have, cols); err != nil {
 		return 0, &storage.DataError{File: names, Detail: err.Error()}
 	}
-	sel, err := storage.SelectList(cols, types)
+	sel, err := duckread.SelectList(cols, types)
 	if err != nil {
 		return 0, err
 	}
 	id := storage.Ident(storage.ColRecordID)
-	n, nulls, dups, err := storage.CheckRecordIDs(ctx, tx.db.duck, fmt.Sprintf("(SELECT CAST(%[1]s AS VARCHAR) AS %[1]s FROM %[2]s)", id, src))
+	n, nulls, dups, err := duckread.CheckRecordIDs(ctx, tx.db.duck, fmt.Sprintf("(SELECT CAST(%[1]s AS VARCHAR) AS %[1]s FROM %[2]s)", id, src))
 	if err != nil {
 		if serr := stopped(err); serr != nil {
 			return 0, serr
@@ -144,7 +145,7 @@ func pgMessage(err error) string {
 func (tx *Tx) LoadRows(ctx context.Context, table string, cols []ploti.Column, files []string) (int64, error) {
 	rel := ""
 	if len(files) > 0 {
-		q, err := storage.JSONRowsQuery(files, cols, "")
+		q, err := duckread.JSONRowsQuery(files, cols, "")
 		if err != nil {
 			return 0, err
 		}
@@ -157,13 +158,13 @@ func (tx *Tx) LoadRows(ctx context.Context, table string, cols []ploti.Column, f
 		}
 		var de *duckError
 		if errors.As(err, &de) {
-			return 0, storage.JSONError(storage.BaseNames(files), de.err)
+			return 0, duckread.JSONError(duckread.BaseNames(files), de.err)
 		}
 		var ie *idsError
 		if errors.As(err, &ie) {
-			return 0, &storage.DataError{File: storage.BaseNames(files), Detail: fmt.Sprintf("rows have %d null and %d repeated _ploti_record_id values", ie.nulls, ie.dups)}
+			return 0, &storage.DataError{File: duckread.BaseNames(files), Detail: fmt.Sprintf("rows have %d null and %d repeated _ploti_record_id values", ie.nulls, ie.dups)}
 		}
-		return 0, loadFault(storage.BaseNames(files), err)
+		return 0, loadFault(duckread.BaseNames(files), err)
 	}
 	return n, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/duckread"
 )
 
 // mergeTemp is the temporary table a merge COPYs a changes file into.
@@ -29,7 +30,7 @@ const mergeTemp = "_ploti_merge"
 func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, table string, cols []ploti.Column, file string, rowsBefore int64) (storage.MergeStats, error) {
 	var st storage.MergeStats
 	name := filepath.Base(file)
-	src := storage.ParquetSource([]string{file})
+	src := duckread.ParquetSource([]string{file})
 	sel, err := tx.probeChanges(ctx, cols, file, src)
 	if err != nil {
 		return st, err
@@ -42,14 +43,14 @@ func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, t
 			count(*) FILTER (WHERE %[2]s = 'added'),
 			count(*) FILTER (WHERE %[2]s = 'changed'),
 			count(*) FILTER (WHERE %[2]s = 'removed')
-		FROM %[3]s`, id, change, storage.FileIDsSQL(src))).Scan(&nulls, &dups, &bad, &st.Added, &st.Changed, &st.Removed)
+		FROM %[3]s`, id, change, duckread.FileIDsSQL(src))).Scan(&nulls, &dups, &bad, &st.Added, &st.Changed, &st.Removed)
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return st, fmt.Errorf("check changes %s: %w", name, cerr)
 		}
 		return st, &storage.DataError{File: name, Detail: "read: " + err.Error()}
 	}
-	if err := storage.FileFaults(name, nulls, dups, bad); err != nil {
+	if err := duckread.FileFaults(name, nulls, dups, bad); err != nil {
 		return st, err
 	}
 	if err := tx.copyChanges(ctx, cols, sel, src, name); err != nil {
@@ -91,7 +92,7 @@ func (tx *Tx) probeChanges(ctx context.Context, cols []ploti.Column, file, src s
 	if err != nil {
 		return "", &storage.DataError{File: name, Detail: fmt.Sprintf("not a readable Parquet changes file: read %s: %v", name, err)}
 	}
-	if err := storage.CheckColumns(have, cols, storage.ColChange); err != nil {
+	if err := duckread.CheckColumns(have, cols, storage.ColChange); err != nil {
 		return "", &storage.DataError{File: name, Detail: err.Error()}
 	}
 	known := map[string]bool{storage.ColRecordID: true, storage.ColPlaceID: true, storage.ColChange: true}
@@ -103,7 +104,7 @@ func (tx *Tx) probeChanges(ctx context.Context, cols []ploti.Column, file, src s
 			return "", &storage.DataError{File: name, Detail: fmt.Sprintf("has column %s that the table's schema does not", c)}
 		}
 	}
-	return storage.SelectList(cols, types)
+	return duckread.SelectList(cols, types)
 }
 
 // copyChanges creates the merge's temporary table and COPYs the changes
@@ -184,7 +185,7 @@ func deref(s *string) string {
 // to_id (two ids mapped to one) is refused.
 func (tx *Tx) ApplyIDMap(ctx context.Context, datasetID string, version int, file string, refs []storage.IDRef) (int64, error) {
 	name := filepath.Base(file)
-	src := storage.ParquetSource([]string{file})
+	src := duckread.ParquetSource([]string{file})
 	have, _, err := tx.db.fileColumns(ctx, src)
 	if err != nil {
 		return 0, &storage.DataError{File: name, Detail: fmt.Sprintf("not a readable Parquet id map: read %s: %v", name, err)}

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/duckread"
 )
 
 // Defaults for Options.
@@ -153,7 +154,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
-	db.duck, err = storage.OpenPlain(ctx, "", storage.Options{MemoryLimit: opts.MemoryLimit, Threads: opts.Threads})
+	db.duck, err = duckread.OpenPlain(ctx, "", storage.Options{MemoryLimit: opts.MemoryLimit, Threads: opts.Threads})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open %s: the DuckDB that reads files: %w", name, err)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/duckread"
 )
 
 // The second implementation of the seam (storage.Tables, documented
@@ -41,7 +42,7 @@ var _ storage.ChangesIDChecker = (*Tx)(nil)
 
 // CheckChangesIDs refuses a version's changes files that list a record id
 // in more than one of them, read by the in-memory DuckDB as the DuckDB
-// file reads them (storage.ChangesIDsAcrossFiles).
+// file reads them (duckread.ChangesIDsAcrossFiles).
 func (tx *Tx) CheckChangesIDs(ctx context.Context, files []string) error {
-	return storage.ChangesIDsAcrossFiles(ctx, tx.db.duck, files)
+	return duckread.ChangesIDsAcrossFiles(ctx, tx.db.duck, files)
 }

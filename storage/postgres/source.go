@@ -9,13 +9,13 @@ import (
 	"io"
 	"strings"
 
-	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/duckread"
 )
 
 // fileColumns lists the columns of Parquet files (of the first, when
 // several parts must agree), with the DuckDB type each is read as.
 func (db *DB) fileColumns(ctx context.Context, src string) ([]string, map[string]string, error) {
-	return storage.SourceColumns(ctx, db.duck, src)
+	return duckread.SourceColumns(ctx, db.duck, src)
 }
 
 // errCopyEnded ends the DuckDB side of a COPY that PostgreSQL stopped.

@@ -208,8 +208,8 @@ func exportExpr(t ploti.Type, e string, depth int) string {
 }
 
 // exportSelect is the DuckDB query that exports rel (a query of a dataset
-// table's rows as the DuckDB engine types them: storage.SelectList or
-// storage.JSONRowsQuery) for COPY, with extra columns (already exported)
+// table's rows as the DuckDB engine types them: duckread.SelectList or
+// duckread.JSONRowsQuery) for COPY, with extra columns (already exported)
 // after the schema's.
 func exportSelect(rel string, cols []ploti.Column, extra ...string) string {
 	parts := []string{storage.Ident(storage.ColRecordID), storage.Ident(storage.ColPlaceID)}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/duckread"
 )
 
 // MergeWatch applies a storage.WatchMerge (recorded watch versions worked
@@ -101,7 +102,7 @@ func (tx *Tx) insertRows(ctx context.Context, t string, cols []ploti.Column, src
 		return 0, nil
 	}
 	name := filepath.Base(src.Path)
-	q, err := storage.JSONRowsQuery([]string{src.Path}, cols, storage.Ident(storage.ColRecordID)+" IN (SELECT unnest(?::VARCHAR[]))")
+	q, err := duckread.JSONRowsQuery([]string{src.Path}, cols, storage.Ident(storage.ColRecordID)+" IN (SELECT unnest(?::VARCHAR[]))")
 	if err != nil {
 		return 0, err
 	}
@@ -119,7 +120,7 @@ func (tx *Tx) insertRows(ctx context.Context, t string, cols []ploti.Column, src
 		}
 		var de *duckError
 		if errors.As(err, &de) {
-			return 0, storage.JSONError(name, de.err)
+			return 0, duckread.JSONError(name, de.err)
 		}
 		if pe := pgError(err); pe != nil && pe.Code == "23505" { // a row repeated
 			n = -1

@@ -1,4 +1,4 @@
-package storage
+package duckread
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/duckdb/duckdb-go/v2"
+	"github.com/ploti-replica/ploti-replica/storage"
 )
 
 // NewConnector opens DuckDB at path (a file, or "" for memory) with
@@ -14,7 +15,7 @@ import (
 // replica's file and the in-memory DuckDB that reads downloaded files for
 // another engine alike (no extension downloads, UTC, storage every DuckDB
 // 1.x reads).
-func NewConnector(path string, opts Options) (*duckdb.Connector, error) {
+func NewConnector(path string, opts storage.Options) (*duckdb.Connector, error) {
 	q := url.Values{}
 	// The replica reads each downloaded file once, and a file fetched
 	// again (a repair after a bad download) reuses its spool name: DuckDB's

@@ -1,4 +1,4 @@
-package storage
+package duckread
 
 import (
 	"context"
@@ -6,13 +6,14 @@ import (
 	"fmt"
 
 	"github.com/ploti-replica/ploti-replica/ploti"
+	"github.com/ploti-replica/ploti-replica/storage"
 )
 
 // OpenPlain opens a DuckDB file with the settings Open uses (memory limit,
 // threads, UTC) but nothing of the engine's: no _ploti schema, no lock
 // wait. It is DuckDB on its own, for measuring the engine side by side with
 // it (ploti-replica bench); closing the *sql.DB closes the file.
-func OpenPlain(ctx context.Context, path string, opts Options) (*sql.DB, error) {
+func OpenPlain(ctx context.Context, path string, opts storage.Options) (*sql.DB, error) {
 	connector, err := NewConnector(path, opts)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)

@@ -1,10 +1,11 @@
-package storage
+package duckread
 
 import (
 	"fmt"
 	"strings"
 
 	"github.com/ploti-replica/ploti-replica/ploti"
+	"github.com/ploti-replica/ploti-replica/storage"
 )
 
 // Rows read from the watch API arrive as JSON (docs/wire.md section 9, "Row
@@ -77,7 +78,7 @@ func jsonCast(t ploti.Type, col, e string, depth int) (string, error) {
 	switch t.Type {
 	case ploti.TypeInteger:
 		return fmt.Sprintf(`CASE WHEN %[1]s IS NULL THEN NULL WHEN regexp_full_match(%[1]s, '-?[0-9]+') THEN CAST(%[1]s AS BIGINT)
-			ELSE error(%[2]s || %[1]s) END`, e, Literal(fitMark+"column "+col+": not an integer: ")), nil
+			ELSE error(%[2]s || %[1]s) END`, e, storage.Literal(FitMark+"column "+col+": not an integer: ")), nil
 	case ploti.TypeDecimal:
 		scale := 9
 		if t.Precision != nil {
@@ -88,7 +89,7 @@ func jsonCast(t ploti.Type, col, e string, depth int) (string, error) {
 			frac = `(\.0*)?`
 		}
 		return fmt.Sprintf(`CASE WHEN %[1]s IS NULL THEN NULL WHEN regexp_full_match(%[1]s, '-?[0-9]+%[2]s') THEN CAST(%[1]s AS %[3]s)
-			ELSE error(%[4]s || %[1]s) END`, e, frac, duck, Literal(fitMark+"column "+col+": not a "+duck+" exactly: ")), nil
+			ELSE error(%[4]s || %[1]s) END`, e, frac, duck, storage.Literal(FitMark+"column "+col+": not a "+duck+" exactly: ")), nil
 	case ploti.TypeGeometry:
 		return geoJSONToGeometry(col, e, depth), nil
 	case ploti.TypeList:
@@ -146,7 +147,7 @@ func geoJSONToGeometry(col, e string, depth int) string {
 // first position of three numbers adds the Z tag: one anchored regular
 // expression reads only that position.
 func geoWKT(col, typ, flat string) string {
-	bad := Literal(fitMark + "column " + col + ": not a GeoJSON geometry: type ")
+	bad := storage.Literal(FitMark + "column " + col + ": not a GeoJSON geometry: type ")
 	z := fmt.Sprintf(`CASE WHEN regexp_matches(%s, '^\[*[^ ,\]]+ [^ ,\]]+ ') THEN ' Z ' ELSE ' ' END`, flat)
 	body := func(wkt string, strip bool) string {
 		f := flat
@@ -170,7 +171,7 @@ func geoWKT(col, typ, flat string) string {
 // raw reads each column as its DuckDB type (DuckDB's own casts; geometry
 // still as GeoJSON).
 func jsonSource(files []string, cols []ploti.Column, raw bool) (string, error) {
-	parts := []string{Literal(ColRecordID) + ": 'VARCHAR'", Literal(ColPlaceID) + ": 'VARCHAR'"}
+	parts := []string{storage.Literal(storage.ColRecordID) + ": 'VARCHAR'", storage.Literal(storage.ColPlaceID) + ": 'VARCHAR'"}
 	for _, c := range cols {
 		read := jsonReadType
 		if raw && c.Type.Type != ploti.TypeGeometry {
@@ -180,7 +181,7 @@ func jsonSource(files []string, cols []ploti.Column, raw bool) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("column %s: %w", c.Name, err)
 		}
-		parts = append(parts, Literal(c.Name)+": "+Literal(t))
+		parts = append(parts, storage.Literal(c.Name)+": "+storage.Literal(t))
 	}
 	return fmt.Sprintf("read_json(%s, format = 'newline_delimited', columns = {%s}, maximum_object_size = %d, hive_partitioning = false)",
 		FileList(files), strings.Join(parts, ", "), maxRowBytes), nil
@@ -193,7 +194,7 @@ const maxRowBytes = 256 << 20
 // jsonRowsQuery is the SELECT of NDJSON row files as a dataset table's
 // rows: system columns, then the schema columns in their DuckDB types.
 // where, when set, filters the rows read (it may name _ploti_record_id).
-func jsonRowsQuery(files []string, cols []ploti.Column, where string) (string, error) {
+func JSONRowsQuery(files []string, cols []ploti.Column, where string) (string, error) {
 	return jsonRowsSelect(files, cols, where, false)
 }
 
@@ -204,9 +205,9 @@ func jsonRowsSelect(files []string, cols []ploti.Column, where string, raw bool)
 	if err != nil {
 		return "", err
 	}
-	sel := []string{Ident(ColRecordID), Ident(ColPlaceID)}
+	sel := []string{storage.Ident(storage.ColRecordID), storage.Ident(storage.ColPlaceID)}
 	for _, c := range cols {
-		name := Ident(c.Name)
+		name := storage.Ident(c.Name)
 		cast, err := jsonCast(c.Type, c.Name, name, 0)
 		if err != nil {
 			return "", fmt.Errorf("column %s: %w", c.Name, err)
@@ -227,14 +228,14 @@ func jsonRowsSelect(files []string, cols []ploti.Column, where string, raw bool)
 // JSON that is not the type asked for, a GeoJSON that is not one) from any
 // other failure: the first is the data's fault (a DataError), the other
 // not.
-func jsonError(file string, err error) error {
+func JSONError(file string, err error) error {
 	msg := err.Error()
-	if _, why, ok := strings.Cut(msg, fitMark); ok {
-		return &DataError{File: file, Detail: "row does not fit the schema: " + firstLine(why)}
+	if _, why, ok := strings.Cut(msg, FitMark); ok {
+		return &storage.DataError{File: file, Detail: "row does not fit the schema: " + firstLine(why)}
 	}
 	for _, kind := range []string{"Invalid Input Error", "Conversion Error", "Out of Range Error"} {
 		if strings.Contains(msg, kind) {
-			return &DataError{File: file, Detail: "row does not fit the schema: " + firstLine(msg)}
+			return &storage.DataError{File: file, Detail: "row does not fit the schema: " + firstLine(msg)}
 		}
 	}
 	return err

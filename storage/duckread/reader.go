@@ -1,4 +1,4 @@
-package storage
+package duckread
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ploti-replica/ploti-replica/ploti"
+	"github.com/ploti-replica/ploti-replica/storage"
 )
 
 // SourceColumns lists the columns of src, a DuckDB relation (a read_parquet
@@ -43,7 +44,7 @@ func FileError(files []string, err error) error {
 	return fmt.Errorf("read %s: %w", strings.Join(names, ", "), err)
 }
 
-func baseNames(files []string) string {
+func BaseNames(files []string) string {
 	names := make([]string, len(files))
 	for i, f := range files {
 		names[i] = filepath.Base(f)
@@ -53,13 +54,13 @@ func baseNames(files []string) string {
 
 // checkColumns makes sure a file has every column the table needs; extra
 // lists the further columns the file may carry.
-func checkColumns(have []string, cols []ploti.Column, extra ...string) error {
+func CheckColumns(have []string, cols []ploti.Column, extra ...string) error {
 	set := map[string]bool{}
 	for _, c := range have {
 		set[c] = true
 	}
 	var missing []string
-	need := append([]string{ColRecordID, ColPlaceID}, extra...)
+	need := append([]string{storage.ColRecordID, storage.ColPlaceID}, extra...)
 	for _, c := range cols {
 		need = append(need, c.Name)
 	}
@@ -76,10 +77,10 @@ func checkColumns(have []string, cols []ploti.Column, extra ...string) error {
 
 // columnsFromFile is the fallback when no schema is known: every column the
 // file has but the system ones, typed as DuckDB reads them.
-func columnsFromFile(have []string) []ploti.Column {
+func ColumnsFromFile(have []string) []ploti.Column {
 	var cols []ploti.Column
 	for _, c := range have {
-		if c == ColRecordID || c == ColPlaceID || c == ColChange {
+		if c == storage.ColRecordID || c == storage.ColPlaceID || c == storage.ColChange {
 			continue
 		}
 		cols = append(cols, ploti.Column{Name: c, Type: ploti.Type{Type: ""}})
@@ -88,53 +89,53 @@ func columnsFromFile(have []string) []ploti.Column {
 }
 
 // fitMark starts the merge's own errors, to tell them from DuckDB's.
-const fitMark = "ploti: "
+const FitMark = "ploti: "
 
 // fileIDsSQL is a query of a changes file's record ids and kinds of
 // change, from src, a read_parquet call.
-func fileIDsSQL(src string) string {
-	return fmt.Sprintf("(SELECT CAST(%[1]s AS VARCHAR) AS %[1]s, CAST(%[2]s AS VARCHAR) AS %[2]s FROM %[3]s)", Ident(ColRecordID), Ident(ColChange), src)
+func FileIDsSQL(src string) string {
+	return fmt.Sprintf("(SELECT CAST(%[1]s AS VARCHAR) AS %[1]s, CAST(%[2]s AS VARCHAR) AS %[2]s FROM %[3]s)", storage.Ident(storage.ColRecordID), storage.Ident(storage.ColChange), src)
 }
 
 // changesIDsSQL is fileIDsSQL for a file whose column types are known:
 // without the casts when both columns are VARCHAR already (issue 18: the
 // casts cost a small merge's MERGE 0.4–1.1 ms).
 func ChangesIDsSQL(src string, types map[string]string) string {
-	if types[ColRecordID] != "VARCHAR" || types[ColChange] != "VARCHAR" {
-		return fileIDsSQL(src)
+	if types[storage.ColRecordID] != "VARCHAR" || types[storage.ColChange] != "VARCHAR" {
+		return FileIDsSQL(src)
 	}
-	return fmt.Sprintf("(SELECT %s, %s FROM %s)", Ident(ColRecordID), Ident(ColChange), src)
+	return fmt.Sprintf("(SELECT %s, %s FROM %s)", storage.Ident(storage.ColRecordID), storage.Ident(storage.ColChange), src)
 }
 
 // changeIn is a condition that a changes file's kind of change is one of
 // kinds (SQL literals).
 func ChangeIn(types map[string]string, kinds string) string {
-	if types[ColChange] == "VARCHAR" {
-		return Ident(ColChange) + " IN (" + kinds + ")"
+	if types[storage.ColChange] == "VARCHAR" {
+		return storage.Ident(storage.ColChange) + " IN (" + kinds + ")"
 	}
-	return "CAST(" + Ident(ColChange) + " AS VARCHAR) IN (" + kinds + ")"
-}
-
-// MergeStats counts what a changes file did.
-type MergeStats struct {
-	Added, Changed, Removed int64
-	Rows                    int64 // the table's row count after the merge
+	return "CAST(" + storage.Ident(storage.ColChange) + " AS VARCHAR) IN (" + kinds + ")"
 }
 
 // fileFaults refuses a changes file with null or repeated record ids or
 // unknown kinds of change.
-func fileFaults(name string, nulls, dups, bad int64) error {
+func FileFaults(name string, nulls, dups, bad int64) error {
 	switch {
 	case nulls > 0 || dups > 0:
-		return &DataError{File: name, Detail: fmt.Sprintf("changes file has %d null and %d duplicate _ploti_record_id values", nulls, dups)}
+		return &storage.DataError{File: name, Detail: fmt.Sprintf("changes file has %d null and %d duplicate _ploti_record_id values", nulls, dups)}
 	case bad > 0:
-		return &DataError{File: name, Detail: fmt.Sprintf("changes file has %d rows whose _ploti_change is not added, changed or removed", bad)}
+		return &storage.DataError{File: name, Detail: fmt.Sprintf("changes file has %d rows whose _ploti_change is not added, changed or removed", bad)}
 	}
 	return nil
 }
 
-// IDRef names a user table column that holds record ids of a dataset, to be
-// rewritten when the dataset's ids are replaced.
-type IDRef struct {
-	Table, Column, DatasetID string
+// byFile reads columns of files whose schemas may differ (other
+// datasets'), by name and as VARCHAR, with each row's file in
+// zz_ploti_file.
+func ByFile(files []string, cols ...string) string {
+	var sel strings.Builder
+	for _, c := range cols {
+		fmt.Fprintf(&sel, "CAST(%[1]s AS VARCHAR) AS %[1]s, ", storage.Ident(c))
+	}
+	return fmt.Sprintf("(SELECT %szz_ploti_file FROM read_parquet(%s, hive_partitioning = false, union_by_name = true, filename = 'zz_ploti_file'))",
+		sel.String(), FileList(files))
 }

@@ -1,0 +1,37 @@
+// Package duckread is DuckDB as the reader of Ploti's files, for every
+// engine: the connector each DuckDB of the engines opens with (no
+// extension downloads, UTC, storage that every DuckDB 1.x reads), the
+// select lists and casts that read a snapshot or changes file (Parquet) or
+// a watched dataset's rows (NDJSON) as a dataset table's rows, and the
+// checks and refusals of what is read, so that the DuckDB file
+// (storage/duckdb) and a PostgreSQL database (storage/postgres, which
+// reads the files with an in-memory DuckDB and copies the rows) refuse the
+// same files in the same words. It imports storage for the words (column
+// names, DataError) and neither engine.
+package duckread
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/ploti-replica/ploti-replica/storage"
+)
+
+// CheckRecordIDs counts the rows of rel (a table or a subquery), its null
+// record ids and its repeated ones, as a snapshot load checks them (see
+// Tx.checkRecordIDs, which it mirrors for a DuckDB that is not the file).
+func CheckRecordIDs(ctx context.Context, db *sql.DB, rel string) (n, nulls, dups int64, err error) {
+	id := storage.Ident(storage.ColRecordID)
+	var hashDups int64
+	err = db.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*), count(*) - count(%[1]s),
+		(SELECT count(*) FROM (SELECT h = lag(h) OVER (ORDER BY h) AS same FROM (SELECT hash(%[1]s) AS h FROM %[2]s WHERE %[1]s IS NOT NULL)) WHERE same)
+		FROM %[2]s`, id, rel)).Scan(&n, &nulls, &hashDups)
+	if err == nil && hashDups > 0 {
+		err = db.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(%[1]s) - count(DISTINCT %[1]s) FROM %[2]s`, id, rel)).Scan(&dups)
+	}
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("check record ids: %w", err)
+	}
+	return n, nulls, dups, nil
+}
