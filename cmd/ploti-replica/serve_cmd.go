@@ -5,22 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	stdlog "log"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ploti-replica/ploti-replica/replica"
-	"github.com/ploti-replica/ploti-replica/storage/backends"
+	"github.com/ploti-replica/ploti-replica/serve"
 	"github.com/ploti-replica/ploti-replica/webhook"
 )
 
+// serveCmd is `ploti-replica serve`: its flags, wired to package serve,
+// which runs the daemon.
 type serveCmd struct {
 	env         *Env
 	conn        connFlags
@@ -38,7 +37,7 @@ type serveCmd struct {
 
 	// Set by tests.
 	now      func() time.Time // the webhook verifier's clock; default time.Now
-	retryMin time.Duration    // default defaultRetryMin
+	retryMin time.Duration    // default serve.DefaultRetryMin
 	listener net.Listener     // used instead of listening on Listen
 	progress func(replica.Progress)
 }
@@ -48,13 +47,7 @@ func newServeCmd(env *Env) *cobra.Command {
 	return cmd
 }
 
-// newServe returns the command and the options its flags fill, for tests.
-func newServe(env *Env) (*serveCmd, *cobra.Command) {
-	s := &serveCmd{env: env}
-	cmd := &cobra.Command{
-		Use:   "serve",
-		Short: "Keep the file current: webhooks as the signal, the log as the record, polling as the fallback",
-		Long: `Sync at start, whenever a signed Ploti webhook arrives, and every --poll.
+const serveLong = `Sync at start, whenever a signed Ploti webhook arrives, and every --poll.
 Webhooks only say "read the log now": a lost one costs at most the wait until
 the next poll or the next webhook. Events that arrive during a sync cause
 exactly one more sync. The DuckDB file is open only while a sync runs, so
@@ -78,34 +71,41 @@ Subscription and member webhooks have a secret each: give the member's with
 The webhook's signing secret (whsec_…) is read from --webhook-secret-file.
 Without one, serve polls only (every --poll) and answers 404 on the webhook
 path. It listens on loopback unless --listen says otherwise.
-SIGINT or SIGTERM lets the transaction under way commit, then exits 0.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return s.run(cmd.Context()) },
+SIGINT or SIGTERM lets the transaction under way commit, then exits 0.`
+
+// newServe returns the command and the options its flags fill, for tests.
+func newServe(env *Env) (*serveCmd, *cobra.Command) {
+	s := &serveCmd{env: env}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Keep the file current: webhooks as the signal, the log as the record, polling as the fallback",
+		Long:  serveLong,
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return s.run(cmd.Context()) },
 	}
 	s.conn.register(cmd, flagsAll)
 	s.conn.registerWatch(cmd)
 	f := cmd.Flags()
-	f.StringVar(&s.Listen, "listen", defaultListen, "address for webhooks, /healthz and /metrics")
-	f.StringVar(&s.WebhookPath, "webhook-path", defaultWebhookPath, "path that receives Ploti's webhook POSTs")
+	f.StringVar(&s.Listen, "listen", serve.DefaultListen, "address for webhooks, /healthz and /metrics")
+	f.StringVar(&s.WebhookPath, "webhook-path", serve.DefaultWebhookPath, "path that receives Ploti's webhook POSTs")
 	f.StringVar(&s.SecretFile, "webhook-secret-file", "", "file holding the webhook's signing secret, whsec_… (env PLOTI_WEBHOOK_SECRET_FILE)")
 	f.StringVar(&s.MemberSecretFile, "member-webhook-secret-file", "", "file holding a second webhook's secret: a member webhook (watches' dataset.changed, request events) beside the subscription's")
-	f.StringVar(&s.MemberPath, "member-webhook-path", defaultMemberPath, "path that receives the member webhook's POSTs, with --member-webhook-secret-file")
-	f.DurationVar(&s.Poll, "poll", defaultPoll, "also sync this long after the last sync; 0 turns polling off")
+	f.StringVar(&s.MemberPath, "member-webhook-path", serve.DefaultMemberPath, "path that receives the member webhook's POSTs, with --member-webhook-secret-file")
+	f.DurationVar(&s.Poll, "poll", serve.DefaultPoll, "also sync this long after the last sync; 0 turns polling off")
 	f.DurationVar(&s.VerifyEvery, "verify-every", 0, "also check every table against the version it holds this often (as `verify`, in the sync that comes when due), with the result in /metrics; 0: never")
-	f.DurationVar(&s.ShutdownTimeout, "shutdown-timeout", defaultShutdownTimeout,
+	f.DurationVar(&s.ShutdownTimeout, "shutdown-timeout", serve.DefaultShutdownTimeout,
 		"on SIGINT/SIGTERM, how long the sync under way may take to reach its next commit before it is cancelled (rolled back)")
 	return s, cmd
 }
 
-// run validates the flags, reads the secret, listens, and syncs until ctx
-// is cancelled; then it lets the transaction under way commit and returns
-// nil.
+// run validates the flags, reads the secrets, and runs the daemon until
+// ctx is cancelled; then it lets the transaction under way commit and
+// returns nil.
 func (s *serveCmd) run(ctx context.Context) error {
 	opts, err := s.conn.options(s.env)
 	if err != nil {
 		return err
 	}
-	log := opts.Logger
 	if err := s.check(); err != nil {
 		return err
 	}
@@ -127,73 +127,24 @@ func (s *serveCmd) run(ctx context.Context) error {
 		return &usageError{errors.New("nothing would start a sync: give --webhook-secret-file (or PLOTI_WEBHOOK_SECRET_FILE), or a --poll above 0")}
 	}
 	opts.Progress = s.progress
-	d := newDaemon(s.conn.DB, opts, log, now)
-	d.poll, d.grace = s.Poll, s.ShutdownTimeout
-	if d.verifyEvery = s.VerifyEvery; d.verifyEvery > 0 {
-		d.nextVerify = now().Add(d.verifyEvery)
+	d, err := serve.New(serve.Options{DB: s.conn.DB, Replica: opts, Now: now,
+		Webhook:       serve.Webhook{Path: s.WebhookPath, Verifier: verifier},
+		MemberWebhook: serve.Webhook{Path: s.MemberPath, Verifier: member},
+		Poll:          s.Poll, VerifyEvery: s.VerifyEvery, ShutdownTimeout: s.ShutdownTimeout, RetryMin: s.retryMin,
+		Listen: s.Listen, Listener: s.listener})
+	if err != nil {
+		return err
 	}
-	if s.retryMin > 0 {
-		d.retryMin = s.retryMin
-	}
-	d.inbox = newInboxQueue(s.conn.DB, now, log)
-	hooks := map[string]http.Handler{}
-	for path, v := range map[string]*webhook.Verifier{s.WebhookPath: verifier, s.MemberPath: member} {
-		if v == nil {
-			continue
-		}
-		h, err := webhook.NewHandler(webhook.HandlerOptions{Verifier: v, Trigger: d.trig, Observe: d.metrics.observeWebhook,
-			Logger: log, OnEvent: d.noteEvent, Keep: d.inbox.keep, OnOther: d.noteOther})
-		if err != nil {
-			return err
-		}
-		hooks[path] = h
-	}
-	if len(hooks) == 0 {
-		log.Info().Dur(logKeyPoll, s.Poll).Msg("no webhook secret: polling only")
-	}
-	ln := s.listener
-	if ln == nil {
-		if ln, err = net.Listen("tcp", s.Listen); err != nil {
-			return fmt.Errorf("serve: listen on %s: %w", s.Listen, err)
-		}
-	}
-	srv := &http.Server{Handler: d.mux(hooks), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
-		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: stdlog.New(log, "", 0)}
-	loopCtx, stopLoop := context.WithCancel(ctx)
-	defer stopLoop()
-	served := make(chan error, 1)
-	go func() {
-		served <- srv.Serve(ln)
-		stopLoop() // without a listener, webhooks cannot arrive: stop
-	}()
-	log.Info().Str(logKeyListen, ln.Addr().String()).Str(logKeyPath, s.WebhookPath).Str(logKeyDB, backends.Name(s.conn.DB)).
-		Dur(logKeyPoll, s.Poll).Msg("serving webhooks, /healthz and /metrics")
-	loopErr := d.loop(loopCtx)
-	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutCtx); err != nil {
-		srv.Close()
-	}
-	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) && loopErr == nil {
-		loopErr = fmt.Errorf("serve on %s: %w", ln.Addr(), err)
-	}
-	if loopErr == nil {
-		log.Info().Msg("stopped; the last committed state stays")
-	}
-	return loopErr
+	return d.Run(ctx)
 }
-
-// webhookPathRE is what --webhook-path may be: a plain path, which
-// http.ServeMux takes literally.
-var webhookPathRE = regexp.MustCompile(`^/[A-Za-z0-9._~/-]*$`)
 
 // check refuses flag values that cannot work.
 func (s *serveCmd) check() error {
-	if !webhookPathRE.MatchString(s.WebhookPath) || s.WebhookPath == "/healthz" || s.WebhookPath == "/metrics" {
-		return &usageError{fmt.Errorf("--webhook-path %q: want a path such as %s, other than /healthz and /metrics", s.WebhookPath, defaultWebhookPath)}
+	if !serve.ValidPath(s.WebhookPath) {
+		return &usageError{fmt.Errorf("--webhook-path %q: want a path such as %s, other than /healthz and /metrics", s.WebhookPath, serve.DefaultWebhookPath)}
 	}
-	if s.MemberSecretFile != "" && (!webhookPathRE.MatchString(s.MemberPath) || s.MemberPath == "/healthz" || s.MemberPath == "/metrics" || s.MemberPath == s.WebhookPath) {
-		return &usageError{fmt.Errorf("--member-webhook-path %q: want a path such as %s, other than --webhook-path, /healthz and /metrics", s.MemberPath, defaultMemberPath)}
+	if s.MemberSecretFile != "" && (!serve.ValidPath(s.MemberPath) || s.MemberPath == s.WebhookPath) {
+		return &usageError{fmt.Errorf("--member-webhook-path %q: want a path such as %s, other than --webhook-path, /healthz and /metrics", s.MemberPath, serve.DefaultMemberPath)}
 	}
 	if s.Poll < 0 {
 		return &usageError{fmt.Errorf("--poll %s: want 0 (off) or more", s.Poll)}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/emulator"
 	"github.com/ploti-replica/ploti-replica/replica"
+	"github.com/ploti-replica/ploti-replica/serve"
 	"github.com/ploti-replica/ploti-replica/storage"
 	"github.com/ploti-replica/ploti-replica/storage/backends"
 	"github.com/ploti-replica/ploti-replica/webhook"
@@ -317,7 +318,7 @@ func TestServe_webhookSignal(t *testing.T) {
 		// timed assertion fails on a loaded machine: 1.03 s at load 11).
 		t.Logf("round %d applied %s after the publish", round, time.Since(published).Round(time.Millisecond))
 		syncs = h.Syncs
-		if h.LastResult != resultOK {
+		if h.LastResult != serve.ResultOK {
 			t.Fatalf("round %d: %+v", round, h)
 		}
 		if got := w.metric(t, "ploti_replica_webhook_requests_total", `result="ok"`); got != okBefore+1 {
@@ -384,7 +385,7 @@ func (w *serveWorld) awaitApplied(t *testing.T, n float64) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		h := w.waitIdle(t, 1)
-		if h.LastResult == resultOK && w.metric(t, "ploti_replica_events_applied_total", "") >= n {
+		if h.LastResult == serve.ResultOK && w.metric(t, "ploti_replica_events_applied_total", "") >= n {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -502,7 +503,7 @@ func TestServe_coalesce(t *testing.T) {
 	w.waitDeliveries(t)
 	h := w.waitIdle(t, 3)
 	time.Sleep(300 * time.Millisecond)
-	if _, after := w.health(t); after.Syncs != 3 || h.LastResult != resultOK {
+	if _, after := w.health(t); after.Syncs != 3 || h.LastResult != serve.ResultOK {
 		t.Fatalf("syncs = %d (%+v), want 3: the start, the slowed one and exactly one more", after.Syncs, after)
 	}
 	w.assertFileAt(t, 4)
@@ -520,63 +521,19 @@ func TestServe_healthz(t *testing.T) {
 	w.publish(t)
 	w.waitIdle(t, 2)
 	status, h := w.health(t)
-	if status != 503 || h.Status != "unavailable" || h.LastResult != resultFailed || !strings.Contains(h.Reason, "the last sync failed") {
+	if status != 503 || h.Status != "unavailable" || h.LastResult != serve.ResultFailed || !strings.Contains(h.Reason, "the last sync failed") {
 		t.Fatalf("after a failed sync: %d %+v", status, h)
 	}
 	if got := w.metric(t, "ploti_replica_syncs_total", `result="failed"`); got != 1 {
 		t.Fatalf("failed syncs = %v", got)
 	}
 	w.waitIdle(t, 3) // the retry
-	if status, h := w.health(t); status != 200 || h.LastResult != resultOK {
+	if status, h := w.health(t); status != 200 || h.LastResult != serve.ResultOK {
 		t.Fatalf("after the retry: %d %+v", status, h)
 	}
 	w.shutdown(t)
 	w.assertFileAt(t, 2)
 }
-
-func TestDaemon_healthz(t *testing.T) {
-	at := time.Now()
-	tests := []struct {
-		name       string
-		h          health
-		wantStatus int
-		wantReason string
-	}{
-		{"starting", health{Behind: -1, Syncing: true}, 503, "no sync has finished yet"},
-		{"ok", health{Syncs: 1, LastResult: resultOK, LastSuccessAt: &at}, 200, ""},
-		{"ok, behind not known", health{Syncs: 1, LastResult: resultOK, Behind: -1}, 200, ""},
-		{"behind", health{Syncs: 1, LastResult: resultOK, Behind: 3}, 503, "behind: 3 event(s)"},
-		{"failed", health{Syncs: 1, LastResult: resultFailed, LastError: "read events of sub_1: boom"}, 503, "the last sync failed: read events of sub_1: boom"},
-		{"partial", health{Syncs: 1, LastResult: resultPartial, Failed: []string{"ds_a", "ds_b"}}, 503, "2 dataset(s) failed (ds_a, ds_b)"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			d := &daemon{health: tc.h}
-			rec := &responseRecorder{header: http.Header{}}
-			d.healthz(rec, nil)
-			var body healthBody
-			if err := json.Unmarshal(rec.body.Bytes(), &body); err != nil {
-				t.Fatal(err)
-			}
-			if rec.status != tc.wantStatus || !strings.Contains(body.Reason, tc.wantReason) || (tc.wantReason == "") != (body.Reason == "") {
-				t.Fatalf("%d %+v, want %d with reason %q", rec.status, body, tc.wantStatus, tc.wantReason)
-			}
-			if got := rec.header.Get("Content-Type"); got != "application/json" {
-				t.Fatalf("Content-Type %q", got)
-			}
-		})
-	}
-}
-
-type responseRecorder struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (r *responseRecorder) Header() http.Header         { return r.header }
-func (r *responseRecorder) Write(b []byte) (int, error) { return r.body.Write(b) }
-func (r *responseRecorder) WriteHeader(s int)           { r.status = s }
 
 // TestServe_secretFile guards "refuse an empty or missing secret file at
 // start-up with a clear message; never log the secret".
@@ -666,7 +623,7 @@ func TestServe_signalDuringSync(t *testing.T) {
 			t.Fatal("serve did not stop within 20s of the signal")
 		}
 		w.assertFileAt(t, 2)
-		if got, want := w.lastRun(t), resultStopped; got != want {
+		if got, want := w.lastRun(t), serve.ResultStopped; got != want {
 			t.Fatalf("last run %q, want %q", got, want)
 		}
 	})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/fetch"
 	"github.com/ploti-replica/ploti-replica/replica"
+	"github.com/ploti-replica/ploti-replica/serve"
 	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
@@ -132,7 +133,7 @@ func openAndRun(ctx context.Context, path string, opts replica.Options, run func
 	// Request events serve answered and kept beside the file, not yet
 	// recorded (serve stopped first, or its syncs failed): "recorded by
 	// the next sync in _ploti.inbox, once each", whichever sync it is.
-	newInboxQueue(path, time.Now, opts.Logger).record(ctx, r) // nothing queued: one rename that finds no file
+	serve.NewInboxQueue(path, time.Now, opts.Logger).Record(ctx, r) // nothing queued: one rename that finds no file
 	res, err := run(r, ctx)
 	if cerr := r.Close(); cerr != nil && err == nil {
 		err = cerr

@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/replica"
 )
 
-// serve --verify-every (issue 15): the daemon runs Replica.Verify in the
+// Options.VerifyEvery: the daemon runs Replica.Verify in the
 // sync that comes first once it is due (the loop wakes a sync for it), on
 // the file the sync has open, and exports the result in /metrics.
 
@@ -28,7 +28,7 @@ const (
 	verifyFailed  = "failed"
 )
 
-func newVerifyMetrics(reg *prometheus.Registry) *verifyMetrics {
+func newVerifyMetrics(reg *prometheus.Registry) (*verifyMetrics, error) {
 	m := &verifyMetrics{
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ploti_replica_verify_runs_total",
 			Help: "Verify runs (--verify-every), by result: ok (every dataset verified or unverifiable), differs, failed (could not run)."}, []string{"result"}),
@@ -39,14 +39,16 @@ func newVerifyMetrics(reg *prometheus.Registry) *verifyMetrics {
 		duration: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ploti_replica_verify_duration_seconds",
 			Help: "How long the last verify run took."}),
 	}
-	reg.MustRegister(m.runs, m.datasets, m.last, m.duration)
+	if err := register(reg, m.runs, m.datasets, m.last, m.duration); err != nil {
+		return nil, err
+	}
 	for _, r := range []string{verifyOK, verifyDiffers, verifyFailed} {
 		m.runs.WithLabelValues(r)
 	}
 	for _, v := range []string{replica.VerdictVerified, replica.VerdictDiffers, replica.VerdictUnverifiable} {
 		m.datasets.WithLabelValues(v)
 	}
-	return m
+	return m, nil
 }
 
 func (m *verifyMetrics) observe(rep replica.VerifyReport, err error, at time.Time) {
@@ -67,8 +69,8 @@ func (m *verifyMetrics) observe(rep replica.VerifyReport, err error, at time.Tim
 }
 
 // verifyDue is how long until the next verify run; ok false when
-// --verify-every is off.
-func (d *daemon) verifyDue() (time.Duration, bool) {
+// VerifyEvery is off.
+func (d *Daemon) verifyDue() (time.Duration, bool) {
 	if d.verifyEvery <= 0 {
 		return 0, false
 	}
@@ -78,7 +80,7 @@ func (d *daemon) verifyDue() (time.Duration, bool) {
 }
 
 // maybeVerify runs Verify on the open replica when it is due.
-func (d *daemon) maybeVerify(ctx context.Context, r *replica.Replica) {
+func (d *Daemon) maybeVerify(ctx context.Context, r *replica.Replica) {
 	if wait, on := d.verifyDue(); !on || wait > 0 {
 		return
 	}

@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"context"
@@ -14,16 +14,16 @@ import (
 	"github.com/ploti-replica/ploti-replica/webhook"
 )
 
-// inboxQueue's rule: "an event Ploti was told it got is not lost with the
+// InboxQueue's rule: "an event Ploti was told it got is not lost with the
 // process". A crash (or a full disk) can leave the queue ending in a line
 // cut short, whose delivery was not answered 2xx and comes again; the next
 // event kept after it, answered 2xx, must still read back whole, not glued
 // to the cut line and skipped with it.
 func TestInboxQueue_keepAfterALineCutShort(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "feeds.duckdb")
-	q := newInboxQueue(db, time.Now, zerolog.Nop())
+	q := NewInboxQueue(db, time.Now, zerolog.Nop())
 	ctx := context.Background()
-	must(t, q.keep(ctx, readyEvent("evt_a")))
+	must(t, q.Keep(ctx, readyEvent("evt_a")))
 	// evt_b's line was being written when the process died.
 	f, err := os.OpenFile(q.path, os.O_APPEND|os.O_WRONLY, 0o600)
 	must(t, err)
@@ -31,7 +31,7 @@ func TestInboxQueue_keepAfterALineCutShort(t *testing.T) {
 	must(t, err)
 	must(t, f.Close())
 	// After the restart, evt_c is kept and answered 2xx.
-	must(t, q.keep(ctx, readyEvent("evt_c")))
+	must(t, q.Keep(ctx, readyEvent("evt_c")))
 
 	_, evs, err := q.take()
 	must(t, err)
@@ -49,19 +49,19 @@ func TestInboxQueue_keepAfterALineCutShort(t *testing.T) {
 // crash) is recorded first; the events kept since, in a new queue, must
 // not wait for yet another sync (with --poll 0, for another delivery).
 func TestInboxQueue_aQueueLeftTakenDoesNotHoldBackTheEventsAfterIt(t *testing.T) {
-	em, vars := watchWorld(t)
-	db := vars["PLOTI_DB"]
-	q := newInboxQueue(db, time.Now, zerolog.Nop())
+	em, sub := testEmulator(t)
+	db := filepath.Join(t.TempDir(), "feeds.duckdb")
+	q := NewInboxQueue(db, time.Now, zerolog.Nop())
 	ctx := context.Background()
-	must(t, q.keep(ctx, readyEvent("evt_a")))
+	must(t, q.Keep(ctx, readyEvent("evt_a")))
 	if path, evs, err := q.take(); err != nil || path == "" || len(evs) != 1 {
 		t.Fatalf("take: %q %v %v", path, evs, err) // and not recorded: the sync failed
 	}
-	must(t, q.keep(ctx, readyEvent("evt_b")))
-	r, err := replica.Open(ctx, db, replica.Options{APIURL: em.URL(), APIKey: em.APIKey(), Watch: true})
+	must(t, q.Keep(ctx, readyEvent("evt_b")))
+	r, err := replica.Open(ctx, db, replica.Options{APIURL: em.URL(), APIKey: em.APIKey(), SubscriptionID: sub})
 	must(t, err)
 	defer r.Close()
-	q.record(ctx, r)
+	q.Record(ctx, r)
 	var n int
 	must(t, r.DB().QueryRowContext(ctx, "SELECT count(*) FROM _ploti.inbox").Scan(&n))
 	if n != 2 {
@@ -69,17 +69,17 @@ func TestInboxQueue_aQueueLeftTakenDoesNotHoldBackTheEventsAfterIt(t *testing.T)
 	}
 }
 
-// inboxQueue's rule: "an event Ploti was told it got is not lost". A sync
+// InboxQueue's rule: "an event Ploti was told it got is not lost". A sync
 // in another process (a `sync` of the same file while serve runs) takes
 // the queue between serve's open of it and its write: the event's line
 // lands in the taken file after it was read, and is removed with it. It
 // must be in the queue still, for the next sync.
 func TestInboxQueue_anEventWrittenWhileAnotherProcessTakesTheQueueIsNotLost(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "feeds.duckdb")
-	serve := newInboxQueue(db, time.Now, zerolog.Nop())
-	other := newInboxQueue(db, time.Now, zerolog.Nop()) // the other process's
+	serve := NewInboxQueue(db, time.Now, zerolog.Nop())
+	other := NewInboxQueue(db, time.Now, zerolog.Nop()) // the other process's
 	var got []string
-	takeAll := func(q *inboxQueue) {
+	takeAll := func(q *InboxQueue) {
 		path, evs, err := q.take()
 		must(t, err)
 		for _, e := range evs {
@@ -91,7 +91,7 @@ func TestInboxQueue_anEventWrittenWhileAnotherProcessTakesTheQueueIsNotLost(t *t
 		serve.opened = nil
 		takeAll(other) // renamed, read (nothing yet) and removed
 	}
-	must(t, serve.keep(context.Background(), webhook.Event{ID: "evt_a", Type: "data_request.ready", Timestamp: time.Now().UTC(),
+	must(t, serve.Keep(context.Background(), webhook.Event{ID: "evt_a", Type: "data_request.ready", Timestamp: time.Now().UTC(),
 		Data: json.RawMessage(`{"requestId":"req_1"}`)}))
 	takeAll(serve) // the next sync
 	if len(got) != 1 || got[0] != "evt_a" {

@@ -1,10 +1,12 @@
-package main
+package serve
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	stdlog "log"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -15,36 +17,20 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/replica"
-	"github.com/ploti-replica/ploti-replica/storage/backends"
 	"github.com/ploti-replica/ploti-replica/webhook"
 )
 
-// Defaults of serve.
-const (
-	// defaultListen is loopback (a receiver on the internet sits behind
-	// a proxy the operator chooses), on a port the emulator's defaults
-	// (8080 and 8081) leave free.
-	defaultListen          = "127.0.0.1:8790"
-	defaultWebhookPath     = "/ploti"
-	defaultMemberPath      = "/ploti/member"
-	defaultPoll            = 5 * time.Minute
-	defaultShutdownTimeout = 30 * time.Second
-	// defaultRetryMin and defaultRetryMax bound the wait before the next
-	// sync after a failed one (doubling from the first to the second, and
-	// never longer than --poll when polling).
-	defaultRetryMin = 5 * time.Second
-	defaultRetryMax = 5 * time.Minute
-	// behindLimit is how many events after the cursor a sync counts at its
-	// end, for /healthz; more are reported as this many.
-	behindLimit = 1000
-)
+// behindLimit is how many events after the cursor a sync counts at its
+// end, for /healthz; more are reported as this many.
+const behindLimit = 1000
 
-// Sync results, the label of ploti_replica_syncs_total.
+// Sync results: the label of ploti_replica_syncs_total and /healthz's
+// lastResult.
 const (
-	resultOK      = "ok"
-	resultPartial = "partial"
-	resultFailed  = "failed"
-	resultStopped = "stopped"
+	ResultOK      = "ok"
+	ResultPartial = "partial" // some datasets failed; their last good versions stay
+	ResultFailed  = "failed"
+	ResultStopped = "stopped" // by the shutdown
 )
 
 // Log keys.
@@ -68,9 +54,9 @@ const (
 	logKeyPubTook   = "publish_ms"
 )
 
-// daemon runs the syncs and answers /healthz; its state is shared with the
-// HTTP handlers under mu.
-type daemon struct {
+// Daemon runs the syncs and answers the webhooks and /healthz; its state
+// is shared with the HTTP handlers under mu.
+type Daemon struct {
 	path     string
 	opts     replica.Options
 	log      zerolog.Logger
@@ -82,9 +68,16 @@ type daemon struct {
 	retryMin time.Duration
 	retryMax time.Duration
 
-	inbox *inboxQueue // request events waiting for a sync; nil: none kept
+	listen      string
+	listener    net.Listener
+	webhookPath string // for the log
+	hooks       int    // webhook paths served
+	handler     http.Handler
+	running     atomic.Bool
 
-	verifyEvery   time.Duration // serve_verify.go
+	inbox *InboxQueue // request events waiting for a sync
+
+	verifyEvery   time.Duration // verify.go
 	verifyMetrics *verifyMetrics
 
 	mu         sync.Mutex
@@ -105,17 +98,61 @@ type health struct {
 	LastEventAt   *time.Time `json:"lastWebhookEventAt,omitempty"`
 }
 
-func newDaemon(path string, opts replica.Options, log zerolog.Logger, now func() time.Time) *daemon {
-	d := &daemon{path: path, opts: opts, log: log, now: now, trig: webhook.NewTrigger(), poll: defaultPoll,
-		grace: defaultShutdownTimeout, retryMin: defaultRetryMin, retryMax: defaultRetryMax, health: health{Behind: -1}}
-	d.metrics = newServeMetrics(d.lastSuccess, now)
-	d.verifyMetrics = newVerifyMetrics(d.metrics.reg)
-	return d
+// New checks opts, builds the webhook verifiers and registers the
+// metrics. Nothing runs until Run.
+func New(opts Options) (*Daemon, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
+	d := &Daemon{path: opts.DB, opts: opts.Replica, log: opts.Replica.Logger, now: opts.Now, trig: webhook.NewTrigger(),
+		poll: opts.Poll, grace: opts.ShutdownTimeout, retryMin: opts.RetryMin, retryMax: opts.RetryMax,
+		listen: opts.Listen, listener: opts.Listener, webhookPath: opts.Webhook.Path, health: health{Behind: -1}}
+	var err error
+	if d.metrics, err = newServeMetrics(opts.Registry, d.lastSuccess, d.now); err != nil {
+		return nil, err
+	}
+	if d.verifyMetrics, err = newVerifyMetrics(d.metrics.reg); err != nil {
+		return nil, err
+	}
+	if d.verifyEvery = opts.VerifyEvery; d.verifyEvery > 0 {
+		d.nextVerify = d.now().Add(d.verifyEvery)
+	}
+	d.inbox = NewInboxQueue(opts.DB, d.now, d.log)
+	mux := http.NewServeMux()
+	for _, w := range []Webhook{opts.Webhook, opts.MemberWebhook} {
+		h, err := d.webhookHandler(w)
+		if err != nil {
+			return nil, err
+		}
+		if h != nil {
+			mux.Handle(w.Path, h)
+			d.hooks++
+		}
+	}
+	mux.HandleFunc("GET /healthz", d.healthz)
+	mux.Handle("GET /metrics", d.metrics.handler())
+	d.handler = mux
+	return d, nil
 }
+
+// webhookHandler is w's handler; nil when w is not served.
+func (d *Daemon) webhookHandler(w Webhook) (http.Handler, error) {
+	v, err := w.verifier(d.now)
+	if v == nil || err != nil {
+		return nil, err
+	}
+	return webhook.NewHandler(webhook.HandlerOptions{Verifier: v, Trigger: d.trig, Observe: d.metrics.observeWebhook,
+		Logger: d.log, OnEvent: d.noteEvent, Keep: d.inbox.Keep, OnOther: d.noteOther})
+}
+
+// Handler serves the webhook paths, GET /healthz and GET /metrics. Run
+// serves it on Options.Listen; without one, mount it on a server of your
+// own.
+func (d *Daemon) Handler() http.Handler { return d.handler }
 
 // noteEvent records when the last feed event arrived (webhook.Handler's
 // OnEvent).
-func (d *daemon) noteEvent(context.Context, webhook.Event) {
+func (d *Daemon) noteEvent(context.Context, webhook.Event) {
 	at := d.now().UTC()
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -127,7 +164,7 @@ func (d *daemon) noteEvent(context.Context, webhook.Event) {
 // keeps, it reads the log) and a request event (kept in the queue: the
 // sync records it in _ploti.inbox). Like feed events they are coalesced;
 // pings are not.
-func (d *daemon) noteOther(ctx context.Context, e webhook.Event) {
+func (d *Daemon) noteOther(ctx context.Context, e webhook.Event) {
 	if e.Type != ploti.EventDatasetChanged && !ploti.IsRequestEvent(e.Type) {
 		return
 	}
@@ -135,31 +172,81 @@ func (d *daemon) noteOther(ctx context.Context, e webhook.Event) {
 	d.trig.Signal()
 }
 
-func (d *daemon) lastSuccess() *time.Time {
+func (d *Daemon) lastSuccess() *time.Time {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.health.LastSuccessAt
 }
 
-// mux routes the webhook paths, /healthz and /metrics.
-func (d *daemon) mux(hooks map[string]http.Handler) http.Handler {
-	mux := http.NewServeMux()
-	for path, h := range hooks {
-		mux.Handle(path, h)
+// Run syncs at start, on each webhook, every Poll and, after a failure,
+// after a growing wait, serving Handler on Options.Listen meanwhile. When
+// ctx is cancelled it lets the transaction under way commit (within
+// ShutdownTimeout) and returns nil; it returns an error when a sync meets
+// one no retry can mend (replica.ErrWrongSubscription,
+// replica.ErrForeignCursor, replica.ErrSubscriptionGone twice in a row),
+// or when it cannot listen. Run runs once.
+func (d *Daemon) Run(ctx context.Context) error {
+	if !d.running.CompareAndSwap(false, true) {
+		return errors.New("serve: Run called twice")
 	}
-	mux.HandleFunc("GET /healthz", d.healthz)
-	mux.Handle("GET /metrics", d.metrics.handler())
-	return mux
+	if d.hooks == 0 {
+		d.log.Info().Dur(logKeyPoll, d.poll).Msg("no webhook secret: polling only")
+	}
+	ln := d.listener
+	if ln == nil && d.listen != "" {
+		var err error
+		if ln, err = net.Listen("tcp", d.listen); err != nil {
+			return fmt.Errorf("serve: listen on %s: %w", d.listen, err)
+		}
+	}
+	var err error
+	if ln == nil {
+		d.log.Info().Str(logKeyPath, d.webhookPath).Str(logKeyDB, replica.Name(d.path)).Dur(logKeyPoll, d.poll).
+			Msg("syncing; webhooks, /healthz and /metrics are served by the embedding server")
+		err = d.loop(ctx)
+	} else {
+		err = d.serve(ctx, ln)
+	}
+	if err == nil {
+		d.log.Info().Msg("stopped; the last committed state stays")
+	}
+	return err
+}
+
+// serve runs the loop while serving Handler on ln, and shuts the server
+// down when the loop returns.
+func (d *Daemon) serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{Handler: d.handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: stdlog.New(d.log, "", 0)}
+	loopCtx, stopLoop := context.WithCancel(ctx)
+	defer stopLoop()
+	served := make(chan error, 1)
+	go func() {
+		served <- srv.Serve(ln)
+		stopLoop() // without a listener, webhooks cannot arrive: stop
+	}()
+	d.log.Info().Str(logKeyListen, ln.Addr().String()).Str(logKeyPath, d.webhookPath).Str(logKeyDB, replica.Name(d.path)).
+		Dur(logKeyPoll, d.poll).Msg("serving webhooks, /healthz and /metrics")
+	loopErr := d.loop(loopCtx)
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		srv.Close()
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) && loopErr == nil {
+		loopErr = fmt.Errorf("serve on %s: %w", ln.Addr(), err)
+	}
+	return loopErr
 }
 
 // subscriptionGoneSyncs is how many syncs in a row must find the
-// subscription gone before serve stops.
+// subscription gone before Run stops.
 const subscriptionGoneSyncs = 2
 
 // loop syncs at start, on each webhook signal, on the poll timer and,
 // after a failure, after a growing wait; it returns when ctx is cancelled
 // (nil) or when a sync meets an error no retry can mend.
-func (d *daemon) loop(ctx context.Context) error {
+func (d *Daemon) loop(ctx context.Context) error {
 	next := time.NewTimer(0) // the first sync, at start
 	defer next.Stop()
 	failures, gone, trigger := 0, 0, "start"
@@ -189,7 +276,7 @@ func (d *daemon) loop(ctx context.Context) error {
 			gone = 0
 		}
 		wait := d.poll
-		if result == resultOK {
+		if result == ResultOK {
 			failures = 0
 		} else {
 			failures++
@@ -225,9 +312,9 @@ type syncOutcome struct {
 // The sync's own context is cancelled, rolling back what is open, only
 // after the grace period, or at once while Open waits for another process
 // to let go of the file.
-func (d *daemon) syncOnce(ctx context.Context, trigger string) (string, error) {
+func (d *Daemon) syncOnce(ctx context.Context, trigger string) (string, error) {
 	if ctx.Err() != nil {
-		return resultStopped, nil
+		return ResultStopped, nil
 	}
 	d.setSyncing(true)
 	start := d.now()
@@ -252,19 +339,19 @@ func (d *daemon) syncOnce(ctx context.Context, trigger string) (string, error) {
 		if ctx.Err() != nil {
 			cancel()
 		}
-		d.log.Warn().Str(logKeyDB, backends.Name(d.path)).Msg("waiting for the file: " + msg)
+		d.log.Warn().Str(logKeyDB, replica.Name(d.path)).Msg("waiting for the file: " + msg)
 	}
 	out := d.runSync(syncCtx, opts, &waiting)
 	result := d.record(out, d.now().Sub(start))
 	d.logSync(trigger, result, out, d.now().Sub(start))
-	if out.behind > 0 && result == resultOK {
+	if out.behind > 0 && result == ResultOK {
 		d.trig.Signal() // events came during the sync: read them now
 	}
 	return result, out.err
 }
 
 // runSync is one sync with the file open only for its duration.
-func (d *daemon) runSync(ctx context.Context, opts replica.Options, waiting *atomic.Bool) (out syncOutcome) {
+func (d *Daemon) runSync(ctx context.Context, opts replica.Options, waiting *atomic.Bool) (out syncOutcome) {
 	out.behind = -1
 	r, err := replica.Open(ctx, d.path, opts)
 	waiting.Store(false)
@@ -274,12 +361,10 @@ func (d *daemon) runSync(ctx context.Context, opts replica.Options, waiting *ato
 	}
 	defer func() {
 		if cerr := r.Close(); cerr != nil && out.err == nil {
-			out.err = fmt.Errorf("close %s: %w", backends.Name(d.path), cerr)
+			out.err = fmt.Errorf("close %s: %w", replica.Name(d.path), cerr)
 		}
 	}()
-	if d.inbox != nil {
-		d.inbox.record(ctx, r)
-	}
+	d.inbox.Record(ctx, r)
 	out.res, out.err = r.Sync(ctx)
 	select {
 	case <-opts.Stop: // shutting down: no more calls
@@ -305,17 +390,17 @@ func (d *daemon) runSync(ctx context.Context, opts replica.Options, waiting *ato
 func classify(err error) string {
 	switch {
 	case err == nil:
-		return resultOK
+		return ResultOK
 	case errors.Is(err, replica.ErrPartial):
-		return resultPartial
+		return ResultPartial
 	case errors.Is(err, replica.ErrStopped), errors.Is(err, context.Canceled):
-		return resultStopped
+		return ResultStopped
 	}
-	return resultFailed
+	return ResultFailed
 }
 
 // record updates the health and the metrics with a finished sync.
-func (d *daemon) record(out syncOutcome, took time.Duration) string {
+func (d *Daemon) record(out syncOutcome, took time.Duration) string {
 	result := classify(out.err)
 	at := d.now().UTC()
 	d.metrics.observeSync(result, took, out)
@@ -323,7 +408,7 @@ func (d *daemon) record(out syncOutcome, took time.Duration) string {
 	defer d.mu.Unlock()
 	h := &d.health
 	h.Syncing = false
-	if result == resultStopped {
+	if result == ResultStopped {
 		return result
 	}
 	h.Syncs++
@@ -331,19 +416,19 @@ func (d *daemon) record(out syncOutcome, took time.Duration) string {
 	if out.err != nil {
 		h.LastError = out.err.Error()
 	}
-	if result == resultOK {
+	if result == ResultOK {
 		h.LastSuccessAt = &at
 	}
 	h.Behind = out.behind
 	return result
 }
 
-func (d *daemon) logSync(trigger, result string, out syncOutcome, took time.Duration) {
+func (d *Daemon) logSync(trigger, result string, out syncOutcome, took time.Duration) {
 	var e *zerolog.Event
 	switch result {
-	case resultOK:
+	case ResultOK:
 		e = d.log.Info()
-	case resultStopped:
+	case ResultStopped:
 		e = d.log.Info().AnErr("cause", out.err)
 	default:
 		e = d.log.Warn().Err(out.err)
@@ -359,7 +444,7 @@ func (d *daemon) logSync(trigger, result string, out syncOutcome, took time.Dura
 		Int(logKeyBehind, out.behind).Msg("sync")
 }
 
-func (d *daemon) setSyncing(on bool) {
+func (d *Daemon) setSyncing(on bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.health.Syncing = on
@@ -367,7 +452,7 @@ func (d *daemon) setSyncing(on bool) {
 
 // healthz answers 200 while the last sync succeeded and no event waited
 // after the cursor at its end, and 503 with the reason otherwise.
-func (d *daemon) healthz(w http.ResponseWriter, _ *http.Request) {
+func (d *Daemon) healthz(w http.ResponseWriter, _ *http.Request) {
 	d.mu.Lock()
 	h := d.health
 	d.mu.Unlock()
@@ -383,9 +468,9 @@ func (d *daemon) healthz(w http.ResponseWriter, _ *http.Request) {
 	switch {
 	case h.LastResult == "":
 		body.Reason = "no sync has finished yet"
-	case h.LastResult == resultPartial:
+	case h.LastResult == ResultPartial:
 		body.Reason = fmt.Sprintf("the last sync left %d dataset(s) failed (%s); their last good versions stay", len(h.Failed), strings.Join(h.Failed, ", "))
-	case h.LastResult != resultOK:
+	case h.LastResult != ResultOK:
 		body.Reason = "the last sync failed: " + h.LastError
 	case h.Behind > 0:
 		body.Reason = fmt.Sprintf("behind: %d event(s) waited after the cursor when the last sync ended", h.Behind)

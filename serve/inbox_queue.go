@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"bufio"
@@ -17,19 +17,18 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/replica"
-	"github.com/ploti-replica/ploti-replica/storage/backends"
 	"github.com/ploti-replica/ploti-replica/webhook"
 )
 
-// inboxQueue keeps the request events serve receives until a sync writes
-// them into the file's _ploti.inbox (the file is open only while a sync
-// runs). Each event is one JSON line of <db>.inbox (inboxQueuePath), appended and synced to
-// disk before the delivery is answered: an event Ploti was told it got is
+// InboxQueue keeps the request events a Daemon receives until a sync
+// writes them into the file's _ploti.inbox (the file is open only while a
+// sync runs). Each event is one JSON line of <db>.inbox (inboxQueuePath),
+// appended and synced to disk before the delivery is answered: an event Ploti was told it got is
 // not lost with the process. A sync takes the queue (renamed to
 // <db>.inbox.taking), records it, and removes it; a queue taken and not
 // recorded (a crash, a failed sync) is taken again first, and the inbox's
 // dedupe by event id makes the second recording change nothing.
-type inboxQueue struct {
+type InboxQueue struct {
 	mu   sync.Mutex
 	path string
 	now  func() time.Time
@@ -39,8 +38,11 @@ type inboxQueue struct {
 	opened func()
 }
 
-func newInboxQueue(db string, now func() time.Time, log zerolog.Logger) *inboxQueue {
-	return &inboxQueue{path: inboxQueuePath(db), now: now, log: log}
+// NewInboxQueue is the queue of db, a file's path or a postgres:// URL:
+// the Daemon keeps request events in it, and any other sync of db (one
+// that runs while the Daemon is down) records them with Record.
+func NewInboxQueue(db string, now func() time.Time, log zerolog.Logger) *InboxQueue {
+	return &InboxQueue{path: inboxQueuePath(db), now: now, log: log}
 }
 
 // inboxQueuePath is where the queue of db is kept: <db>.inbox beside a
@@ -50,10 +52,10 @@ func newInboxQueue(db string, now func() time.Time, log zerolog.Logger) *inboxQu
 // later sync of the same database find the same queue and no error quotes
 // the password.
 func inboxQueuePath(db string) string {
-	if !backends.IsDatabase(db) {
+	if !replica.IsDatabase(db) {
 		return db + ".inbox"
 	}
-	sum := sha256.Sum256([]byte(backends.Name(db)))
+	sum := sha256.Sum256([]byte(replica.Name(db)))
 	name := "ploti-replica-" + hex.EncodeToString(sum[:8]) + ".inbox"
 	dir, err := os.UserCacheDir()
 	if err != nil {
@@ -62,7 +64,7 @@ func inboxQueuePath(db string) string {
 	return filepath.Join(dir, "ploti-replica", name)
 }
 
-// keep appends a request event (webhook.HandlerOptions.Keep); other events
+// Keep appends a request event (webhook.HandlerOptions.Keep); other events
 // are not kept.
 //
 // Another process (a `sync` of the same file while serve runs) may take
@@ -73,7 +75,7 @@ func inboxQueuePath(db string) string {
 // queue (a line recorded twice is recorded once: the inbox dedupes by
 // event id); if the queue keeps moving, the answer is 503 and Ploti
 // delivers the event again.
-func (q *inboxQueue) keep(_ context.Context, e webhook.Event) error {
+func (q *InboxQueue) Keep(_ context.Context, e webhook.Event) error {
 	if !ploti.IsRequestEvent(e.Type) {
 		return nil
 	}
@@ -100,7 +102,7 @@ func (q *inboxQueue) keep(_ context.Context, e webhook.Event) error {
 
 // appendLine appends line to the queue and syncs it; stayed reports
 // whether the file written is still the queue's (not taken meanwhile).
-func (q *inboxQueue) appendLine(line []byte) (stayed bool, err error) {
+func (q *InboxQueue) appendLine(line []byte) (stayed bool, err error) {
 	f, err := os.OpenFile(q.path, os.O_APPEND|os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return false, err
@@ -146,7 +148,7 @@ func endsCutShort(f *os.File) (bool, error) {
 // take returns the events to record and the file they are in: a queue
 // taken before and not recorded, else the queue now (moved aside, so that
 // events that come meanwhile start a new one). No events: "".
-func (q *inboxQueue) take() (string, []replica.InboxEvent, error) {
+func (q *InboxQueue) take() (string, []replica.InboxEvent, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	taking := q.path + ".taking"
@@ -182,7 +184,7 @@ func (q *inboxQueue) take() (string, []replica.InboxEvent, error) {
 }
 
 // done removes a queue file whose events are recorded.
-func (q *inboxQueue) done(path string) {
+func (q *InboxQueue) done(path string) {
 	if path == "" {
 		return
 	}
@@ -193,10 +195,10 @@ func (q *inboxQueue) done(path string) {
 	}
 }
 
-// record writes the queue's events into the replica's inbox: a queue
+// Record writes the queue's events into the replica's inbox: a queue
 // taken before and not recorded, then the queue now, so that the events
 // kept since the first was taken do not wait for another sync.
-func (q *inboxQueue) record(ctx context.Context, r *replica.Replica) {
+func (q *InboxQueue) Record(ctx context.Context, r *replica.Replica) {
 	for range 2 {
 		if !q.recordOne(ctx, r) {
 			return
@@ -206,7 +208,7 @@ func (q *inboxQueue) record(ctx context.Context, r *replica.Replica) {
 
 // recordOne takes a queue and records it; false when there was none, or
 // it could not be read or recorded (it waits for the next sync).
-func (q *inboxQueue) recordOne(ctx context.Context, r *replica.Replica) bool {
+func (q *InboxQueue) recordOne(ctx context.Context, r *replica.Replica) bool {
 	path, evs, err := q.take()
 	if err != nil {
 		q.log.Warn().Err(err).Msg("request events wait for the next sync")

@@ -1,6 +1,7 @@
-package main
+package serve
 
 import (
+	"fmt"
 	"math"
 	"net/http"
 	"time"
@@ -9,12 +10,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/replica"
 	"github.com/ploti-replica/ploti-replica/webhook"
 )
 
-// serveMetrics are serve's Prometheus metrics, on a registry of their own
-// (no global state). Every label value is registered at zero up front, so
+// serveMetrics are the daemon's Prometheus metrics, on a registry of their
+// own (no global state) unless Options.Registry gives one. Every label value is registered at zero up front, so
 // that rate() and absent() work from the first scrape.
 type serveMetrics struct {
 	reg      *prometheus.Registry
@@ -29,13 +30,18 @@ type serveMetrics struct {
 
 // datasetStatuses are the registry's statuses, the label values of
 // ploti_replica_datasets.
-var datasetStatuses = []string{storage.StatusCurrent, storage.StatusPending, storage.StatusHeld, storage.StatusFailed, storage.StatusRemoved}
+var datasetStatuses = replica.DatasetStatuses()
 
-// newServeMetrics registers the metrics; lastSuccess and now feed the
+// newServeMetrics registers the metrics on reg (nil: a registry of their
+// own, with the Go and process collectors); lastSuccess and now feed the
 // seconds-since-last-success gauge.
-func newServeMetrics(lastSuccess func() *time.Time, now func() time.Time) *serveMetrics {
+func newServeMetrics(reg *prometheus.Registry, lastSuccess func() *time.Time, now func() time.Time) (*serveMetrics, error) {
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
 	m := &serveMetrics{
-		reg: prometheus.NewRegistry(),
+		reg: reg,
 		syncs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ploti_replica_syncs_total",
 			Help: "Syncs finished, by result: ok, partial (some datasets failed), failed, stopped (by shutdown)."}, []string{"result"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "ploti_replica_sync_duration_seconds",
@@ -61,9 +67,10 @@ func newServeMetrics(lastSuccess func() *time.Time, now func() time.Time) *serve
 		}
 		return now().Sub(*t).Seconds()
 	})
-	m.reg.MustRegister(m.syncs, m.duration, m.applied, m.seen, m.datasets, m.behind, m.webhooks, sinceLast,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	for _, r := range []string{resultOK, resultPartial, resultFailed, resultStopped} {
+	if err := register(m.reg, m.syncs, m.duration, m.applied, m.seen, m.datasets, m.behind, m.webhooks, sinceLast); err != nil {
+		return nil, err
+	}
+	for _, r := range []string{ResultOK, ResultPartial, ResultFailed, ResultStopped} {
 		m.syncs.WithLabelValues(r)
 	}
 	for _, s := range datasetStatuses {
@@ -73,7 +80,18 @@ func newServeMetrics(lastSuccess func() *time.Time, now func() time.Time) *serve
 		m.webhooks.WithLabelValues(string(r))
 	}
 	m.behind.Set(-1)
-	return m
+	return m, nil
+}
+
+// register registers cs on reg; an error (a name registered already, on a
+// registry the daemon shares) names the metric.
+func register(reg *prometheus.Registry, cs ...prometheus.Collector) error {
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("serve: register the metrics: %w", err)
+		}
+	}
+	return nil
 }
 
 // handler serves /metrics.
@@ -92,7 +110,7 @@ func (m *serveMetrics) observeSync(result string, took time.Duration, out syncOu
 	m.duration.Observe(took.Seconds())
 	m.applied.Add(float64(out.res.EventsApplied))
 	m.seen.Add(float64(out.res.EventsSeen))
-	if result == resultStopped {
+	if result == ResultStopped {
 		return
 	}
 	m.behind.Set(float64(out.behind))
