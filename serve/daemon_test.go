@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // healthBody is /healthz's answer.
@@ -47,5 +49,43 @@ func TestDaemon_healthz(t *testing.T) {
 				t.Fatalf("Content-Type %q", got)
 			}
 		})
+	}
+}
+
+// New refuses options that cannot work, in words and without the secret.
+func TestNew_refuses(t *testing.T) {
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	db := "feeds.duckdb"
+	tests := []struct {
+		name string
+		opts Options
+		want string
+	}{
+		{"no db", Options{Poll: time.Minute}, "no DB"},
+		{"nothing starts a sync", Options{DB: db}, "nothing would start a sync"},
+		{"a pattern for a path", Options{DB: db, Webhook: Webhook{Path: "/hooks/{id}", Secret: secret}}, `webhook path "/hooks/{id}"`},
+		{"healthz for a path", Options{DB: db, Webhook: Webhook{Path: "/healthz", Secret: secret}}, "other than /healthz"},
+		{"one path for both", Options{DB: db, Webhook: Webhook{Secret: secret}, MemberWebhook: Webhook{Path: DefaultWebhookPath, Secret: secret}},
+			"member webhook path"},
+		{"a bad secret", Options{DB: db, Webhook: Webhook{Secret: "whsec_not*base64*at*all"}}, "want whsec_ followed by base64"},
+		{"a negative poll", Options{DB: db, Poll: -time.Second}, "want 0 or more"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(tc.opts)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("New = %v, want an error mentioning %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "not*base64") || strings.Contains(err.Error(), "MfKQ9r8") {
+				t.Fatalf("the secret is in the error: %v", err)
+			}
+		})
+	}
+	// Two daemons on one registry: the second's metrics are there already.
+	reg := prometheus.NewRegistry()
+	_, err := New(Options{DB: db, Poll: time.Minute, Registry: reg})
+	must(t, err)
+	if _, err := New(Options{DB: db, Poll: time.Minute, Registry: reg}); err == nil || !strings.Contains(err.Error(), "register the metrics") {
+		t.Fatalf("a second daemon on the registry: %v, want an error", err)
 	}
 }
