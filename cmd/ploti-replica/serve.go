@@ -127,11 +127,15 @@ func (s *serveCmd) run(ctx context.Context) error {
 		return &usageError{errors.New("nothing would start a sync: give --webhook-secret-file (or PLOTI_WEBHOOK_SECRET_FILE), or a --poll above 0")}
 	}
 	opts.Progress = s.progress
+	listen := s.Listen
+	if listen == "" {
+		listen = ":0" // what net.Listen makes of "": every interface, a port the system picks (serve.Options' "" serves no HTTP)
+	}
 	d, err := serve.New(serve.Options{DB: s.conn.DB, Replica: opts, Now: now,
 		Webhook:       serve.Webhook{Path: s.WebhookPath, Verifier: verifier},
 		MemberWebhook: serve.Webhook{Path: s.MemberPath, Verifier: member},
 		Poll:          s.Poll, VerifyEvery: s.VerifyEvery, ShutdownTimeout: s.ShutdownTimeout, RetryMin: s.retryMin,
-		Listen: s.Listen, Listener: s.listener})
+		Listen: listen, Listener: s.listener})
 	if err != nil {
 		return err
 	}
