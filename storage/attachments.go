@@ -189,12 +189,12 @@ func (tx *Tx) putAttachmentParts(ctx context.Context, parts [][]AttachmentSet) e
 	return nil
 }
 
-// backendAttachments is the most attachments (and sets) a Backend's
+// backendAttachments is the most attachments (and sets) a Engine's
 // statement takes as parameters: PostgreSQL takes at most 65,535 a
 // statement, and an attachment is nine.
 const backendAttachments = 5000
 
-// attachmentParts is sets in parts a Backend's statements take (one part
+// attachmentParts is sets in parts a Engine's statements take (one part
 // in the DuckDB file): each of at most backendAttachments attachments and
 // sets, but for a set that has more on its own.
 func (tx *Tx) attachmentParts(sets []AttachmentSet) [][]AttachmentSet {
@@ -214,7 +214,7 @@ func (tx *Tx) attachmentParts(sets []AttachmentSet) [][]AttachmentSet {
 }
 
 // syncRows is the sets' attachment_syncs rows as a query, and its
-// arguments. A Backend's database takes a VALUES list of parameters; the
+// arguments. A Engine's database takes a VALUES list of parameters; the
 // DuckDB file one JSON text (jsonRows): DuckDB's binding grows with the
 // square of the parameters, and a VALUES list of four a row, for a
 // bootstrap page's 500 datasets, cost 0.5–0.9 s in a traced run at load

@@ -37,10 +37,6 @@ type Dialect interface {
 	RowsInParts() bool
 }
 
-// BackendIdent is the longest identifier PostgreSQL takes:
-// NAMEDATALEN-1, 63 bytes.
-const BackendIdent = 63
-
 // CutIdent is name when it has at most max bytes, else its start and a
 // hash of key, in max bytes: names alike in their first characters stay
 // apart.

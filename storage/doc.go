@@ -6,10 +6,10 @@
 // changes merge commits together with its registry row.
 //
 // Engines keep the replica: the DuckDB file (storage/duckdb) and a
-// PostgreSQL/PostGIS database (storage/postgres), siblings behind Backend
-// (backend.go). The seam is Tables (seam.go), the table operations, which
+// PostgreSQL/PostGIS database (storage/postgres), siblings behind Engine
+// (engine.go). The seam is Tables (seam.go), the table operations, which
 // each engine's transaction implements; the registry's statements are the
-// same for both, run through database/sql on the engine's Backend, with
+// same for both, run through database/sql on the engine's Engine, with
 // the few that differ in its Dialect (dialect.go). What only some engines
 // can do (history, marks, publish, streamed loads, checkpoints, the status
 // summary) is a capability (capabilities.go) asserted on the engine, never

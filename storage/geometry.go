@@ -18,7 +18,7 @@ const (
 	// which every DuckDB client reads as it is, and ST_GeomFromWKB,
 	// shapely and GeoPandas turn into geometry.
 	GeometryWKB = "wkb"
-	// GeometryPostGIS is a database's (storage.Backend): PostGIS
+	// GeometryPostGIS is a database's (storage.Engine): PostGIS
 	// geometry, chosen by the engine, not by Options.Geometry.
 	GeometryPostGIS = "postgis"
 )

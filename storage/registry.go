@@ -434,7 +434,7 @@ func (tx *Tx) PutDatasets(ctx context.Context, ds []*Dataset) error {
 	return nil
 }
 
-// backendRows is the most registry rows a Backend's statement takes as
+// backendRows is the most registry rows a Engine's statement takes as
 // parameters: PostgreSQL takes at most 65,535 a statement, and a row is
 // 19 (a bootstrap registers every dataset of a statewide manifest at
 // once).
@@ -513,7 +513,7 @@ const registryCols = `table_name, title, place_id, topic, version, previous_vers
 	source, dataset_id`
 
 // datasetRows is a relation v of registry rows in registryCols' order, and
-// its arguments. A Backend's database takes them as a VALUES list of
+// its arguments. A Engine's database takes them as a VALUES list of
 // parameters. The DuckDB file takes them as one JSON text: DuckDB's cost
 // of binding a statement grows with the square of its parameters (issue
 // 18: a VALUES list of 500 rows, 9,500 parameters, took 0.5–0.7 s to run

@@ -41,7 +41,7 @@ type Options struct {
 }
 
 // DB is a replica's storage: the _ploti registry and the dataset tables,
-// kept by an engine (a Backend: the DuckDB file of storage/duckdb, or the
+// kept by an engine (a Engine: the DuckDB file of storage/duckdb, or the
 // PostgreSQL database of storage/postgres). Its methods are the registry's
 // rules, the same statements on every engine; what only some engines can
 // do is asked of Engine() by type assertion (capabilities.go).
@@ -50,7 +50,7 @@ type DB struct {
 	path     string
 	now      func() time.Time
 	readOnly bool
-	be       Backend
+	be       Engine
 }
 
 // Path is the file's path.
@@ -68,7 +68,7 @@ func (db *DB) Close() error { return db.be.Close() }
 
 // Engine is the engine that keeps the replica: assert a capability on it
 // (capabilities.go) to do what only some engines can.
-func (db *DB) Engine() Backend { return db.be }
+func (db *DB) Engine() Engine { return db.be }
 
 // ReadOnly tells whether the replica was opened read-only.
 func (db *DB) ReadOnly() bool { return db.readOnly }
@@ -78,7 +78,7 @@ func (db *DB) ReadOnly() bool { return db.readOnly }
 type Tx struct {
 	tx  *sql.Tx
 	db  *DB
-	be  BackendTx
+	be  EngineTx
 	Now time.Time
 }
 
@@ -93,7 +93,7 @@ func (db *DB) Begin(ctx context.Context) (*Tx, error) {
 
 // Engine is the engine's transaction: assert a capability on it
 // (capabilities.go) to do what only some engines can.
-func (tx *Tx) Engine() BackendTx { return tx.be }
+func (tx *Tx) Engine() EngineTx { return tx.be }
 
 // Commit commits the transaction.
 func (tx *Tx) Commit() error { return tx.be.Commit() }

@@ -4,7 +4,7 @@
 // beside it), its _ploti migrations, and the dataset tables' operations
 // (storage.Tables: loads, merges, watched merges, id maps, streaming
 // loads, history, the change log's reads). It is a sibling of
-// storage/postgres behind storage.Backend: nothing above storage/backends
+// storage/postgres behind storage.Engine: nothing above storage/backends
 // names it.
 package duckdb
 
@@ -40,7 +40,7 @@ type DB struct {
 	reg       *storage.DB // the registry over this file
 }
 
-var _ storage.Backend = (*DB)(nil)
+var _ storage.Engine = (*DB)(nil)
 
 // Of is the DuckDB file under db, or nil when another engine keeps it.
 func Of(db *storage.DB) *DB {
@@ -105,10 +105,10 @@ type Tx struct {
 	ids map[string]idCounts // snapshots' ids counted ahead (CheckSnapshotIDs)
 }
 
-var _ storage.BackendTx = (*Tx)(nil)
+var _ storage.EngineTx = (*Tx)(nil)
 
 // Begin starts a transaction.
-func (db *DB) Begin(ctx context.Context) (storage.BackendTx, error) {
+func (db *DB) Begin(ctx context.Context) (storage.EngineTx, error) {
 	return db.begin(ctx)
 }
 
@@ -183,4 +183,4 @@ func (db *DB) update(ctx context.Context, fn func(reg *storage.Tx, tx *Tx) error
 }
 
 // NilTx is a nil *Tx (storage.TxCan).
-func (db *DB) NilTx() storage.BackendTx { return (*Tx)(nil) }
+func (db *DB) NilTx() storage.EngineTx { return (*Tx)(nil) }

@@ -17,7 +17,7 @@ func (b backend) TakenNamesSQL() string {
 }
 
 // IdentMax is PostgreSQL's NAMEDATALEN-1.
-func (b backend) IdentMax() int { return storage.BackendIdent }
+func (b backend) IdentMax() int { return maxIdent }
 
 // PairHash hashes the record id and the value's text together.
 func (b backend) PairHash(id, col string) string {
@@ -60,4 +60,4 @@ func (b backend) RowsInParts() bool { return true }
 func (b backend) Geometry() string { return storage.GeometryPostGIS }
 
 // NilTx is a nil transaction of the database's (storage.TxCan).
-func (b backend) NilTx() storage.BackendTx { return (*backendTx)(nil) }
+func (b backend) NilTx() storage.EngineTx { return (*backendTx)(nil) }

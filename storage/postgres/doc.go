@@ -48,10 +48,10 @@
 // it, as a DuckDB file is. Every write runs on that session.
 //
 // A replica runs on it through storage: OpenDB is a storage.DB over the
-// database (Backend), whose registry statements run through database/sql
+// database (Engine), whose registry statements run through database/sql
 // on the writer's session (pgx's driver; the registry's ? placeholders are
 // numbered as $n, sqldriver.go) and whose transactions are also this
-// package's Tx on that session (backend.go), so the registry's rows commit
+// package's Tx on that session (engine.go), so the registry's rows commit
 // with the table's. ReadOnly opens it as a reader (status, holds): no
 // lock, no migration.
 //

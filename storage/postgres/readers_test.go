@@ -78,7 +78,7 @@ func TestOpen_errorsHideThePassword(t *testing.T) {
 // 17, "Done when").
 //
 // Both ways a writer commits: this package's Tx, and a replica's
-// storage.DB over the Backend (database/sql's transaction, the rows on
+// storage.DB over the Engine (database/sql's transaction, the rows on
 // the same session), which is how sync writes.
 func TestReaders_neverWaitNorSeeHalfATable(t *testing.T) {
 	if testing.Short() {

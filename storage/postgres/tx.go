@@ -238,7 +238,7 @@ func (tx *Tx) grants(ctx context.Context, old, built string) ([]string, error) {
 }
 
 // maxIdent is PostgreSQL's longest identifier in bytes (NAMEDATALEN-1).
-const maxIdent = storage.BackendIdent
+const maxIdent = 63
 
 // shortName is name, or when it is longer than PostgreSQL keeps, its
 // start and a hash of it.

@@ -8,20 +8,20 @@ import (
 	"github.com/ploti-replica/ploti-replica/storage"
 )
 
-// Backend is db as the storage.Backend a storage.DB is opened over
-// (storage.OpenBackend): the registry's statements run through database/sql
+// Engine is db as the storage.Engine a storage.DB is opened over
+// (storage.OpenEngine): the registry's statements run through database/sql
 // on the writer's session, and in its transactions the rows move through
 // the same session's Tx.
-func (db *DB) Backend() storage.Backend { return backend{db} }
+func (db *DB) Engine() storage.Engine { return backend{db} }
 
 // OpenDB opens the database at dsn as a replica's storage.DB, as
-// storage.Open opens a DuckDB file.
+// storage/duckdb.Open opens a DuckDB file.
 func OpenDB(ctx context.Context, dsn string, opts Options) (*storage.DB, error) {
 	db, err := Open(ctx, dsn, opts)
 	if err != nil {
 		return nil, err
 	}
-	return storage.OpenBackend(db.Backend(), storage.Options{Now: opts.Now, ReadOnly: opts.ReadOnly}), nil
+	return storage.OpenEngine(db.Engine(), storage.Options{Now: opts.Now, ReadOnly: opts.ReadOnly}), nil
 }
 
 type backend struct{ db *DB }
@@ -33,7 +33,7 @@ func (b backend) Close() error   { return b.db.Close() }
 
 // Begin starts a transaction on the writer's session that both
 // database/sql (the registry) and Tx (the rows) run in.
-func (b backend) Begin(ctx context.Context) (storage.BackendTx, error) {
+func (b backend) Begin(ctx context.Context) (storage.EngineTx, error) {
 	if b.db.readOnly {
 		return nil, fmt.Errorf("%s is open read-only", b.db.name)
 	}

@@ -6,17 +6,17 @@ import (
 	"time"
 )
 
-// Backend is an engine that holds a replica: the DuckDB file
+// Engine is an engine that holds a replica: the DuckDB file
 // (storage/duckdb) or a PostgreSQL/PostGIS database (storage/postgres),
 // siblings behind this one interface, as Litestream keeps each replica
 // client and restic each backend in a package of its own. A DB opened over
-// one (OpenBackend) keeps the same _ploti registry with the same statements
+// one (OpenEngine) keeps the same _ploti registry with the same statements
 // (database/sql with ? placeholders; the few that differ are the
 // engine's Dialect), and moves rows through the engine's Tables: the seam
 // is these interfaces and Tables (seam.go); docs/decisions.md 48. What
 // only some engines can do is a capability (capabilities.go), asserted on
 // the engine, never asked by its name.
-type Backend interface {
+type Engine interface {
 	Dialect
 	// Name is the database as errors and logs name it, with no secret: a
 	// file's path, a database's URL without its password.
@@ -31,28 +31,28 @@ type Backend interface {
 	// transaction (readers of the committed state).
 	SQL() *sql.DB
 	// Begin starts the writer's transaction.
-	Begin(ctx context.Context) (BackendTx, error)
+	Begin(ctx context.Context) (EngineTx, error)
 	// Close releases the database (and the writer's lock).
 	Close() error
 	// NilTx is a nil transaction of the engine's type, for asking what
 	// its transactions can do before one begins (TxCan).
-	NilTx() BackendTx
+	NilTx() EngineTx
 }
 
-// BackendTx is an engine's transaction: the registry's statements run on
+// EngineTx is an engine's transaction: the registry's statements run on
 // SQL, the rows move through Tables, and Commit commits both at once.
-type BackendTx interface {
+type EngineTx interface {
 	Tables
 	SQL() *sql.Tx
 	Commit() error
 	Rollback() error
 }
 
-// OpenBackend is a DB over be, whose _ploti the engine has migrated.
+// OpenEngine is a DB over be, whose _ploti the engine has migrated.
 // opts.Now is its clock and opts.ReadOnly says whether it was opened
 // read-only; the engine's own settings (memory, threads, geometry
 // encoding) are its business.
-func OpenBackend(be Backend, opts Options) *DB {
+func OpenEngine(be Engine, opts Options) *DB {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
