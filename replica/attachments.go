@@ -55,34 +55,9 @@ type attachmentPlan struct {
 }
 
 func (r *Replica) keepAttachmentsOnce(ctx context.Context, res *SyncResult) error {
-	all, err := r.db.Datasets(ctx)
+	cands, ids, err := r.attachmentCandidates(ctx)
 	if err != nil {
 		return err
-	}
-	syncs, err := r.db.AttachmentSyncs(ctx)
-	if err != nil {
-		return err
-	}
-	type candidate struct {
-		d       *storage.Dataset
-		links   []ploti.Attachment
-		seen    bool
-		checked bool
-		failed  bool
-	}
-	var cands []candidate
-	var ids []string
-	for _, d := range all {
-		if d.Version == 0 || d.Source == storage.SourceWatch || (d.Status != storage.StatusCurrent && d.Status != storage.StatusHeld) {
-			continue
-		}
-		s, checked := syncs[d.ID]
-		links, seen := r.memo.get(d.ID, d.Version)
-		if !seen && checked && s.Error == "" {
-			continue // not read this sync: nothing new to look at
-		}
-		cands = append(cands, candidate{d, links, seen, checked, s.Error != ""})
-		ids = append(ids, d.ID)
 	}
 	// What is kept, read once for all (issue 18: a query a dataset).
 	kept, err := r.db.AttachmentsOf(ctx, ids, true)
@@ -105,6 +80,53 @@ func (r *Replica) keepAttachmentsOnce(ctx context.Context, res *SyncResult) erro
 	if len(plans) == 0 {
 		return nil
 	}
+	return r.putAttachmentPlans(ctx, res, plans)
+}
+
+// attachmentCandidate is a dataset whose attachments a sync looks at: its
+// links when read this sync (seen), whether they were ever checked, and
+// whether the last check failed.
+type attachmentCandidate struct {
+	d       *storage.Dataset
+	links   []ploti.Attachment
+	seen    bool
+	checked bool
+	failed  bool
+}
+
+// attachmentCandidates lists the datasets whose attachments to look at,
+// with their ids: the feed's datasets held at a version, read this sync
+// or not yet checked (or whose last check failed).
+func (r *Replica) attachmentCandidates(ctx context.Context) ([]attachmentCandidate, []string, error) {
+	all, err := r.db.Datasets(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	syncs, err := r.db.AttachmentSyncs(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	var cands []attachmentCandidate
+	var ids []string
+	for _, d := range all {
+		if d.Version == 0 || d.Source == storage.SourceWatch || (d.Status != storage.StatusCurrent && d.Status != storage.StatusHeld) {
+			continue
+		}
+		s, checked := syncs[d.ID]
+		links, seen := r.memo.get(d.ID, d.Version)
+		if !seen && checked && s.Error == "" {
+			continue // not read this sync: nothing new to look at
+		}
+		cands = append(cands, attachmentCandidate{d, links, seen, checked, s.Error != ""})
+		ids = append(ids, d.ID)
+	}
+	return cands, ids, nil
+}
+
+// putAttachmentPlans writes the attachment sets planned in one
+// transaction, then reports the failed ones and prunes the files the
+// others no longer keep.
+func (r *Replica) putAttachmentPlans(ctx context.Context, res *SyncResult, plans []attachmentPlan) error {
 	sets := make([]storage.AttachmentSet, len(plans))
 	for i, p := range plans {
 		sets[i] = storage.AttachmentSet{DatasetID: p.d.ID, Version: p.d.Version, List: p.list}

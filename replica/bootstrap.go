@@ -29,9 +29,36 @@ func (r *Replica) bootstrap(ctx context.Context, sub *storage.Subscription, res 
 		return fmt.Errorf("get manifest of %s: answer has no eventCursor", sub.ID)
 	}
 	res.Bootstrapped = true
-	reg, err := r.registry(ctx)
+	listed, jobs, rows, err := r.planBootstrap(ctx, m, res)
 	if err != nil {
 		return err
+	}
+	r.describeAll(ctx, sub.ID, len(m.Datasets), jobs)
+	if err := r.nameTables(ctx, jobs); err != nil {
+		return err
+	}
+	if err := r.registerPending(ctx, jobs); err != nil {
+		return err
+	}
+	if err := r.loadAll(ctx, jobs, res); err != nil {
+		return err
+	}
+	r.progress(Progress{Phase: "bootstrap", Done: len(jobs), Total: len(jobs)})
+	if err := r.finishBootstrap(ctx, m, listed, rows); err != nil {
+		return err
+	}
+	sub.Cursor = m.EventCursor
+	return nil
+}
+
+// planBootstrap reads the manifest against the registry: the datasets it
+// lists, a load for each to bring (or bring again), and the registry
+// rows to write with the cursor. A manifest entry that does not decode
+// fails its dataset alone.
+func (r *Replica) planBootstrap(ctx context.Context, m *ploti.Manifest, res *SyncResult) (map[string]bool, []*loadJob, []*storage.Dataset, error) {
+	reg, err := r.registry(ctx)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	listed := map[string]bool{}
 	var jobs []*loadJob
@@ -44,7 +71,7 @@ func (r *Replica) bootstrap(ctx context.Context, sub *storage.Subscription, res 
 		}
 		if md.DecodeErr != nil {
 			if err := r.badManifestEntry(ctx, d, md, res); err != nil {
-				return err
+				return nil, nil, nil, err
 			}
 			continue
 		}
@@ -72,22 +99,7 @@ func (r *Replica) bootstrap(ctx context.Context, sub *storage.Subscription, res 
 			Files: md.Files, LinksExpireAt: md.LinksExpireAt}
 		jobs = append(jobs, &loadJob{d: d, v: v, size: snapshotSize(md.Files.Snapshot), ready: make(chan struct{})})
 	}
-	r.describeAll(ctx, sub.ID, len(m.Datasets), jobs)
-	if err := r.nameTables(ctx, jobs); err != nil {
-		return err
-	}
-	if err := r.registerPending(ctx, jobs); err != nil {
-		return err
-	}
-	if err := r.loadAll(ctx, jobs, res); err != nil {
-		return err
-	}
-	r.progress(Progress{Phase: "bootstrap", Done: len(jobs), Total: len(jobs)})
-	if err := r.finishBootstrap(ctx, m, listed, rows); err != nil {
-		return err
-	}
-	sub.Cursor = m.EventCursor
-	return nil
+	return listed, jobs, rows, nil
 }
 
 // badManifestEntry fails the dataset of a manifest entry that does not

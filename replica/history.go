@@ -120,12 +120,12 @@ func (r *Replica) pruneHistory(ctx context.Context) {
 // Diff is what changed in a dataset between two versions of its history.
 // Its JSON is the CLI's `diff --json`.
 type Diff struct {
-	DatasetID string            `json:"datasetId"`
-	Table     string            `json:"table"`
-	From      int               `json:"from"`
-	To        int               `json:"to"`
-	Counts    Counts            `json:"counts"`
-	Changes   []storage.DiffRow `json:"changes"`
+	DatasetID string    `json:"datasetId"`
+	Table     string    `json:"table"`
+	From      int       `json:"from"`
+	To        int       `json:"to"`
+	Counts    Counts    `json:"counts"`
+	Changes   []DiffRow `json:"changes"`
 }
 
 // ErrVersionNotKept means a version a history does not hold was asked
@@ -137,13 +137,13 @@ var ErrVersionNotKept = errors.New("version not in the dataset's history")
 // records added, removed and changed, with each changed column's old and
 // new value. It calls no API.
 func (r *Replica) Diff(ctx context.Context, datasetID string, from, to int) (*Diff, error) {
-	return ReadDiff(ctx, r.db, datasetID, from, to)
+	return readDiff(ctx, r.db, datasetID, from, to)
 }
 
 // Story reads a record's whole story from its dataset's history: every
 // version of it, oldest first, across renames.
-func (r *Replica) Story(ctx context.Context, datasetID, recordID string) ([]storage.StoryRow, error) {
-	return ReadStory(ctx, r.db, datasetID, recordID)
+func (r *Replica) Story(ctx context.Context, datasetID, recordID string) ([]StoryRow, error) {
+	return readStory(ctx, r.db, datasetID, recordID)
 }
 
 // historyOf finds a dataset's registry row and makes sure it keeps a
@@ -167,8 +167,8 @@ func historyOf(ctx context.Context, db *storage.DB, datasetID string) (*storage.
 	return d, st, nil
 }
 
-// ReadDiff is Diff on an open storage file.
-func ReadDiff(ctx context.Context, db *storage.DB, datasetID string, from, to int) (*Diff, error) {
+// readDiff is Diff on an open storage file.
+func readDiff(ctx context.Context, db *storage.DB, datasetID string, from, to int) (*Diff, error) {
 	d, st, err := historyOf(ctx, db, datasetID)
 	if err != nil {
 		return nil, err
@@ -203,8 +203,8 @@ func ReadDiff(ctx context.Context, db *storage.DB, datasetID string, from, to in
 	return df, nil
 }
 
-// ReadStory is Story on an open storage file.
-func ReadStory(ctx context.Context, db *storage.DB, datasetID, recordID string) ([]storage.StoryRow, error) {
+// readStory is Story on an open storage file.
+func readStory(ctx context.Context, db *storage.DB, datasetID, recordID string) ([]StoryRow, error) {
 	d, _, err := historyOf(ctx, db, datasetID)
 	if err != nil {
 		return nil, err

@@ -67,22 +67,22 @@ var ErrNoDatasetHeld = errors.New("the file holds no version of the dataset")
 // again. A mark never moved (or never moved for a dataset) starts before
 // the oldest change kept. It calls no API.
 func (r *Replica) Changes(ctx context.Context, mark string, opts ChangesOptions) (*ChangeSet, error) {
-	return ReadChanges(ctx, r.db, mark, opts)
+	return readChanges(ctx, r.db, mark, opts)
 }
 
 // Advance moves mark to the versions a ChangeSet read for it reached (not
 // to what the file holds now: a sync since may have brought more, which
 // the next Changes reports).
 func (r *Replica) Advance(ctx context.Context, mark string, cs *ChangeSet) error {
-	if err := AdvanceMark(ctx, r.db, mark, cs); err != nil {
+	if err := advanceMark(ctx, r.db, mark, cs); err != nil {
 		return err
 	}
 	r.exec.LogReloads = true
 	return nil
 }
 
-// ReadChanges is Changes on an open storage file.
-func ReadChanges(ctx context.Context, db *storage.DB, mark string, opts ChangesOptions) (*ChangeSet, error) {
+// readChanges is Changes on an open storage file.
+func readChanges(ctx context.Context, db *storage.DB, mark string, opts ChangesOptions) (*ChangeSet, error) {
 	if mark == "" {
 		return nil, errors.New("read changes: no mark name")
 	}
@@ -208,8 +208,8 @@ func changesSince(ctx context.Context, db *storage.DB, d *storage.Dataset, dc *D
 	return out, nil
 }
 
-// AdvanceMark is Advance on an open storage file.
-func AdvanceMark(ctx context.Context, db *storage.DB, mark string, cs *ChangeSet) error {
+// advanceMark is Advance on an open storage file.
+func advanceMark(ctx context.Context, db *storage.DB, mark string, cs *ChangeSet) error {
 	if cs == nil || cs.Mark != mark {
 		return fmt.Errorf("advance mark %s: the changes given were read for another mark", mark)
 	}
@@ -220,9 +220,9 @@ func AdvanceMark(ctx context.Context, db *storage.DB, mark string, cs *ChangeSet
 	return db.Update(ctx, func(tx *storage.Tx) error { return tx.PutMarks(ctx, mark, to) })
 }
 
-// ForgetMark deletes a mark on every dataset; it reports whether there
+// forgetMark deletes a mark on every dataset; it reports whether there
 // was one.
-func ForgetMark(ctx context.Context, db *storage.DB, mark string) (bool, error) {
+func forgetMark(ctx context.Context, db *storage.DB, mark string) (bool, error) {
 	var n int64
 	err := db.Update(ctx, func(tx *storage.Tx) (err error) {
 		n, err = tx.DeleteMark(ctx, mark)

@@ -2,14 +2,11 @@ package replica
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -64,8 +61,8 @@ type Options struct {
 	API API
 	// Logger receives the replica's logs; default disabled.
 	Logger zerolog.Logger
-	// OnMajor is what a MAJOR schema change does: apply.OnMajorHold (the
-	// default) or apply.OnMajorReload.
+	// OnMajor is what a MAJOR schema change does: OnMajorHold (the
+	// default) or OnMajorReload.
 	OnMajor string
 	// IDReferences are user columns holding record ids, rewritten when a
 	// dataset's ids are replaced.
@@ -75,11 +72,11 @@ type Options struct {
 	// Threads is DuckDB's thread count; 0: DuckDB's default.
 	Threads int
 	// LockTimeout is how long Open waits while another process holds the
-	// file; 0: storage.DefaultLockTimeout.
+	// file; 0: DefaultLockTimeout.
 	LockTimeout time.Duration
 	// OnLocked is told once which process holds the file.
 	OnLocked func(msg string)
-	// NoCreate makes Open fail with storage.ErrNoFile when there is no
+	// NoCreate makes Open fail with ErrNoFile when there is no
 	// file, rather than create one (for commands that only edit state).
 	NoCreate bool
 	// PageSize is the event page size; default DefaultPageSize (at most 500).
@@ -130,9 +127,9 @@ type Options struct {
 	// negative: every attachment is kept as a file.
 	AttachmentsInlineMax int64
 	// Geometry is how the file's tables store geometry columns:
-	// storage.GeometryNative (DuckDB's GEOMETRY: DuckDB 1.5 reads it as
+	// GeometryNative (DuckDB's GEOMETRY: DuckDB 1.5 reads it as
 	// geometry, older clients without the spatial extension cannot) or
-	// storage.GeometryWKB (standard WKB in a BLOB, which every DuckDB
+	// GeometryWKB (standard WKB in a BLOB, which every DuckDB
 	// client reads). The file remembers it, a new file starts with
 	// GeometryNative, and Open with the other converts the tables. Empty:
 	// the file's.
@@ -205,61 +202,18 @@ func (r *Replica) exclusive(ctx context.Context) (func(), error) {
 // must exist; PostGIS and _ploti are made in it). A file has one Replica
 // at a time, in this process as across processes: a second Open waits for
 // the first's Close (Options.LockTimeout), then fails with
-// storage.ErrLocked.
+// ErrLocked.
 func Open(ctx context.Context, path string, opts Options) (*Replica, error) {
-	if opts.APIURL == "" {
-		opts.APIURL = DefaultAPIURL
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
 	}
-	if opts.PageSize <= 0 || opts.PageSize > 500 {
-		opts.PageSize = DefaultPageSize
+	r := &Replica{opts: opts, spool: SpoolDir(path, opts.SpoolDir), log: opts.Logger, kept: map[string]keptPage{}, busy: make(chan struct{}, 1)}
+	api, err := opts.client(r.spool)
+	if err != nil {
+		return nil, err
 	}
-	if opts.Prefetch <= 0 {
-		opts.Prefetch = DefaultPrefetch
-	}
-	if opts.SpoolLimit <= 0 {
-		opts.SpoolLimit = DefaultSpoolLimit
-	}
-	if opts.StreamMin == 0 {
-		opts.StreamMin = DefaultStreamMin
-	}
-	if opts.OnMajor == "" {
-		opts.OnMajor = apply.OnMajorHold
-	}
-	if opts.OnMajor != apply.OnMajorHold && opts.OnMajor != apply.OnMajorReload {
-		return nil, fmt.Errorf("open replica: OnMajor %q is neither %q nor %q", opts.OnMajor, apply.OnMajorHold, apply.OnMajorReload)
-	}
-	if err := storage.CheckGeometry(opts.Geometry); err != nil {
-		return nil, fmt.Errorf("open replica: %w", err)
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	r := &Replica{opts: opts, spool: path + ".spool", log: opts.Logger, kept: map[string]keptPage{}, busy: make(chan struct{}, 1)}
-	if backends.IsDatabase(path) {
-		// A database has no folder of its own for the downloads: the
-		// system's temporary one, a name for each database.
-		sum := sha256.Sum256([]byte(backends.Name(path)))
-		r.spool = filepath.Join(os.TempDir(), "ploti-replica-"+hex.EncodeToString(sum[:6])+".spool")
-	}
-	if opts.SpoolDir != "" {
-		r.spool = filepath.Join(opts.SpoolDir, filepath.Base(r.spool))
-	}
-	api := opts.API
-	if api == nil {
-		if opts.SubscriptionID == "" && !opts.Watch {
-			return nil, errors.New("open replica: no subscription id (set --subscription or PLOTI_SUBSCRIPTION) and watches off: nothing to keep")
-		}
-		fo := fetch.Options{BaseURL: opts.APIURL, APIKey: opts.APIKey, HTTPClient: opts.HTTPClient, SpoolDir: r.spool, Logger: opts.Logger}
-		if opts.FetchOptions != nil {
-			opts.FetchOptions(&fo)
-		}
-		c, err := fetch.New(fo)
-		if err != nil {
-			return nil, fmt.Errorf("open replica: %w", err)
-		}
-		api = c
-	}
-	if backends.IsDatabase(path) && len(opts.History) > 0 {
+	if IsDatabase(path) && len(opts.History) > 0 {
 		return nil, fmt.Errorf("open replica: --history: history is %w (docs/decisions.md 48)", storage.ErrFileOnly)
 	}
 	db, err := backends.Open(ctx, path, storage.Options{MemoryLimit: opts.MemoryLimit, Threads: opts.Threads,
@@ -279,6 +233,59 @@ func Open(ctx context.Context, path string, opts Options) (*Replica, error) {
 		r.exec.Watch = &watchSource{api: wa, src: &source{api: r.api}}
 	}
 	return r, nil
+}
+
+// withDefaults fills in the options left unset, and refuses those out of
+// range.
+func (opts Options) withDefaults() (Options, error) {
+	if opts.APIURL == "" {
+		opts.APIURL = DefaultAPIURL
+	}
+	if opts.PageSize <= 0 || opts.PageSize > 500 {
+		opts.PageSize = DefaultPageSize
+	}
+	if opts.Prefetch <= 0 {
+		opts.Prefetch = DefaultPrefetch
+	}
+	if opts.SpoolLimit <= 0 {
+		opts.SpoolLimit = DefaultSpoolLimit
+	}
+	if opts.StreamMin == 0 {
+		opts.StreamMin = DefaultStreamMin
+	}
+	if opts.OnMajor == "" {
+		opts.OnMajor = apply.OnMajorHold
+	}
+	if opts.OnMajor != apply.OnMajorHold && opts.OnMajor != apply.OnMajorReload {
+		return opts, fmt.Errorf("open replica: OnMajor %q is neither %q nor %q", opts.OnMajor, apply.OnMajorHold, apply.OnMajorReload)
+	}
+	if err := storage.CheckGeometry(opts.Geometry); err != nil {
+		return opts, fmt.Errorf("open replica: %w", err)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return opts, nil
+}
+
+// client is the API the replica calls: Options.API, else a fetch client
+// that downloads into spool.
+func (opts Options) client(spool string) (API, error) {
+	if opts.API != nil {
+		return opts.API, nil
+	}
+	if opts.SubscriptionID == "" && !opts.Watch {
+		return nil, errors.New("open replica: no subscription id (set --subscription or PLOTI_SUBSCRIPTION) and watches off: nothing to keep")
+	}
+	fo := fetch.Options{BaseURL: opts.APIURL, APIKey: opts.APIKey, HTTPClient: opts.HTTPClient, SpoolDir: spool, Logger: opts.Logger}
+	if opts.FetchOptions != nil {
+		opts.FetchOptions(&fo)
+	}
+	c, err := fetch.New(fo)
+	if err != nil {
+		return nil, fmt.Errorf("open replica: %w", err)
+	}
+	return c, nil
 }
 
 // DB is the database for queries; in-process readers see the last committed

@@ -52,7 +52,7 @@ type Status struct {
 	APIURL         string          `json:"apiUrl,omitempty"`
 	Cursor         string          `json:"cursor,omitempty"`
 	LastSyncAt     *time.Time      `json:"lastSyncAt,omitempty"`
-	LastRun        *storage.Run    `json:"lastRun,omitempty"`
+	LastRun        *Run            `json:"lastRun,omitempty"`
 	Datasets       []DatasetStatus `json:"datasets"`
 	// Behind is the number of events after the cursor, when counted
 	// (Replica.Behind); nil otherwise.
@@ -62,15 +62,15 @@ type Status struct {
 	StorageVersion uint64 `json:"storageVersion"`
 	Readers        string `json:"readableBy"`
 	// Geometry is how the tables store geometry columns:
-	// storage.GeometryNative or storage.GeometryWKB.
+	// GeometryNative, GeometryWKB, or GeometryPostGIS for a database.
 	Geometry string `json:"geometry"`
 }
 
 // Status reads the file's state; it calls no API.
-func (r *Replica) Status(ctx context.Context) (*Status, error) { return ReadStatus(ctx, r.db) }
+func (r *Replica) Status(ctx context.Context) (*Status, error) { return readStatus(ctx, r.db) }
 
-// ReadStatus reads the state of an open storage file.
-func ReadStatus(ctx context.Context, db *storage.DB) (*Status, error) {
+// readStatus reads the state of an open storage file.
+func readStatus(ctx context.Context, db *storage.DB) (*Status, error) {
 	st := &Status{Datasets: []DatasetStatus{}, Geometry: db.Geometry()}
 	if f, ok := db.Engine().(storage.File); ok {
 		st.StorageVersion = f.StorageVersion()
@@ -139,8 +139,11 @@ func (r *Replica) Behind(ctx context.Context, limit int) (int, error) {
 }
 
 // Holds lists the file's holds.
-func (r *Replica) Holds(ctx context.Context) ([]Hold, error) {
-	hs, err := r.db.Holds(ctx, "")
+func (r *Replica) Holds(ctx context.Context) ([]Hold, error) { return readHolds(ctx, r.db) }
+
+// readHolds lists the holds of an open storage file.
+func readHolds(ctx context.Context, db *storage.DB) ([]Hold, error) {
+	hs, err := db.Holds(ctx, "")
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +156,7 @@ func (r *Replica) Holds(ctx context.Context) ([]Hold, error) {
 
 // Release ends a local review hold: the dataset is reloaded from its
 // current version's snapshot and its hold removed in the same transaction.
-// A dataset the file does not know is storage.ErrNoDataset; one it holds
+// A dataset the file does not know is ErrNoDataset; one it holds
 // with no local hold (only Ploti's, or none) is ErrNotHeld.
 func (r *Replica) Release(ctx context.Context, datasetID string) error {
 	done, err := r.exclusive(ctx)

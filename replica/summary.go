@@ -16,7 +16,7 @@ import (
 // instead of opening a file of thousands of tables, while the file is in
 // the state it was written for.
 
-// storedStatus is the summary's payload: the Status as ReadStatus read it
+// storedStatus is the summary's payload: the Status as readStatus read it
 // at the close, less what a reader derives (Detail, Readers), under the
 // shape of this build's Status.
 type storedStatus struct {
@@ -47,7 +47,7 @@ func shapeOf(t reflect.Type, seen map[reflect.Type]bool) string {
 
 // summarize is the payload CloseWithSummary keeps: the file's status now.
 func summarize(ctx context.Context, db *storage.DB) ([]byte, error) {
-	st, err := ReadStatus(ctx, db)
+	st, err := readStatus(ctx, db)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +61,7 @@ func summarize(ctx context.Context, db *storage.DB) ([]byte, error) {
 // StoredStatus is the status kept beside the DuckDB file at path by its
 // last writer, when the file is still in the state it was kept for (see
 // storage.ReadSummary); false otherwise, and the caller opens the file
-// (ReadStatus). It is what ReadStatus would read from the file.
+// (Reader.Status). It is what Reader.Status would read from the file.
 func StoredStatus(path string) (*Status, bool) {
 	b, ok := backends.ReadSummary(path)
 	if !ok {

@@ -12,7 +12,7 @@ import (
 )
 
 // summarized is a replica file with one dataset, closed with its status
-// kept beside it; it returns the status ReadStatus reads from the file.
+// kept beside it; it returns the status readStatus reads from the file.
 func summarized(t *testing.T) (string, *Status) {
 	t.Helper()
 	ctx := context.Background()
@@ -30,7 +30,7 @@ func summarized(t *testing.T) (string, *Status) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	want, err := ReadStatus(ctx, db)
+	want, err := readStatus(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func summarized(t *testing.T) (string, *Status) {
 	return path, want
 }
 
-// Decision 51: the kept status is what ReadStatus reads, words included
+// Decision 51: the kept status is what readStatus reads, words included
 // (Detail and Readers are derived again by the reading build).
 func TestStoredStatus_isWhatTheFileHolds(t *testing.T) {
 	path, want := summarized(t)

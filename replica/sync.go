@@ -122,27 +122,35 @@ func (r *Replica) syncExclusive(ctx context.Context) (SyncResult, error) {
 	}
 	res.Duration = time.Since(start)
 	err = outcome(name, res, stoppedBy(ctx, err))
+	return r.wrapUp(ctx, name, &res, end, err)
+}
+
+// wrapUp ends a sync whose outcome is err: it records the run's end (when
+// the walk's last commit did not), then keeps the attachments, prunes the
+// change log and the histories, and publishes the file, each after the
+// sync's own commits.
+func (r *Replica) wrapUp(ctx context.Context, name string, res *SyncResult, end *syncEnd, err error) (SyncResult, error) {
 	if df := storage.AsDiskFull(err, r.db.Path()); df != nil {
 		err = fmt.Errorf("sync %s: %w", name, df)
 	}
 	if !end.recorded {
-		if ferr := r.db.FinishRun(context.WithoutCancel(ctx), runRow(runID, res, err)); ferr != nil && err == nil {
+		if ferr := r.db.FinishRun(context.WithoutCancel(ctx), runRow(end.runID, *res, err)); ferr != nil && err == nil {
 			err = ferr
 		}
 	}
 	if err == nil || errors.Is(err, ErrPartial) {
-		r.keepAttachments(ctx, &res)
+		r.keepAttachments(ctx, res)
 	}
 	r.pruneChanges(ctx)
 	r.pruneHistory(ctx)
 	if r.opts.Publish != "" && (err == nil || errors.Is(err, ErrPartial)) && ctx.Err() == nil {
 		pub, perr := r.Publish(ctx, r.opts.Publish)
 		if perr != nil {
-			return res, errors.Join(err, perr)
+			return *res, errors.Join(err, perr)
 		}
 		res.Published = &pub
 	}
-	return res, err
+	return *res, err
 }
 
 // pruneChanges keeps Options.KeepChanges versions a dataset in
@@ -289,34 +297,13 @@ func (r *Replica) sync(ctx context.Context, sub *storage.Subscription, res *Sync
 		if err := r.stopped(); err != nil {
 			return err
 		}
-		var page *ploti.EventPage
-		var err error
-		if ahead != nil {
-			page, ahead = ahead, nil
-		} else {
-			page, err = r.page(ctx, sub.ID, sub.Cursor)
+		page, err := r.nextPage(ctx, sub, res, ahead, &reloads)
+		ahead = nil
+		if err != nil {
+			return err
 		}
-		switch {
-		case errors.Is(err, fetch.ErrExpired):
-			// feed-events.txt: "A cursor older than retention … returns 410
-			// expired … Reload from the subscription's manifest".
-			if reloads++; reloads > 2 {
-				return fmt.Errorf("read events of %s: the cursor of a fresh manifest expired again (%d reloads in one sync): %w", sub.ID, reloads-1, err)
-			}
-			r.log.Info().Str("subscription", sub.ID).Msg("cursor expired: reloading from the manifest")
-			clear(r.kept)
-			if err := r.bootstrap(ctx, sub, res); err != nil {
-				return err
-			}
-			continue
-		case errors.Is(err, fetch.ErrInvalidInput) && sub.Cursor != "":
-			return fmt.Errorf("read events of %s after cursor %q: %w (the API never gave it to this subscription): "+
-				"run `ploti-replica sync --rebootstrap` (Replica.Rebootstrap) to reload every dataset from a fresh manifest into this file: %w",
-				sub.ID, sub.Cursor, ErrForeignCursor, err)
-		case err != nil:
-			// The client's error names the call, the subscription and
-			// the cursor already ("read events sub_1 after …").
-			return subscriptionGone(sub.ID, err)
+		if page == nil {
+			continue // reloaded from a fresh manifest
 		}
 		if len(page.Events) == 0 {
 			cursor := sub.Cursor
@@ -337,6 +324,37 @@ func (r *Replica) sync(ctx context.Context, sub *storage.Subscription, res *Sync
 			return err
 		}
 	}
+}
+
+// nextPage is the walk's next page of events: the one read ahead, else
+// one read after the cursor. An expired cursor reloads every dataset from
+// a fresh manifest, and gives no page: the walk reads again after the
+// manifest's cursor (reloads counts them, to stop at the third).
+func (r *Replica) nextPage(ctx context.Context, sub *storage.Subscription, res *SyncResult, ahead *ploti.EventPage, reloads *int) (*ploti.EventPage, error) {
+	if ahead != nil {
+		return ahead, nil
+	}
+	page, err := r.page(ctx, sub.ID, sub.Cursor)
+	switch {
+	case errors.Is(err, fetch.ErrExpired):
+		// feed-events.txt: "A cursor older than retention … returns 410
+		// expired … Reload from the subscription's manifest".
+		if *reloads++; *reloads > 2 {
+			return nil, fmt.Errorf("read events of %s: the cursor of a fresh manifest expired again (%d reloads in one sync): %w", sub.ID, *reloads-1, err)
+		}
+		r.log.Info().Str("subscription", sub.ID).Msg("cursor expired: reloading from the manifest")
+		clear(r.kept)
+		return nil, r.bootstrap(ctx, sub, res)
+	case errors.Is(err, fetch.ErrInvalidInput) && sub.Cursor != "":
+		return nil, fmt.Errorf("read events of %s after cursor %q: %w (the API never gave it to this subscription): "+
+			"run `ploti-replica sync --rebootstrap` (Replica.Rebootstrap) to reload every dataset from a fresh manifest into this file: %w",
+			sub.ID, sub.Cursor, ErrForeignCursor, err)
+	case err != nil:
+		// The client's error names the call, the subscription and
+		// the cursor already ("read events sub_1 after …").
+		return nil, subscriptionGone(sub.ID, err)
+	}
+	return page, nil
 }
 
 // readAheadTimeout bounds the read ahead, which holds the page's
@@ -449,16 +467,7 @@ func cloneResult(r SyncResult) SyncResult {
 func (r *Replica) applyPageFrom(ctx context.Context, sub *storage.Subscription, page *ploti.EventPage, res *SyncResult, end *syncEnd, share bool, from int, mark *pageMark) (*ploti.EventPage, error) {
 	b := apply.NewBatch(r.db)
 	b.Share = share
-	// The batch reads the registry rows of the page's datasets only.
-	var datasets []string
-	inPage := map[string]bool{}
-	for _, ev := range page.Events {
-		if id := ev.Data.DatasetID; id != "" && !inPage[id] {
-			inPage[id] = true
-			datasets = append(datasets, id)
-		}
-	}
-	b.Scope(datasets)
+	b.Scope(pageDatasets(page)) // the batch reads the registry rows of the page's datasets only
 	defer b.Abort()
 	tx, err := b.Tx(ctx)
 	if err != nil {
@@ -491,6 +500,26 @@ func (r *Replica) applyPageFrom(ctx context.Context, sub *storage.Subscription, 
 			mark.next, mark.res = i+1, cloneResult(*res)
 		}
 	}
+	return r.commitPage(ctx, sub, page, b, res, end)
+}
+
+// pageDatasets lists the datasets a page's events name, once each.
+func pageDatasets(page *ploti.EventPage) []string {
+	var datasets []string
+	inPage := map[string]bool{}
+	for _, ev := range page.Events {
+		if id := ev.Data.DatasetID; id != "" && !inPage[id] {
+			inPage[id] = true
+			datasets = append(datasets, id)
+		}
+	}
+	return datasets
+}
+
+// commitPage commits a page applied in b with the cursor after it,
+// having read the next page first: when that is empty, the commit also
+// ends the sync (finish); otherwise it is returned for the walk to apply.
+func (r *Replica) commitPage(ctx context.Context, sub *storage.Subscription, page *ploti.EventPage, b *apply.Batch, res *SyncResult, end *syncEnd) (*ploti.EventPage, error) {
 	r.describePending(ctx, sub.ID, b)
 	ahead := r.readAhead(ctx, sub.ID, page.NextCursor)
 	last := ahead != nil && len(ahead.Events) == 0
@@ -498,7 +527,7 @@ func (r *Replica) applyPageFrom(ctx context.Context, sub *storage.Subscription, 
 	if last && ahead.NextCursor != "" {
 		cursor = ahead.NextCursor
 	}
-	tx, err = b.Tx(ctx)
+	tx, err := b.Tx(ctx)
 	if err != nil {
 		return nil, err
 	}

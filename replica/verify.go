@@ -215,12 +215,22 @@ func (r *Replica) verifyOne(ctx context.Context, d *storage.Dataset) (DatasetChe
 		return c, nil, fmt.Errorf("verify %s v%d: %w", d.ID, d.Version, err)
 	}
 	defer cmp.Close()
+	if err := r.judge(ctx, src, d, v, schema, cmp, &c); err != nil {
+		return c, nil, err
+	}
+	return c, v, nil
+}
+
+// judge gives a check its verdict from the comparison of the table with
+// the version's snapshot: the registry's differences, and where the
+// table differs from the snapshot when their sums do not match.
+func (r *Replica) judge(ctx context.Context, src *source, d *storage.Dataset, v *ploti.Version, schema *ploti.Schema, cmp *storage.SnapshotComparison, c *DatasetCheck) error {
 	c.Rows, c.SnapshotRows = cmp.TableRows, cmp.SnapshotRows
 	c.Differences = registryDifferences(d, schema, cmp.TableRows)
 	if !cmp.Same {
 		diffs, notes, err := r.tableDifferences(ctx, src, d, v, cmp)
 		if err != nil {
-			return c, nil, err
+			return err
 		}
 		c.Differences = append(c.Differences, diffs...)
 		c.Notes = notes
@@ -236,7 +246,7 @@ func (r *Replica) verifyOne(ctx context.Context, d *storage.Dataset) (DatasetChe
 	if len(c.Differences) > 0 {
 		c.Verdict = VerdictDiffers
 	}
-	return c, v, nil
+	return nil
 }
 
 // countsWithoutSnapshot is what an unverifiable check can still say: the

@@ -3,8 +3,6 @@ package serve
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,7 +20,7 @@ import (
 
 // InboxQueue keeps the request events a Daemon receives until a sync
 // writes them into the file's _ploti.inbox (the file is open only while a
-// sync runs). Each event is one JSON line of <db>.inbox (inboxQueuePath),
+// sync runs). Each event is one JSON line of <db>.inbox (replica.InboxQueuePath),
 // appended and synced to disk before the delivery is answered: an event Ploti was told it got is
 // not lost with the process. A sync takes the queue (renamed to
 // <db>.inbox.taking), records it, and removes it; a queue taken and not
@@ -42,26 +40,7 @@ type InboxQueue struct {
 // the Daemon keeps request events in it, and any other sync of db (one
 // that runs while the Daemon is down) records them with Record.
 func NewInboxQueue(db string, now func() time.Time, log zerolog.Logger) *InboxQueue {
-	return &InboxQueue{path: inboxQueuePath(db), now: now, log: log}
-}
-
-// inboxQueuePath is where the queue of db is kept: <db>.inbox beside a
-// file. A database (a postgres:// URL) is no path and has nothing beside
-// it: its queue is a file in the user's cache folder (else the working
-// folder), named from the URL without its password, so that serve and a
-// later sync of the same database find the same queue and no error quotes
-// the password.
-func inboxQueuePath(db string) string {
-	if !replica.IsDatabase(db) {
-		return db + ".inbox"
-	}
-	sum := sha256.Sum256([]byte(replica.Name(db)))
-	name := "ploti-replica-" + hex.EncodeToString(sum[:8]) + ".inbox"
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		return name
-	}
-	return filepath.Join(dir, "ploti-replica", name)
+	return &InboxQueue{path: replica.InboxQueuePath(db), now: now, log: log}
 }
 
 // Keep appends a request event (webhook.HandlerOptions.Keep); other events

@@ -35,6 +35,9 @@ type Dialect interface {
 	// parameters a statement), or as one JSON text (false: DuckDB's cost
 	// of binding grows with the square of its parameters).
 	RowsInParts() bool
+	// LabelSQL reads the replica's label, the comment on its
+	// _ploti.subscription table ("" for none).
+	LabelSQL() string
 }
 
 // CutIdent is name when it has at most max bytes, else its start and a

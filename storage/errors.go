@@ -64,3 +64,12 @@ func (e *DataError) Unwrap() error { return ErrBadData }
 
 // ErrNoHistory means a dataset keeps no history (sync --history starts one).
 var ErrNoHistory = errors.New("no history kept")
+
+// ErrDamaged means DuckDB cannot read the file back whole: bytes changed
+// under it (a bad disk, a copy cut short, a stray write, a write-ahead log
+// that is not this file's).
+var ErrDamaged = errors.New("database file is damaged")
+
+// ErrStaleWAL means a write-ahead log beside the file is not a log of the
+// file's last state: DuckDB would replay it over commits it never saw.
+var ErrStaleWAL = errors.New("write-ahead log beside the file is not this file's")

@@ -11,8 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ploti-replica/ploti-replica/replica"
-	"github.com/ploti-replica/ploti-replica/storage"
-	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 type changesCmd struct {
@@ -71,28 +69,50 @@ func (c *changesCmd) run(ctx context.Context) error {
 	// that no sync comes in between; without a move, the file is opened
 	// read-only and readers may share it.
 	write := c.Advance || c.Forget
-	db, err := backends.Open(ctx, c.conn.DB, storage.Options{ReadOnly: !write, NoCreate: true, LockTimeout: wait})
+	rd, err := replica.OpenReader(ctx, c.conn.DB, replica.ReaderOptions{Marks: write, LockTimeout: wait})
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer rd.Close()
 	if c.Forget {
-		had, err := replica.ForgetMark(ctx, db, c.Mark)
-		if err != nil {
-			return err
-		}
-		if !had {
-			fmt.Fprintf(c.env.Stdout, "no mark %s\n", c.Mark)
-			return nil
-		}
-		fmt.Fprintf(c.env.Stdout, "forgot mark %s\n", c.Mark)
+		return c.forget(ctx, rd)
+	}
+	cs, err := rd.Changes(ctx, c.Mark, replica.ChangesOptions{Datasets: c.Datasets})
+	if err != nil {
+		return err
+	}
+	if err := c.print(cs); err != nil {
+		return err
+	}
+	if !c.Advance {
 		return nil
 	}
-	cs, err := replica.ReadChanges(ctx, db, c.Mark, replica.ChangesOptions{Datasets: c.Datasets})
+	if err := rd.Advance(ctx, c.Mark, cs); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.env.Stderr, "mark %s moved to what was printed\n", c.Mark)
+	return nil
+}
+
+// forget deletes the mark, and says whether there was one.
+func (c *changesCmd) forget(ctx context.Context, rd *replica.Reader) error {
+	had, err := rd.Forget(ctx, c.Mark)
 	if err != nil {
 		return err
 	}
+	if !had {
+		fmt.Fprintf(c.env.Stdout, "no mark %s\n", c.Mark)
+		return nil
+	}
+	fmt.Fprintf(c.env.Stdout, "forgot mark %s\n", c.Mark)
+	return nil
+}
+
+// print writes the changes read, as JSON or for people; an error means
+// the consumer did not get them all, and the mark must stay.
+func (c *changesCmd) print(cs *replica.ChangeSet) error {
 	w := bufio.NewWriter(c.env.Stdout)
+	var err error
 	if c.JSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -107,13 +127,6 @@ func (c *changesCmd) run(ctx context.Context) error {
 		// The consumer did not get it all: the mark stays.
 		return fmt.Errorf("write the changes of mark %s (the mark stays): %w", c.Mark, err)
 	}
-	if !c.Advance {
-		return nil
-	}
-	if err := replica.AdvanceMark(ctx, db, c.Mark, cs); err != nil {
-		return err
-	}
-	fmt.Fprintf(c.env.Stderr, "mark %s moved to what was printed\n", c.Mark)
 	return nil
 }
 

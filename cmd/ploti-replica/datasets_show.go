@@ -13,8 +13,6 @@ import (
 	"github.com/ploti-replica/ploti-replica/fetch"
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/replica"
-	"github.com/ploti-replica/ploti-replica/storage"
-	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 type datasetsShowCmd struct {
@@ -138,7 +136,7 @@ func (d *datasetsShowCmd) run(ctx context.Context, id string) error {
 
 // show adds what the --db file holds of the dataset and prints it.
 func (d *datasetsShowCmd) show(ctx context.Context, id string, out datasetShow) error {
-	var kept []storage.Attachment
+	var kept []replica.Attachment
 	out.Local, kept = d.local(ctx, id)
 	out.Attachments = withKept(out.Attachments, kept)
 	if d.JSON {
@@ -201,20 +199,20 @@ func (d *datasetsShowCmd) versions(ctx context.Context, c *fetch.Client, ds *plo
 // local reads what the --db file holds of the dataset, and the
 // attachments it keeps: nothing when the file does not exist, cannot be
 // read now (another process writes it), or does not hold the dataset.
-func (d *datasetsShowCmd) local(ctx context.Context, id string) (*replica.DatasetStatus, []storage.Attachment) {
-	if !haveDB(d.conn.DB) {
+func (d *datasetsShowCmd) local(ctx context.Context, id string) (*replica.DatasetStatus, []replica.Attachment) {
+	if !replica.Exists(d.conn.DB) {
 		return nil, nil
 	}
-	db, err := backends.Open(ctx, d.conn.DB, storage.Options{ReadOnly: true, LockTimeout: -1})
+	rd, err := replica.OpenReader(ctx, d.conn.DB, replica.ReaderOptions{LockTimeout: -1})
 	if err != nil {
-		fmt.Fprintf(d.env.Stderr, "note: %s not read: %s\n", backends.Name(d.conn.DB), oneLine(err))
+		fmt.Fprintf(d.env.Stderr, "note: %s not read: %s\n", replica.Name(d.conn.DB), oneLine(err))
 		return nil, nil
 	}
-	defer db.Close()
-	st, err := replica.ReadStatus(ctx, db)
+	defer rd.Close()
+	st, err := rd.Status(ctx)
 	if err == nil {
-		var kept []storage.Attachment
-		if kept, err = db.Attachments(ctx, id, false); err == nil {
+		var kept []replica.Attachment
+		if kept, err = rd.Attachments(ctx, id, false); err == nil {
 			for i := range st.Datasets {
 				if st.Datasets[i].DatasetID == id {
 					return &st.Datasets[i], kept
@@ -223,13 +221,13 @@ func (d *datasetsShowCmd) local(ctx context.Context, id string) (*replica.Datase
 			return nil, kept
 		}
 	}
-	fmt.Fprintf(d.env.Stderr, "note: %s not read: %s\n", backends.Name(d.conn.DB), oneLine(err))
+	fmt.Fprintf(d.env.Stderr, "note: %s not read: %s\n", replica.Name(d.conn.DB), oneLine(err))
 	return nil, nil
 }
 
 // withKept marks the attachments the file keeps (same name and sha256)
 // with where, and adds those it keeps that Ploti no longer lists.
-func withKept(list []attachmentOut, kept []storage.Attachment) []attachmentOut {
+func withKept(list []attachmentOut, kept []replica.Attachment) []attachmentOut {
 	for _, k := range kept {
 		where := "inline"
 		if !k.Inline() {
@@ -353,10 +351,10 @@ func (d *datasetsShowCmd) printLocal(l *replica.DatasetStatus) {
 		return
 	}
 	version := fmt.Sprint(l.Version)
-	if l.Source == storage.SourceWatch {
+	if l.Source == replica.SourceWatch {
 		version += " (a watch version: Ploti's own number, not a Data Feeds version)"
 	}
-	fmt.Fprintf(w, "\nin %s: table %s, version %s, %d rows, %s", backends.Name(d.conn.DB), l.Table, version, l.Rows, l.Status)
+	fmt.Fprintf(w, "\nin %s: table %s, version %s, %d rows, %s", replica.Name(d.conn.DB), l.Table, version, l.Rows, l.Status)
 	if l.Reason != "" {
 		fmt.Fprintf(w, " (%s)", l.Reason)
 	}
@@ -366,7 +364,7 @@ func (d *datasetsShowCmd) printLocal(l *replica.DatasetStatus) {
 	}
 	for _, h := range l.Holds {
 		who := "Ploti holds its next version for review"
-		if h.Kind == storage.HoldLocal {
+		if h.Kind == replica.HoldLocal {
 			who = "you hold it for review (holds release " + l.DatasetID + ")"
 		}
 		fmt.Fprintf(w, "  hold: %s at version %d: %s\n", who, h.Version, h.Reason)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -14,8 +13,6 @@ import (
 	"github.com/ploti-replica/ploti-replica/emulator"
 	"github.com/ploti-replica/ploti-replica/fetch"
 	"github.com/ploti-replica/ploti-replica/replica"
-	"github.com/ploti-replica/ploti-replica/storage"
-	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 type demoCmd struct {
@@ -42,7 +39,7 @@ removed rows, sync again, and show how to query the file.`,
 	}
 	cmd.Flags().StringVar(&d.DB, "db", "ploti-demo.duckdb", "the DuckDB file to write (an earlier demo file is replaced; any other file only with --force), or a postgres:// URL of a PostgreSQL database with PostGIS (empty, or an earlier demo's)")
 	cmd.Flags().BoolVar(&d.Force, "force", false, "replace --db even when it is not an earlier demo file")
-	cmd.Flags().StringVar(&d.Geometry, "geometry", storage.GeometryWKB, "how the file stores geometry: wkb (standard WKB, which every DuckDB client reads) or geometry (DuckDB 1.5's GEOMETRY)")
+	cmd.Flags().StringVar(&d.Geometry, "geometry", replica.GeometryWKB, "how the file stores geometry: wkb (standard WKB, which every DuckDB client reads) or geometry (DuckDB 1.5's GEOMETRY)")
 	return cmd
 }
 
@@ -50,12 +47,12 @@ func (d *demoCmd) run(ctx context.Context) error {
 	w := d.env.Stdout
 	start := time.Now()
 	if d.Geometry == "" {
-		d.Geometry = storage.GeometryWKB
+		d.Geometry = replica.GeometryWKB
 	}
-	if err := storage.CheckGeometry(d.Geometry); err != nil {
+	if err := replica.CheckGeometry(d.Geometry); err != nil {
 		return &usageError{fmt.Errorf("--%w", err)}
 	}
-	db := backends.IsDatabase(d.DB)
+	db := replica.IsDatabase(d.DB)
 	if err := d.checkTarget(ctx, db); err != nil {
 		return err
 	}
@@ -92,7 +89,7 @@ func (d *demoCmd) run(ctx context.Context) error {
 		return err
 	}
 	if db {
-		d.hintDatabase(w, backends.Name(d.DB))
+		d.hintDatabase(w, replica.Name(d.DB))
 		return nil
 	}
 	if err := d.history(ctx, em); err != nil {
@@ -107,7 +104,7 @@ func (d *demoCmd) checkTarget(ctx context.Context, db bool) error {
 	if db {
 		return checkDemoDatabase(ctx, d.DB)
 	}
-	if err := backends.CheckFolder(d.DB); err != nil {
+	if err := replica.CheckFolder(d.DB); err != nil {
 		return err
 	}
 	if d.Force {
@@ -133,10 +130,8 @@ func (d *demoCmd) startWorld(em *emulator.Emulator, db bool) (*emulator.Demo, er
 	if db {
 		return world, nil
 	}
-	for _, p := range []string{d.DB, d.DB + ".wal", d.DB + ".attachments", backends.SummaryPath(d.DB)} {
-		if err := os.RemoveAll(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("demo: replace %s: %w", p, err)
-		}
+	if err := replica.Remove(context.Background(), d.DB); err != nil {
+		return nil, fmt.Errorf("demo: replace %s: %w", d.DB, err)
 	}
 	return world, nil
 }
@@ -148,7 +143,7 @@ func (d *demoCmd) rounds(ctx context.Context, em *emulator.Emulator, world *emul
 	// record's story and what changed between the first and last version.
 	opts := replica.Options{APIURL: em.URL(), APIKey: em.APIKey(), SubscriptionID: world.SubscriptionID, Watch: true, Geometry: d.Geometry,
 		History: []string{replica.HistoryAll}}
-	name, syncFlags := backends.Name(d.DB), "--history all --db "+d.DB+" --geometry "+d.Geometry
+	name, syncFlags := replica.Name(d.DB), "--history all --db "+d.DB+" --geometry "+d.Geometry
 	if db {
 		// History is a DuckDB file's for now (docs/decisions.md 48); a
 		// database stores PostGIS geometry.
@@ -219,7 +214,7 @@ FROM range(%[1]d, %[1]d + 25) t(i)`, round)
 // demoGeometryQuery is the demo's hint for reading a geometry column: the
 // select list, and a word on who runs it.
 func demoGeometryQuery(geometry string) (sel, why string) {
-	if geometry == storage.GeometryWKB {
+	if geometry == replica.GeometryWKB {
 		return "geometry", "standard WKB: every DuckDB client reads it; ST_GeomFromWKB(geometry) in DuckDB 1.5"
 	}
 	return "ST_AsText(geometry)", "DuckDB 1.5; for older clients: demo --geometry wkb"
@@ -257,7 +252,7 @@ func (d *demoCmd) step(ctx context.Context, em *emulator.Emulator, say string, a
 	w := d.env.Stdout
 	shown := make([]string, len(args))
 	for i, a := range args {
-		shown[i] = backends.Name(a) // a database URL without its password
+		shown[i] = replica.Name(a) // a database URL without its password
 		if strings.ContainsAny(a, " '\"$") {
 			shown[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 		}
@@ -274,15 +269,15 @@ func (d *demoCmd) step(ctx context.Context, em *emulator.Emulator, say string, a
 // history shows the permits' history: the story of the record that
 // changed most, and what changed between the first and the last version.
 func (d *demoCmd) history(ctx context.Context, em *emulator.Emulator) error {
-	db, err := backends.Open(ctx, d.DB, storage.Options{ReadOnly: true})
+	rd, err := replica.OpenReader(ctx, d.DB, replica.ReaderOptions{})
 	if err != nil {
 		return err
 	}
 	var id string
 	var last int
-	err = db.SQL().QueryRowContext(ctx, `SELECT (SELECT _ploti_record_id FROM history.ds_fl_orange_permits
+	err = rd.DB().QueryRowContext(ctx, `SELECT (SELECT _ploti_record_id FROM history.ds_fl_orange_permits
 			GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1), (SELECT version FROM _ploti.datasets WHERE table_name = 'ds_fl_orange_permits')`).Scan(&id, &last)
-	db.Close()
+	rd.Close()
 	if err != nil {
 		return fmt.Errorf("demo: pick a permit with a story: %w", err)
 	}
@@ -296,26 +291,26 @@ func (d *demoCmd) history(ctx context.Context, em *emulator.Emulator) error {
 
 // show prints the synced datasets from the file itself.
 func (d *demoCmd) show(ctx context.Context, w io.Writer) error {
-	db, err := backends.Open(ctx, d.DB, storage.Options{ReadOnly: true})
+	rd, err := replica.OpenReader(ctx, d.DB, replica.ReaderOptions{})
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	st, err := replica.ReadStatus(ctx, db)
+	defer rd.Close()
+	st, err := rd.Status(ctx)
 	if err != nil {
 		return err
 	}
-	printStatus(w, backends.Name(d.DB), st)
+	printStatus(w, replica.Name(d.DB), st)
 	var n int
 	var total float64
 	var wkt string
 	geom := "geometry"
-	if db.Geometry() == storage.GeometryWKB {
+	if rd.Geometry() == replica.GeometryWKB {
 		geom = "ST_GeomFromWKB(geometry)"
 	}
 	// min, not any_value: PostgreSQL 15 has no any_value.
 	q := `SELECT count(*), CAST(sum(valuation) AS DOUBLE PRECISION), min(ST_AsText(` + geom + `)) FROM ds_fl_orange_permits WHERE status = 'issued'`
-	if err := db.SQL().QueryRowContext(ctx, q).Scan(&n, &total, &wkt); err != nil {
+	if err := rd.DB().QueryRowContext(ctx, q).Scan(&n, &total, &wkt); err != nil {
 		return fmt.Errorf("demo query: %w", err)
 	}
 	fmt.Fprintf(w, "\n%s\n  → %d issued permits worth $%.2f, e.g. at %s\n", q, n, total, wkt)
@@ -329,18 +324,13 @@ const demoMark = "ploti-replica demo file"
 // markDemoFile creates the demo's file and marks it as the demo's before
 // anything else is written to it.
 func markDemoFile(ctx context.Context, path string) error {
-	db, err := backends.Open(ctx, path, storage.Options{LockTimeout: -1})
-	if err != nil {
-		return err
-	}
-	_, err = db.SQL().ExecContext(ctx, "COMMENT ON TABLE _ploti.subscription IS '"+demoMark+"'")
-	return errors.Join(err, db.Close())
+	return replica.SetLabel(ctx, path, demoMark)
 }
 
 // checkDemoFile refuses to replace a file that is not an earlier demo's
 // (issue 14: demo replaced a user's DuckDB file, or a text file, silently).
 func checkDemoFile(ctx context.Context, path string) error {
-	exists, err := backends.FileExists(path)
+	exists, err := replica.FileExists(path)
 	if err == nil && !exists {
 		return nil
 	}
@@ -350,17 +340,15 @@ func checkDemoFile(ctx context.Context, path string) error {
 	if err != nil {
 		return refuse("is not an earlier demo file (" + oneLine(err) + ")")
 	}
-	db, err := backends.Open(ctx, path, storage.Options{ReadOnly: true, LockTimeout: -1})
+	rd, err := replica.OpenReader(ctx, path, replica.ReaderOptions{LockTimeout: -1})
 	if err != nil {
-		if errors.Is(err, storage.ErrLocked) {
+		if errors.Is(err, replica.ErrLocked) {
 			return err
 		}
 		return refuse("is not an earlier demo file (" + oneLine(err) + ")")
 	}
-	defer db.Close()
-	var mark string
-	err = db.SQL().QueryRowContext(ctx, `SELECT coalesce(comment, '') FROM duckdb_tables()
-		WHERE database_name = current_database() AND schema_name = '_ploti' AND table_name = 'subscription'`).Scan(&mark)
+	defer rd.Close()
+	mark, err := rd.Label(ctx)
 	if err != nil || mark != demoMark {
 		return refuse("is a replica that the demo did not write")
 	}
@@ -385,35 +373,20 @@ Query it from any machine that reaches the database (readers never wait for the 
 // not write, and clears an earlier demo's: its dataset tables and the
 // _ploti schema. An empty database is the demo's to fill.
 func checkDemoDatabase(ctx context.Context, url string) error {
-	db, err := backends.Open(ctx, url, storage.Options{ReadOnly: true, LockTimeout: -1})
-	if errors.Is(err, storage.ErrNotReplica) {
+	rd, err := replica.OpenReader(ctx, url, replica.ReaderOptions{LockTimeout: -1})
+	if errors.Is(err, replica.ErrNotReplica) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	var mark string
-	err = db.SQL().QueryRowContext(ctx, "SELECT coalesce(obj_description('_ploti.subscription'::regclass, 'pg_class'), '')").Scan(&mark)
-	db.Close()
+	mark, err := rd.Label(ctx)
+	rd.Close()
 	if err != nil || mark != demoMark {
-		return &usageError{fmt.Errorf("demo: %s holds a replica that the demo did not write; give it an empty database (createdb)", backends.Name(url))}
+		return &usageError{fmt.Errorf("demo: %s holds a replica that the demo did not write; give it an empty database (createdb)", replica.Name(url))}
 	}
-	w, err := backends.Open(ctx, url, storage.Options{LockTimeout: -1})
-	if err != nil {
-		return err
+	if err := replica.Remove(ctx, url); err != nil {
+		return fmt.Errorf("demo: clear the earlier demo's replica: %w", err)
 	}
-	defer w.Close()
-	return w.Update(ctx, func(tx *storage.Tx) error {
-		ds, err := tx.Datasets(ctx)
-		if err != nil {
-			return err
-		}
-		for _, d := range ds {
-			if _, err := tx.Exec(ctx, "DROP TABLE IF EXISTS "+storage.Ident(d.Table)); err != nil {
-				return fmt.Errorf("demo: clear the earlier demo's %s: %w", d.Table, err)
-			}
-		}
-		_, err = tx.Exec(ctx, "DROP SCHEMA _ploti CASCADE")
-		return err
-	})
+	return nil
 }

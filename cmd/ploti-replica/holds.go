@@ -9,8 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ploti-replica/ploti-replica/replica"
-	"github.com/ploti-replica/ploti-replica/storage"
-	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 type holdsCmd struct {
@@ -57,30 +55,26 @@ func (h *holdsCmd) list(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	db, err := backends.Open(ctx, h.conn.DB, storage.Options{ReadOnly: true, LockTimeout: wait})
+	rd, err := replica.OpenReader(ctx, h.conn.DB, replica.ReaderOptions{LockTimeout: wait})
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	hs, err := db.Holds(ctx, "")
+	defer rd.Close()
+	hs, err := rd.Holds(ctx)
 	if err != nil {
 		return err
 	}
 	if h.JSON {
-		out := make([]replica.Hold, len(hs))
-		for i, x := range hs {
-			out[i] = replica.Hold(x)
-		}
 		enc := json.NewEncoder(h.env.Stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		return enc.Encode(hs)
 	}
 	if len(hs) == 0 {
 		fmt.Fprintln(h.env.Stdout, "no holds")
 		return nil
 	}
 	for _, x := range hs {
-		fmt.Fprintln(h.env.Stdout, holdLine(replica.Hold(x)))
+		fmt.Fprintln(h.env.Stdout, holdLine(x))
 	}
 	return nil
 }
@@ -100,9 +94,9 @@ func (h *holdsCmd) release(ctx context.Context, datasetID string) error {
 	}
 	defer r.Close()
 	if err := r.Release(ctx, datasetID); err != nil {
-		if errors.Is(err, storage.ErrNoDataset) {
+		if errors.Is(err, replica.ErrNoDataset) {
 			return &explained{msg: fmt.Sprintf("release %s: %s holds no dataset %s (`ploti-replica holds list` shows the held ones, `ploti-replica status` every one)",
-				datasetID, backends.Name(h.conn.DB), datasetID), err: err}
+				datasetID, replica.Name(h.conn.DB), datasetID), err: err}
 		}
 		return err
 	}

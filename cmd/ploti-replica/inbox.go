@@ -11,8 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ploti-replica/ploti-replica/ploti"
-	"github.com/ploti-replica/ploti-replica/storage"
-	"github.com/ploti-replica/ploti-replica/storage/backends"
+	"github.com/ploti-replica/ploti-replica/replica"
 )
 
 type inboxCmd struct {
@@ -68,15 +67,15 @@ func (in *inboxCmd) run(ctx context.Context) error {
 	if in.Limit < 0 {
 		return &usageError{fmt.Errorf("--limit %d: want 0 (all) or more", in.Limit)}
 	}
-	if _, err := os.Stat(in.conn.DB); err != nil && !backends.IsDatabase(in.conn.DB) {
-		return fmt.Errorf("inbox: %s: %w (run `ploti-replica serve` with a member webhook first)", backends.Name(in.conn.DB), err)
+	if _, err := os.Stat(in.conn.DB); err != nil && !replica.IsDatabase(in.conn.DB) {
+		return fmt.Errorf("inbox: %s: %w (run `ploti-replica serve` with a member webhook first)", replica.Name(in.conn.DB), err)
 	}
-	db, err := backends.Open(ctx, in.conn.DB, storage.Options{ReadOnly: true, LockTimeout: in.conn.LockTimeout})
+	rd, err := replica.OpenReader(ctx, in.conn.DB, replica.ReaderOptions{LockTimeout: in.conn.LockTimeout})
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	items, err := db.Inbox(ctx, storage.InboxFilter{Types: in.Types, Limit: in.Limit})
+	defer rd.Close()
+	items, err := rd.Inbox(ctx, replica.InboxFilter{Types: in.Types, Limit: in.Limit})
 	if err != nil {
 		return err
 	}

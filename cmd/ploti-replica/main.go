@@ -24,7 +24,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ploti-replica/ploti-replica/replica"
-	"github.com/ploti-replica/ploti-replica/storage"
 )
 
 // Exit codes.
@@ -98,13 +97,13 @@ func run(ctx context.Context, env *Env, args []string) int {
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintln(env.Stderr, "ploti-replica: interrupted; the last committed state stays")
 		return exitFailure
-	case errors.Is(err, storage.ErrNoFile):
+	case errors.Is(err, replica.ErrNoFile):
 		fmt.Fprintf(env.Stderr, "ploti-replica: %s (`ploti-replica sync` creates it; check --db or PLOTI_DB)\n", oneLine(err))
 		return exitFailure
 	case errors.Is(err, replica.ErrPartial), errors.Is(err, replica.ErrDiffers):
 		fmt.Fprintf(env.Stderr, "ploti-replica: %s\n", oneLine(err))
 		return exitPartial
-	case errors.Is(err, storage.ErrLocked):
+	case errors.Is(err, replica.ErrLocked):
 		fmt.Fprintf(env.Stderr, "ploti-replica: %s\n", oneLine(err))
 		return exitLocked
 	}

@@ -12,8 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ploti-replica/ploti-replica/replica"
-	"github.com/ploti-replica/ploti-replica/storage"
-	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 type statusCmd struct {
@@ -80,7 +78,7 @@ func (s *statusCmd) run(ctx context.Context) error {
 		}
 		return behindErr
 	}
-	printStatus(s.env.Stdout, backends.Name(s.conn.DB), st)
+	printStatus(s.env.Stdout, replica.Name(s.conn.DB), st)
 	return behindErr
 }
 
@@ -92,22 +90,22 @@ func (s *statusCmd) read(ctx context.Context) (*replica.Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !backends.IsDatabase(s.conn.DB) {
+	if !replica.IsDatabase(s.conn.DB) {
 		if st, ok := replica.StoredStatus(s.conn.DB); ok {
 			return st, nil
 		}
 	}
-	db, err := backends.Open(ctx, s.conn.DB, storage.Options{ReadOnly: true, LockTimeout: wait})
+	rd, err := replica.OpenReader(ctx, s.conn.DB, replica.ReaderOptions{LockTimeout: wait})
 	if err != nil {
 		return nil, err
 	}
-	defer db.Close()
-	return replica.ReadStatus(ctx, db)
+	defer rd.Close()
+	return rd.Status(ctx)
 }
 
 func printStatus(w io.Writer, path string, st *replica.Status) {
-	if st.Geometry == storage.GeometryPostGIS {
-		fmt.Fprintf(w, "database:      %s\n", backends.Name(path))
+	if st.Geometry == replica.GeometryPostGIS {
+		fmt.Fprintf(w, "database:      %s\n", replica.Name(path))
 	} else {
 		fmt.Fprintf(w, "file:          %s\n", path)
 	}
@@ -124,7 +122,7 @@ func printStatus(w io.Writer, path string, st *replica.Status) {
 	if st.Behind != nil {
 		fmt.Fprintf(w, "behind:        %d event(s) after the cursor\n", *st.Behind)
 	}
-	if st.Geometry == storage.GeometryPostGIS {
+	if st.Geometry == replica.GeometryPostGIS {
 		fmt.Fprintf(w, "storage:       PostgreSQL; readers on any machine (psql, QGIS, BI servers) never wait for the writer\n")
 	} else {
 		fmt.Fprintf(w, "storage:       DuckDB storage version %d, readable by %s%s\n", st.StorageVersion, st.Readers, storageName(st.StorageVersion))
@@ -158,10 +156,10 @@ func printStatus(w io.Writer, path string, st *replica.Status) {
 
 // geometryWords says how the file stores geometry and who reads it.
 func geometryWords(g string) string {
-	if g == storage.GeometryPostGIS {
+	if g == replica.GeometryPostGIS {
 		return "PostGIS geometry in SRID 4326 with a GiST index: QGIS, GDAL and every PostGIS client read it"
 	}
-	if g == storage.GeometryWKB {
+	if g == replica.GeometryWKB {
 		return "wkb: standard WKB in BLOB columns, read by every DuckDB client (ST_GeomFromWKB in DuckDB 1.5, shapely, GeoPandas); CRS in each column's comment"
 	}
 	return "geometry: DuckDB GEOMETRY, read as geometry by DuckDB 1.5 only (1.1–1.4 without the spatial extension see an internal encoding; sync --geometry wkb stores standard WKB)"
@@ -170,13 +168,13 @@ func geometryWords(g string) string {
 func holdLine(h replica.Hold) string {
 	s := fmt.Sprintf("%s  %s  %s", h.DatasetID, h.Kind, h.Reason)
 	switch {
-	case h.Version > 0 && h.Kind == storage.HoldServer:
+	case h.Version > 0 && h.Kind == replica.HoldServer:
 		// feed-events.txt: "version is the version you hold, which stays
 		// current meanwhile": Ploti holds the next one.
 		s += fmt.Sprintf("  version %d stays current, Ploti holds the next", h.Version)
 	case h.Version > 0:
 		s += fmt.Sprintf("  held at version %d", h.Version)
-	case h.Kind == storage.HoldServer:
+	case h.Kind == replica.HoldServer:
 		s += "  no version yet, Ploti holds the first"
 	}
 	if h.Since != nil {
@@ -198,7 +196,7 @@ func orDash(s string) string {
 // storageName is " (storage v1.0.0)" for a storage version DuckDB names,
 // as the README and DuckDB's docs do; "" otherwise.
 func storageName(v uint64) string {
-	if n := backends.StorageName(v); n != "" {
+	if n := replica.StorageName(v); n != "" {
 		return " (storage " + n + ")"
 	}
 	return ""

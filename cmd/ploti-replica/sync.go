@@ -13,7 +13,6 @@ import (
 	"github.com/ploti-replica/ploti-replica/fetch"
 	"github.com/ploti-replica/ploti-replica/replica"
 	"github.com/ploti-replica/ploti-replica/serve"
-	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 type syncCmd struct {
@@ -70,7 +69,7 @@ func (s *syncCmd) run(ctx context.Context) error {
 	res, err := openAndRun(ctx, s.conn.DB, opts, run)
 	view.wait()
 	if err != nil && !errors.Is(err, replica.ErrPartial) {
-		return explainUnreachable(err, "sync "+backends.Name(s.conn.DB))
+		return explainUnreachable(err, "sync "+replica.Name(s.conn.DB))
 	}
 	if s.JSON {
 		enc := json.NewEncoder(s.env.Stdout)
@@ -79,7 +78,7 @@ func (s *syncCmd) run(ctx context.Context) error {
 			return jerr
 		}
 	} else {
-		printSync(s.env.Stdout, backends.Name(s.conn.DB), res)
+		printSync(s.env.Stdout, replica.Name(s.conn.DB), res)
 	}
 	return err
 }
@@ -88,7 +87,7 @@ func (s *syncCmd) run(ctx context.Context) error {
 // new file, so that a wrong key, URL or subscription id leaves no empty
 // replica file behind (issue 14). An existing file is left to the sync.
 func preflight(ctx context.Context, path string, opts replica.Options) error {
-	exists, err := backends.FileExists(path)
+	exists, err := replica.FileExists(path)
 	if err != nil || exists {
 		return err
 	}

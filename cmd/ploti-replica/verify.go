@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ploti-replica/ploti-replica/replica"
-	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 type verifyCmd struct {
@@ -79,10 +78,10 @@ func (v *verifyCmd) run(ctx context.Context) error {
 			return err
 		}
 	} else {
-		printVerify(v.env.Stdout, backends.Name(v.conn.DB), rep)
+		printVerify(v.env.Stdout, replica.Name(v.conn.DB), rep)
 	}
 	if !rep.OK() {
-		return fmt.Errorf("verify %s: %d dataset(s) differ from the version they hold: %w", backends.Name(v.conn.DB), rep.Differ, replica.ErrDiffers)
+		return fmt.Errorf("verify %s: %d dataset(s) differ from the version they hold: %w", replica.Name(v.conn.DB), rep.Differ, replica.ErrDiffers)
 	}
 	return nil
 }

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"runtime/debug"
 
-	"github.com/ploti-replica/ploti-replica/storage/backends"
+	"github.com/ploti-replica/ploti-replica/replica"
 )
 
 // commit may be set at build time (-ldflags "-X main.commit=…") where the
@@ -40,5 +40,5 @@ func versionLine() string {
 		}
 	}
 	return fmt.Sprintf("ploti-replica %s (commit %s), DuckDB %s, writes DuckDB storage version %d, storage %s (read by %s)",
-		version, rev, backends.DuckDBVersion, backends.StorageV1_0, backends.StorageName(backends.StorageV1_0), backends.StorageReaders(backends.StorageV1_0))
+		version, rev, replica.DuckDBVersion, replica.StorageV1_0, replica.StorageName(replica.StorageV1_0), replica.StorageReaders(replica.StorageV1_0))
 }

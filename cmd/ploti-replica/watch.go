@@ -10,8 +10,6 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/fetch"
 	"github.com/ploti-replica/ploti-replica/replica"
-	"github.com/ploti-replica/ploti-replica/storage"
-	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
 type watchCmd struct {
@@ -119,10 +117,10 @@ func (w *watchCmd) remove(ctx context.Context, ids []string) error {
 			return explainWatch(err, "unwatch "+id)
 		}
 		d, held := local[id]
-		out.Removed = append(out.Removed, watchRemoved{DatasetID: id, KeptByFeed: held && d.Source == storage.SourceFeed})
+		out.Removed = append(out.Removed, watchRemoved{DatasetID: id, KeptByFeed: held && d.Source == replica.SourceFeed})
 		switch {
 		case w.JSON:
-		case held && d.Source == storage.SourceFeed:
+		case held && d.Source == replica.SourceFeed:
 			fmt.Fprintf(w.env.Stdout, "no longer watching %s; the subscription delivers it, and keeps its table current\n", id)
 		case held:
 			fmt.Fprintf(w.env.Stdout, "no longer watching %s; its table stays and stops updating after the next sync\n", id)
@@ -198,12 +196,12 @@ func (w *watchCmd) list(ctx context.Context) error {
 			behind := x.Version != nil
 			if d, ok := local[x.DatasetID]; ok {
 				o.Local = &localOut{Version: d.Version, Source: d.Source, Status: d.Status, Rows: d.Rows}
-				if d.Status == storage.StatusRemoved {
+				if d.Status == replica.StatusRemoved {
 					o.Local.Reason = d.Reason
 				}
 				// A feed dataset's version is a Data Feeds number: the
 				// feed's log says whether it is behind, not the watch.
-				behind = d.Source == storage.SourceWatch && x.Version != nil && (d.Version != *x.Version || d.Status != storage.StatusCurrent)
+				behind = d.Source == replica.SourceWatch && x.Version != nil && (d.Version != *x.Version || d.Status != replica.StatusCurrent)
 			}
 			o.Behind = &behind
 		}
@@ -233,7 +231,7 @@ func (w *watchCmd) list(ctx context.Context) error {
 		}
 		if o.Behind != nil {
 			behind = map[bool]string{true: "yes", false: "no"}[*o.Behind]
-			if o.Local != nil && o.Local.Source == storage.SourceFeed {
+			if o.Local != nil && o.Local.Source == replica.SourceFeed {
 				behind = "(feed)"
 			}
 		}
@@ -252,18 +250,18 @@ func versionOrDash(v *int) string {
 // localState reads what the --db file holds, by dataset id; nil when the
 // file does not exist or cannot be read now (a note says why).
 func (w *watchCmd) localState(ctx context.Context) map[string]replica.DatasetStatus {
-	if !haveDB(w.conn.DB) {
+	if !replica.Exists(w.conn.DB) {
 		return nil
 	}
-	db, err := backends.Open(ctx, w.conn.DB, storage.Options{ReadOnly: true, LockTimeout: -1})
+	rd, err := replica.OpenReader(ctx, w.conn.DB, replica.ReaderOptions{LockTimeout: -1})
 	if err != nil {
-		fmt.Fprintf(w.env.Stderr, "note: %s not read: %s\n", backends.Name(w.conn.DB), oneLine(err))
+		fmt.Fprintf(w.env.Stderr, "note: %s not read: %s\n", replica.Name(w.conn.DB), oneLine(err))
 		return nil
 	}
-	defer db.Close()
-	st, err := replica.ReadStatus(ctx, db)
+	defer rd.Close()
+	st, err := rd.Status(ctx)
 	if err != nil {
-		fmt.Fprintf(w.env.Stderr, "note: %s not read: %s\n", backends.Name(w.conn.DB), oneLine(err))
+		fmt.Fprintf(w.env.Stderr, "note: %s not read: %s\n", replica.Name(w.conn.DB), oneLine(err))
 		return nil
 	}
 	out := map[string]replica.DatasetStatus{}

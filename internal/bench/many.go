@@ -275,7 +275,7 @@ func (r *run) manyAtScale(ctx context.Context, f *manyFixture) error {
 			}
 			opened.Add(d)
 		} else if i == 0 {
-			how = "duckdb.Open read-only and replica.ReadStatus, in this process"
+			how = "replica.OpenReader and Reader.Status, in this process"
 			d, err := statusInProcess(ctx, f, r.eo)
 			if err != nil {
 				return err
@@ -329,12 +329,12 @@ func (r *run) statusChild(ctx context.Context, f *manyFixture, aside bool) (time
 // statusInProcess opens the file read-only and reads its status.
 func statusInProcess(ctx context.Context, f *manyFixture, eo engineOpts) (time.Duration, error) {
 	start := time.Now()
-	db, err := duckdb.Open(ctx, f.engine, storage.Options{ReadOnly: true, Threads: eo.Threads})
+	rd, err := replica.OpenReader(ctx, f.engine, replica.ReaderOptions{Threads: eo.Threads})
 	if err != nil {
 		return 0, err
 	}
-	st, err := replica.ReadStatus(ctx, db)
-	if cerr := db.Close(); err == nil {
+	st, err := rd.Status(ctx)
+	if cerr := rd.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {

@@ -10,11 +10,6 @@ import (
 	"github.com/ploti-replica/ploti-replica/storage"
 )
 
-// ErrDamaged means DuckDB cannot read the file back whole: bytes changed
-// under it (a bad disk, a copy cut short, a stray write, a write-ahead log
-// that is not this file's).
-var ErrDamaged = errors.New("database file is damaged")
-
 // DamagedError is a file DuckDB cannot read back whole, with DuckDB's word.
 type DamagedError struct {
 	Path string
@@ -22,7 +17,7 @@ type DamagedError struct {
 }
 
 func (e *DamagedError) Error() string {
-	if errors.Is(e.Err, ErrStaleWAL) {
+	if errors.Is(e.Err, storage.ErrStaleWAL) {
 		return fmt.Sprintf("open %s: %v; nothing was written. Move %s.wal aside: the file then opens at its last checkpoint "+
 			"and the next sync fetches what came since. Or rebuild the file: move it aside too and run `ploti-replica sync --db %s`, "+
 			"which loads every dataset from Ploti into a new file", e.Path, e.Err, e.Path, e.Path)
@@ -37,8 +32,8 @@ func (e *DamagedError) Error() string {
 		e.Path, cause, e.Path, e.Path, e.Path)
 }
 
-// Unwrap makes errors.Is(err, ErrDamaged) true.
-func (e *DamagedError) Unwrap() []error { return []error{ErrDamaged, e.Err} }
+// Unwrap makes errors.Is(err, storage.ErrDamaged) true.
+func (e *DamagedError) Unwrap() []error { return []error{storage.ErrDamaged, e.Err} }
 
 // damageRE is what DuckDB says of a file it cannot read: a block or
 // header whose checksum fails, a file shorter than its blocks, metadata

@@ -52,8 +52,8 @@ func TestOpen_readsAFileChangedSinceItsCloseAgain(t *testing.T) {
 	f.Close()
 	for _, ro := range []bool{true, false} {
 		_, err = Open(ctx, path, storage.Options{ReadOnly: ro})
-		if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), path) {
-			t.Fatalf("open (read-only %v) after the damage: %v, want ErrDamaged naming the file", ro, err)
+		if !errors.Is(err, storage.ErrDamaged) || !strings.Contains(err.Error(), path) {
+			t.Fatalf("open (read-only %v) after the damage: %v, want storage.ErrDamaged naming the file", ro, err)
 		}
 	}
 }

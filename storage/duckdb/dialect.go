@@ -36,3 +36,9 @@ func (db *DB) ColumnsOf(ctx context.Context, tx *sql.Tx, name, rel string) (map[
 
 // RowsInParts is false: the file binds many registry rows as one JSON text.
 func (db *DB) RowsInParts() bool { return false }
+
+// LabelSQL reads the comment on _ploti.subscription.
+func (db *DB) LabelSQL() string {
+	return `SELECT coalesce(comment, '') FROM duckdb_tables()
+		WHERE database_name = current_database() AND schema_name = '_ploti' AND table_name = 'subscription'`
+}

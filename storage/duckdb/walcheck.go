@@ -39,10 +39,6 @@ func (db *DB) pruneCommitLog(seq int64) {
 	}
 }
 
-// ErrStaleWAL means a write-ahead log beside the file is not a log of the
-// file's last state: DuckDB would replay it over commits it never saw.
-var ErrStaleWAL = errors.New("write-ahead log beside the file is not this file's")
-
 // commitLink is one row of _ploti.commit_log.
 type commitLink struct{ token, prev int64 }
 
@@ -91,7 +87,7 @@ func checkWAL(ctx context.Context, path string) error {
 		if _, had := before[t]; !had && !follows[l.prev] {
 			return &DamagedError{Path: path, Err: fmt.Errorf("%w: %s.wal holds commits that follow commit %s, not the file's last (%s): "+
 				"a log of an older state of the file, which DuckDB would replay over it",
-				ErrStaleWAL, path, strconv.FormatInt(l.prev, 16), strconv.FormatInt(head, 16))}
+				storage.ErrStaleWAL, path, strconv.FormatInt(l.prev, 16), strconv.FormatInt(head, 16))}
 		}
 	}
 	return nil

@@ -61,3 +61,8 @@ func (b backend) Geometry() string { return storage.GeometryPostGIS }
 
 // NilTx is a nil transaction of the database's (storage.TxCan).
 func (b backend) NilTx() storage.EngineTx { return (*backendTx)(nil) }
+
+// LabelSQL reads the comment on _ploti.subscription.
+func (b backend) LabelSQL() string {
+	return "SELECT coalesce(obj_description('_ploti.subscription'::regclass, 'pg_class'), '')"
+}
