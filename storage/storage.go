@@ -12,7 +12,8 @@ const (
 	DefaultLockTimeout = 30 * time.Second
 )
 
-// Options configure Open.
+// Options configure an engine's open (storage/duckdb.Open, storage/postgres.OpenDB,
+// storage/backends.Open): what each engine takes of them is its own.
 type Options struct {
 	// MemoryLimit is DuckDB's memory_limit, e.g. "1GB"; empty leaves DuckDB's default.
 	MemoryLimit string
