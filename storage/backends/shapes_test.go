@@ -1,4 +1,4 @@
-package postgres
+package backends
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/postgres"
 )
 
 var errRollback = errors.New("rolled back on purpose")
@@ -61,20 +62,20 @@ func TestTx_shapesPostGISBinaryInputRefuses(t *testing.T) {
 		if err := duck.Update(ctx, func(tx *storage.Tx) error { return s.do(tx.Tables()) }); err != nil {
 			t.Fatalf("%s in the DuckDB file: %v", s.name, err)
 		}
-		if err := db.Update(ctx, func(tx *Tx) error {
+		if err := db.Update(ctx, func(tx *postgres.Tx) error {
 			if err := s.do(tx); err != nil {
 				return err
 			}
 			// The staging ended its savepoint: none is left open, a
 			// subtransaction deep, to the commit.
-			if _, err := tx.conn.Exec(ctx, "SAVEPOINT probe; ROLLBACK TO SAVEPOINT ploti_copy"); err == nil {
+			if _, err := tx.Exec(ctx, "SAVEPOINT probe; ROLLBACK TO SAVEPOINT ploti_copy"); err == nil {
 				return fmt.Errorf("the savepoint ploti_copy is still open after the %s", s.name)
 			}
 			return errRollback
 		}); err != errRollback {
 			t.Fatalf("%s in PostgreSQL: %v", s.name, err)
 		}
-		if err := db.Update(ctx, func(tx *Tx) error { return s.do(tx) }); err != nil {
+		if err := db.Update(ctx, func(tx *postgres.Tx) error { return s.do(tx) }); err != nil {
 			t.Fatalf("%s in PostgreSQL: %v", s.name, err)
 		}
 		sameRows(t, duck, r, s.table, cols)

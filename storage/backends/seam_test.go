@@ -1,4 +1,4 @@
-package postgres
+package backends
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/storage"
 	"github.com/ploti-replica/ploti-replica/storage/duckdb"
+	"github.com/ploti-replica/ploti-replica/storage/postgres"
 )
 
 // engine is one backend of the seam as a test drives it: a transaction's
@@ -49,7 +50,7 @@ var engines = []struct {
 		r := mustReader(t, u)
 		return engine{
 			update: func(ctx context.Context, fn func(storage.Tables) error) error {
-				return db.Update(ctx, func(tx *Tx) error { return fn(tx) })
+				return db.Update(ctx, func(tx *postgres.Tx) error { return fn(tx) })
 			},
 			query: func(t *testing.T, q string) string {
 				t.Helper()
