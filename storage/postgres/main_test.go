@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +13,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/internal/pgtest"
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
-	"github.com/ploti-replica/ploti-replica/storage/duckdb"
+	"github.com/ploti-replica/ploti-replica/storage/duckread"
 )
 
 // mustOpen opens a fresh test database (internal/pgtest) as a replica.
@@ -39,11 +40,13 @@ func mustReader(tb testing.TB, u string) *pgx.Conn {
 	return c
 }
 
-// mustDuck is a DuckDB file opened by the DuckDB engine, to write test
-// files with and to load the same files into, side by side.
-func mustDuck(tb testing.TB) *storage.DB {
+// mustDuck is an in-memory DuckDB on its own (storage/duckread, with the
+// engines' settings), to write test files with: these tests need DuckDB
+// as the files' writer, not the DuckDB engine (storage/backends' tests
+// put the engines side by side).
+func mustDuck(tb testing.TB) *sql.DB {
 	tb.Helper()
-	db, err := duckdb.Open(context.Background(), filepath.Join(tb.TempDir(), "t.duckdb"), storage.Options{})
+	db, err := duckread.OpenPlain(context.Background(), "", storage.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -52,14 +55,14 @@ func mustDuck(tb testing.TB) *storage.DB {
 }
 
 // mustParquet writes a Parquet file with DuckDB's own COPY of a query.
-func mustParquet(tb testing.TB, duck *storage.DB, query string) string {
+func mustParquet(tb testing.TB, duck *sql.DB, query string) string {
 	tb.Helper()
 	f, err := os.CreateTemp(tb.TempDir(), "f*.parquet")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	f.Close()
-	if _, err := duck.SQL().Exec("COPY (" + query + ") TO " + storage.Literal(f.Name()) + " (FORMAT parquet)"); err != nil {
+	if _, err := duck.Exec("COPY (" + query + ") TO " + storage.Literal(f.Name()) + " (FORMAT parquet)"); err != nil {
 		tb.Fatal(err)
 	}
 	return f.Name()
