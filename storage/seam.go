@@ -12,7 +12,7 @@ import (
 // here once. Two engines implement it: the DuckDB file (*Tx) and a
 // PostgreSQL/PostGIS database (storage/postgres's *Tx); apply reaches the
 // tables only through it (Tx.Tables), and tests run the same operations on
-// both from one table of backends (storage/postgres's
+// both from one table of backends (storage/backends'
 // TestSeam_sameOnBothEngines). docs/decisions.md 48 says why the cut is
 // here.
 //

@@ -3,9 +3,9 @@
 // read-back, disk full, clones, publish, threads, the status summary kept
 // beside it), its _ploti migrations, and the dataset tables' operations
 // (storage.Tables: loads, merges, watched merges, id maps, streaming
-// loads, history, the change log's reads). It is a sibling of
-// storage/postgres behind storage.Engine: nothing above storage/backends
-// names it.
+// loads, history, the change log's reads). It is a sibling of the
+// PostgreSQL engine behind storage.Engine, and neither imports the other:
+// nothing above storage/backends names it.
 package duckdb
 
 import (

@@ -56,6 +56,7 @@
 // lock, no migration.
 //
 // _ploti is a schema with the DuckDB file's tables and columns
-// (migrations/, numbered as the DuckDB file's: TestSchema_sameAsDuckDB);
-// the dataset tables are in Options.Schema (default public).
+// (migrations/, numbered as the DuckDB file's: storage/backends'
+// TestSchema_sameAsDuckDB); the dataset tables are in Options.Schema
+// (default public).
 package postgres

@@ -14,8 +14,8 @@ import (
 // the same session's Tx.
 func (db *DB) Engine() storage.Engine { return backend{db} }
 
-// OpenDB opens the database at dsn as a replica's storage.DB, as
-// storage/duckdb.Open opens a DuckDB file.
+// OpenDB opens the database at dsn as a replica's storage.DB, as the
+// DuckDB engine's Open opens a DuckDB file.
 func OpenDB(ctx context.Context, dsn string, opts Options) (*storage.DB, error) {
 	db, err := Open(ctx, dsn, opts)
 	if err != nil {

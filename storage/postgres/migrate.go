@@ -40,8 +40,8 @@ func migrations() ([]migration, error) {
 }
 
 // MigrationVersion is the newest migration this build knows: the same
-// number as the DuckDB file's (storage.MigrationVersion) for the same
-// _ploti tables.
+// number as the DuckDB file's (the DuckDB engine's MigrationVersion) for
+// the same _ploti tables, as storage/backends' tests check.
 func MigrationVersion() int {
 	ms, _ := migrations()
 	if len(ms) == 0 {
