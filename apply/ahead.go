@@ -187,7 +187,7 @@ func (a *ahead) run(ctx context.Context, jobs []aheadJob) {
 
 // fetch asks for one version and, when its changes files are small enough
 // to share the page's transaction, downloads them, hands them over, and
-// reads their columns (storage.DB.InspectChanges) for the merge
+// reads their columns (storage.ChangesInspector) for the merge
 // that takes them. An item passed over before or while it is fetched
 // keeps nothing.
 func (a *ahead) fetch(ctx context.Context, it *aheadItem, id string, version int, link string) {

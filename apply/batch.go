@@ -312,7 +312,7 @@ type Batch struct {
 	cache *pageCache      // registry rows read, and writes held back (batch.go)
 	scope []string        // the datasets the batch reads (Scope); nil: all
 	// deferred are the shared merges whose checks and log Flush makes at
-	// once (storage.Tx.FinishMerged); files are theirs, removed after.
+	// once (storage.Tables' FinishMerged); files are theirs, removed after.
 	deferred []storage.Merged
 	files    []keptFiles
 	// ahead fetches the page's next merges (Executor.Ahead); StopAhead

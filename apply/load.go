@@ -24,7 +24,7 @@ type Prepared struct {
 	// table with CreateSnapshot, and a load alone chooses its name again.
 	NewTable bool
 	// LogDiff asks the load to record in _ploti.changes how the snapshot
-	// differs from the table it replaces (storage.Tx.LogSnapshotDiff): a
+	// differs from the table it replaces (storage.ReloadLogger's LogSnapshotDiff): a
 	// dataset caught up from a later snapshot, past versions whose changes
 	// files it does not read.
 	LogDiff bool

@@ -59,7 +59,7 @@ func (x *Executor) sharedMerge(ctx context.Context, b *Batch, d *storage.Dataset
 		return total, err
 	}
 	// The files stay until the batch commits: its Flush checks and logs
-	// them all at once (storage.Tx.FinishMerged).
+	// them all at once (storage.Tables' FinishMerged).
 	b.keep(x.Source, paths)
 	tx, err := b.Tx(ctx)
 	if err != nil {

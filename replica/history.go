@@ -55,7 +55,7 @@ func (r *Replica) startHistories(ctx context.Context) {
 		r.log.Warn().Err(err).Msg("could not read the registry to start histories")
 		return
 	}
-	hr, err := storage.Can[storage.HistoryReader](r.db.Engine(), "history")
+	hr, err := storage.Can[storage.HistoryReader](r.db.Engine(), "history is")
 	if err != nil {
 		r.log.Warn().Err(err).Msg("could not read the histories")
 		return
@@ -218,5 +218,5 @@ func readStory(ctx context.Context, db *storage.DB, datasetID, recordID string) 
 
 // historyReader is db's engine as a storage.HistoryReader, or why not.
 func historyReader(db *storage.DB) (storage.HistoryReader, error) {
-	return storage.Can[storage.HistoryReader](db.Engine(), "history")
+	return storage.Can[storage.HistoryReader](db.Engine(), "history is")
 }

@@ -86,7 +86,7 @@ func readChanges(ctx context.Context, db *storage.DB, mark string, opts ChangesO
 	if mark == "" {
 		return nil, errors.New("read changes: no mark name")
 	}
-	if _, err := storage.Can[storage.ChangeLogReader](db.Engine(), "marks"); err != nil {
+	if _, err := storage.Can[storage.ChangeLogReader](db.Engine(), "marks are"); err != nil {
 		return nil, fmt.Errorf("read changes since mark %s in %s: %w", mark, db.Path(), err)
 	}
 	marks, err := db.Marks(ctx, mark)
@@ -186,7 +186,7 @@ func datasetChanges(ctx context.Context, db *storage.DB, d *storage.Dataset, fro
 // from the change log and the rows now.
 func changesSince(ctx context.Context, db *storage.DB, d *storage.Dataset, dc *DatasetChanges) ([]Change, error) {
 	if !dc.FromHistory {
-		cl, err := storage.Can[storage.ChangeLogReader](db.Engine(), "marks")
+		cl, err := storage.Can[storage.ChangeLogReader](db.Engine(), "marks are")
 		if err != nil {
 			return nil, err
 		}

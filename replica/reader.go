@@ -55,15 +55,9 @@ func (r *Reader) Close() error { return r.db.Close() }
 // DB is the database for raw reads.
 func (r *Reader) DB() *sql.DB { return r.db.SQL() }
 
-// Path is where the replica is, as OpenReader was given it.
+// Path is where the replica is: the path OpenReader was given, or a
+// database's URL without its password.
 func (r *Reader) Path() string { return r.db.Path() }
-
-// IsFile tells whether the replica is kept in a local file (a DuckDB
-// file, not a database).
-func (r *Reader) IsFile() bool {
-	_, ok := r.db.Engine().(storage.File)
-	return ok
-}
 
 // Geometry is how the replica's tables store geometry: GeometryNative,
 // GeometryWKB or GeometryPostGIS.

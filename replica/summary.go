@@ -11,10 +11,10 @@ import (
 	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
-// A file's status is kept beside it at each clean close of a writer
-// (storage.CloseWithSummary, docs/decisions.md 51): `status` reads it
-// instead of opening a file of thousands of tables, while the file is in
-// the state it was written for.
+// A file's status is kept beside it at each clean close of a writer (the
+// DuckDB engine's CloseWithSummary, a storage.SummaryCloser;
+// docs/decisions.md 51): `status` reads it instead of opening a file of
+// thousands of tables, while the file is in the state it was written for.
 
 // storedStatus is the summary's payload: the Status as readStatus read it
 // at the close, less what a reader derives (Detail, Readers), under the
@@ -60,7 +60,7 @@ func summarize(ctx context.Context, db *storage.DB) ([]byte, error) {
 
 // StoredStatus is the status kept beside the DuckDB file at path by its
 // last writer, when the file is still in the state it was kept for (see
-// storage.ReadSummary); false otherwise, and the caller opens the file
+// backends.ReadSummary); false otherwise, and the caller opens the file
 // (Reader.Status). It is what Reader.Status would read from the file.
 func StoredStatus(path string) (*Status, bool) {
 	b, ok := backends.ReadSummary(path)

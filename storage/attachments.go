@@ -189,16 +189,16 @@ func (tx *Tx) putAttachmentParts(ctx context.Context, parts [][]AttachmentSet) e
 	return nil
 }
 
-// backendAttachments is the most attachments (and sets) a Engine's
+// backendAttachments is the most attachments (and sets) an engine's
 // statement takes as parameters: PostgreSQL takes at most 65,535 a
 // statement, and an attachment is nine.
 const backendAttachments = 5000
 
-// attachmentParts is sets in parts a Engine's statements take (one part
+// attachmentParts is sets in parts an engine's statements take (one part
 // in the DuckDB file): each of at most backendAttachments attachments and
 // sets, but for a set that has more on its own.
 func (tx *Tx) attachmentParts(sets []AttachmentSet) [][]AttachmentSet {
-	if !tx.db.be.RowsInParts() {
+	if !tx.db.rowsInParts() {
 		return [][]AttachmentSet{sets}
 	}
 	var parts [][]AttachmentSet
@@ -221,7 +221,7 @@ func (tx *Tx) attachmentParts(sets []AttachmentSet) [][]AttachmentSet {
 // 10–12 (issue 18); BenchmarkTx_PutAttachmentSets_500, at load 3: 65 ms a
 // call that way, 17 ms this way.
 func (tx *Tx) syncRows(sets []AttachmentSet) (string, []any, error) {
-	if tx.db.be.RowsInParts() {
+	if tx.db.rowsInParts() {
 		rows := make([]string, len(sets))
 		var args []any
 		for i, s := range sets {
@@ -240,7 +240,7 @@ func (tx *Tx) syncRows(sets []AttachmentSet) (string, []any, error) {
 	for i, s := range sets {
 		rows[i] = row{ID: s.DatasetID, Version: s.Version, At: jsonTime(&tx.Now), Err: nullStr(s.Err)}
 	}
-	rel, args, err := jsonRows(rows, `[{"dataset_id": "VARCHAR", "version": "INTEGER", "synced_at": "TIMESTAMPTZ", "error": "VARCHAR"}]`)
+	rel, args, err := tx.db.jsonRows(rows, `[{"dataset_id": "VARCHAR", "version": "INTEGER", "synced_at": "TIMESTAMPTZ", "error": "VARCHAR"}]`)
 	if err != nil {
 		return "", nil, err
 	}

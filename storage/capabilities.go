@@ -71,8 +71,8 @@ type Digest any
 // What only some engines can do, each a small interface asserted on the
 // engine (DB.Engine) or its transaction (Tx.Engine), never asked by the
 // engine's name: today the DuckDB file has them all and a PostgreSQL
-// database none (docs/decisions.md 48), and a caller that finds one
-// missing says so in words (ErrFileOnly) or goes without.
+// database only ChangesIDChecker (docs/decisions.md 48), and a caller that
+// finds one missing says so in words (ErrFileOnly) or goes without.
 
 // Checkpointer writes what the engine keeps aside (a WAL) into its
 // database.
@@ -143,22 +143,22 @@ type ReloadLogger interface {
 }
 
 // Can is engine (a DB's Engine or a Tx's) as the capability C, or an error
-// that wraps ErrFileOnly and says what (for example "history") the
-// engine cannot do.
+// that wraps ErrFileOnly after what, the subject and its verb ("history
+// is", "marks are"): "marks are kept in a DuckDB file only, …".
 func Can[C any](engine any, what string) (C, error) {
 	c, ok := engine.(C)
 	if !ok {
-		return c, fmt.Errorf("%s is %w", what, ErrFileOnly)
+		return c, fmt.Errorf("%s %w", what, ErrFileOnly)
 	}
 	return c, nil
 }
 
 // History is the transaction's engine as a HistoryWriter.
-func (tx *Tx) History() (HistoryWriter, error) { return Can[HistoryWriter](tx.be, "history") }
+func (tx *Tx) History() (HistoryWriter, error) { return Can[HistoryWriter](tx.be, "history is") }
 
 // ReloadLog is the transaction's engine as a ReloadLogger.
 func (tx *Tx) ReloadLog() (ReloadLogger, error) {
-	return Can[ReloadLogger](tx.be, "a reload's change log")
+	return Can[ReloadLogger](tx.be, "a reload's change log is")
 }
 
 // TxCan tells whether db's engine's transactions have the capability C,

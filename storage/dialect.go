@@ -30,11 +30,13 @@ type Dialect interface {
 	// schema, rel the same qualified) to the engine's names of their
 	// types, read in tx.
 	ColumnsOf(ctx context.Context, tx *sql.Tx, name, rel string) (map[string]string, error)
-	// RowsInParts tells how the registry binds many rows: as VALUES lists
-	// of parameters in parts (true: PostgreSQL takes at most 65,535
-	// parameters a statement), or as one JSON text (false: DuckDB's cost
-	// of binding grows with the square of its parameters).
-	RowsInParts() bool
+	// JSONRows is a relation r of many rows read from one JSON text bound
+	// as its one parameter, of schema (their JSON structure), for an
+	// engine whose cost of binding grows with the square of its
+	// parameters (DuckDB); ok is false for an engine that takes rows as
+	// VALUES lists of parameters in parts (PostgreSQL takes at most 65,535
+	// a statement).
+	JSONRows(schema string) (rel string, ok bool)
 	// LabelSQL reads the replica's label, the comment on its
 	// _ploti.subscription table ("" for none).
 	LabelSQL() string
@@ -75,4 +77,11 @@ func (db *DB) firstIDs(expr string) string    { return db.be.FirstIDs(expr) }
 
 func (tx *Tx) columnsOf(ctx context.Context, name, rel string) (map[string]string, error) {
 	return tx.db.be.ColumnsOf(ctx, tx.tx, name, rel)
+}
+
+// rowsInParts tells whether the engine takes many rows as VALUES lists of
+// parameters in parts, rather than as one JSON text (Dialect.JSONRows).
+func (db *DB) rowsInParts() bool {
+	_, ok := db.be.JSONRows("")
+	return !ok
 }

@@ -1,9 +1,8 @@
 // Package storage is a replica's storage as every engine keeps it: the
 // _ploti registry and its rules (datasets, holds, applied events, id maps,
-// changes, inbox, runs, attachments, marks), the dataset tables' names, the
-// mapping from Ploti column types to DuckDB types (the types a downloaded
-// file is read as), and the transactions in which a snapshot swap or a
-// changes merge commits together with its registry row.
+// changes, inbox, runs, attachments, marks), the dataset tables' names, and
+// the transactions in which a snapshot swap or a changes merge commits
+// together with its registry row.
 //
 // Engines keep the replica: the DuckDB file (storage/duckdb) and a
 // PostgreSQL/PostGIS database (storage/postgres), siblings behind Engine
@@ -46,7 +45,7 @@
 //	_ploti.attachments(dataset_id, version, name, content_type, bytes, sha256,
 //	    content, path, fetched_at)             -- content BLOB, or path beside the file
 //	_ploti.attachment_syncs(dataset_id, version, synced_at, error)
-//	_ploti.commit_log(seq, token, prev, committed_at)   -- each commit's link (walcheck.go)
+//	_ploti.commit_log(seq, token, prev, committed_at)   -- each commit's link (storage/duckdb's walcheck.go)
 //	_ploti.settings(name, value)   -- geometry: geometry or wkb (Options.Geometry)
 //	_ploti.marks(name, dataset_id, version, "at")  -- what a named consumer has seen
 //	_ploti.history_ends(dataset_id, record_id, valid_to, valid_to_at)

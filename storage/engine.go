@@ -30,8 +30,9 @@ type Engine interface {
 	// SQL is a handle for the registry's statements outside a
 	// transaction (readers of the committed state).
 	SQL() *sql.DB
-	// Begin starts the writer's transaction.
-	Begin(ctx context.Context) (EngineTx, error)
+	// Begin starts the writer's transaction, whose clock reads now
+	// throughout (the registry's rows and the engine's own share it).
+	Begin(ctx context.Context, now time.Time) (EngineTx, error)
 	// Close releases the database (and the writer's lock).
 	Close() error
 	// NilTx is a nil transaction of the engine's type, for asking what
@@ -49,12 +50,11 @@ type EngineTx interface {
 }
 
 // OpenEngine is a DB over be, whose _ploti the engine has migrated.
-// opts.Now is its clock and opts.ReadOnly says whether it was opened
-// read-only; the engine's own settings (memory, threads, geometry
-// encoding) are its business.
+// opts.Now is its clock; the engine's own settings (memory, threads,
+// geometry encoding, read-only) are its business.
 func OpenEngine(be Engine, opts Options) *DB {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &DB{sql: be.SQL(), path: be.Name(), now: opts.Now, readOnly: opts.ReadOnly, be: be}
+	return &DB{sql: be.SQL(), path: be.Name(), now: opts.Now, be: be}
 }

@@ -37,14 +37,14 @@ func CheckGeometry(s string) error {
 // GeometryWKB in a DuckDB file, GeometryPostGIS in a database.
 func (db *DB) Geometry() string { return db.be.Geometry() }
 
-// hasGeometry tells whether a column type is geometry, or a list of it.
+// HasGeometry tells whether a column type is geometry, or a list of it.
 func HasGeometry(t ploti.Type) bool {
 	for ; t.Type == ploti.TypeList && t.Items != nil; t = *t.Items {
 	}
 	return t.Type == ploti.TypeGeometry
 }
 
-// convertGeometry is the SQL that applies fn (ST_AsWKB, ST_GeomFromWKB)
+// ConvertGeometry is the SQL that applies fn (ST_AsWKB, ST_GeomFromWKB)
 // to e, a value of type t, or to each geometry in it when t is a list.
 func ConvertGeometry(t ploti.Type, e, fn string) string {
 	if t.Type == ploti.TypeList && t.Items != nil {
@@ -88,7 +88,7 @@ func AsGeometry(geometry, table string, cols []ploti.Column) string {
 	return t
 }
 
-// replaceGeometry is the list of a * REPLACE clause that applies fn to
+// ReplaceGeometry is the list of a * REPLACE clause that applies fn to
 // each of cols' geometry columns (and to each geometry of a list); ""
 // when there is none.
 func ReplaceGeometry(cols []ploti.Column, fn string) string {

@@ -133,7 +133,7 @@ func (db *DB) ChangeLogSpan(ctx context.Context, datasetID string) (LogSpan, err
 	return s, nil
 }
 
-// netChanges turns each logged record's first change and its row now
+// NetChanges turns each logged record's first change and its row now
 // (c.Change holds the first change logged, c.Row the row or nil) into its
 // net change; prev links a renamed id to the one it replaced.
 func NetChanges(logged []RecordChange, prev map[string]string) []RecordChange {

@@ -385,7 +385,7 @@ func (tx *Tx) rowDefaults(d *Dataset) {
 // one INSERT for the new ones (issue 18: a bootstrap writes thousands).
 // Rows without a table name go one by one, through PutDataset.
 func (tx *Tx) PutDatasets(ctx context.Context, ds []*Dataset) error {
-	if tx.db.be.RowsInParts() && len(ds) > backendRows {
+	if tx.db.rowsInParts() && len(ds) > backendRows {
 		return inParts(ds, func(part []*Dataset) error { return tx.PutDatasets(ctx, part) })
 	}
 	if len(ds) < 2 || slices.ContainsFunc(ds, func(d *Dataset) bool { return d.Table == "" }) {
@@ -434,7 +434,7 @@ func (tx *Tx) PutDatasets(ctx context.Context, ds []*Dataset) error {
 	return nil
 }
 
-// backendRows is the most registry rows a Engine's statement takes as
+// backendRows is the most registry rows an engine's statement takes as
 // parameters: PostgreSQL takes at most 65,535 a statement, and a row is
 // 19 (a bootstrap registers every dataset of a statewide manifest at
 // once).
@@ -469,7 +469,7 @@ func (tx *Tx) putStates(ctx context.Context, values string, args []any) (sql.Res
 // 2,000-dataset catch-up's CPU, one such UPDATE a page of ~500 rows).
 // Rows the registry does not hold are written whole, as PutDatasets does.
 func (tx *Tx) PutDatasetStates(ctx context.Context, ds []*Dataset) error {
-	if tx.db.be.RowsInParts() && len(ds) > backendRows {
+	if tx.db.rowsInParts() && len(ds) > backendRows {
 		return inParts(ds, func(part []*Dataset) error { return tx.PutDatasetStates(ctx, part) })
 	}
 	if len(ds) < 2 || slices.ContainsFunc(ds, func(d *Dataset) bool { return d.Table == "" }) {
@@ -520,7 +520,7 @@ const registryCols = `table_name, title, place_id, topic, version, previous_vers
 // on its own, and a page of state-only events writes a row for each of its
 // 500 datasets; the same rows as one JSON text took 10–45 ms).
 func (tx *Tx) datasetRows(ds []*Dataset) (string, []any, error) {
-	if tx.db.be.RowsInParts() {
+	if tx.db.rowsInParts() {
 		return tx.datasetValuesRows(ds)
 	}
 	type row struct {
@@ -565,7 +565,7 @@ func (tx *Tx) datasetRows(ds []*Dataset) (string, []any, error) {
 			Skip: d.SkipUntilRemoved, StaleChecked: jsonTime(d.StaleLastCheckedAt), StaleNext: jsonTime(d.StaleNextCheckBy),
 			LastError: nullStr(d.LastError), FailedAt: jsonTime(d.FailedAt), Source: d.Source, ID: d.ID}
 	}
-	rel, args, err := jsonRows(rows, `[{"table_name": "VARCHAR", "title": "VARCHAR", "place_id": "VARCHAR",
+	rel, args, err := tx.db.jsonRows(rows, `[{"table_name": "VARCHAR", "title": "VARCHAR", "place_id": "VARCHAR",
 			"topic": "VARCHAR", "version": "INTEGER", "previous_version": "INTEGER", "schema_version": "VARCHAR", "key_columns": ["VARCHAR"],
 			"row_count": "BIGINT", "status": "VARCHAR", "status_reason": "VARCHAR", "updated_at": "TIMESTAMPTZ", "columns": "VARCHAR",
 			"skip_until_removed": "BOOLEAN", "stale_last_checked_at": "TIMESTAMPTZ", "stale_next_check_by": "TIMESTAMPTZ",
@@ -596,16 +596,20 @@ func (tx *Tx) datasetValuesRows(ds []*Dataset) (string, []any, error) {
 	return "(VALUES " + strings.Join(rows, ", ") + ") v(" + registryCols + ")", args, nil
 }
 
-// jsonRows is rows as a DuckDB relation r read from one JSON text of
-// their values by from_json with schema (its JSON structure), and that
-// text as the relation's one argument: a page's rows bound as one
-// parameter instead of a VALUES list of one a value (datasetRows).
-func jsonRows(rows any, schema string) (string, []any, error) {
+// jsonRows is rows as the engine's relation r read from one JSON text of
+// their values with schema (its JSON structure), and that text as the
+// relation's one argument: a page's rows bound as one parameter instead
+// of a VALUES list of one a value (datasetRows).
+func (db *DB) jsonRows(rows any, schema string) (string, []any, error) {
+	rel, ok := db.be.JSONRows(schema)
+	if !ok {
+		return "", nil, fmt.Errorf("%s binds rows as VALUES lists, not JSON", db.path)
+	}
 	text, err := json.Marshal(rows)
 	if err != nil {
 		return "", nil, err
 	}
-	return "(SELECT unnest(from_json(CAST(? AS VARCHAR), " + Literal(schema) + ")) AS r)", []any{string(text)}, nil
+	return rel, []any{string(text)}, nil
 }
 
 // jsonTime is a time as DuckDB reads a TIMESTAMPTZ from JSON, to the

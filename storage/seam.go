@@ -9,7 +9,8 @@ import (
 // Tables is the seam between the engine-neutral part of a replica (the
 // event rules, the walk, the registry's meaning) and the engine that
 // holds the dataset tables: what moves rows, each operation documented
-// here once. Two engines implement it: the DuckDB file (*Tx) and a
+// here once. Two engines implement it: the DuckDB file (storage/duckdb's
+// *Tx) and a
 // PostgreSQL/PostGIS database (storage/postgres's *Tx); apply reaches the
 // tables only through it (Tx.Tables), and tests run the same operations on
 // both from one table of backends (storage/backends'

@@ -42,16 +42,15 @@ type Options struct {
 }
 
 // DB is a replica's storage: the _ploti registry and the dataset tables,
-// kept by an engine (a Engine: the DuckDB file of storage/duckdb, or the
+// kept by an engine (an Engine: the DuckDB file of storage/duckdb, or the
 // PostgreSQL database of storage/postgres). Its methods are the registry's
 // rules, the same statements on every engine; what only some engines can
 // do is asked of Engine() by type assertion (capabilities.go).
 type DB struct {
-	sql      *sql.DB
-	path     string
-	now      func() time.Time
-	readOnly bool
-	be       Engine
+	sql  *sql.DB
+	path string
+	now  func() time.Time
+	be   Engine
 }
 
 // Path is the file's path.
@@ -71,9 +70,6 @@ func (db *DB) Close() error { return db.be.Close() }
 // (capabilities.go) to do what only some engines can.
 func (db *DB) Engine() Engine { return db.be }
 
-// ReadOnly tells whether the replica was opened read-only.
-func (db *DB) ReadOnly() bool { return db.readOnly }
-
 // Tx is a transaction with a fixed now: the registry's statements run on
 // the engine's transaction, and the rows move through its Tables.
 type Tx struct {
@@ -85,11 +81,12 @@ type Tx struct {
 
 // Begin starts a transaction.
 func (db *DB) Begin(ctx context.Context) (*Tx, error) {
-	btx, err := db.be.Begin(ctx)
+	now := db.Now()
+	btx, err := db.be.Begin(ctx, now)
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
 	}
-	return &Tx{tx: btx.SQL(), db: db, be: btx, Now: db.Now()}, nil
+	return &Tx{tx: btx.SQL(), db: db, be: btx, Now: now}, nil
 }
 
 // Engine is the engine's transaction: assert a capability on it

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"github.com/ploti-replica/ploti-replica/storage"
 )
 
 // The file's words for the registry statements whose SQL differs between
@@ -34,8 +36,10 @@ func (db *DB) ColumnsOf(ctx context.Context, tx *sql.Tx, name, rel string) (map[
 	return (&Tx{tx: tx, db: db}).tableColumns(ctx, name)
 }
 
-// RowsInParts is false: the file binds many registry rows as one JSON text.
-func (db *DB) RowsInParts() bool { return false }
+// JSONRows reads many registry rows from one JSON text with from_json.
+func (db *DB) JSONRows(schema string) (string, bool) {
+	return "(SELECT unnest(from_json(CAST(? AS VARCHAR), " + storage.Literal(schema) + ")) AS r)", true
+}
 
 // LabelSQL reads the comment on _ploti.subscription.
 func (db *DB) LabelSQL() string {

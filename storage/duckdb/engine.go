@@ -42,15 +42,6 @@ type DB struct {
 
 var _ storage.Engine = (*DB)(nil)
 
-// Of is the DuckDB file under db, or nil when another engine keeps it.
-func Of(db *storage.DB) *DB {
-	e, _ := db.Engine().(*DB)
-	return e
-}
-
-// Registry is the storage.DB over the file.
-func (db *DB) Registry() *storage.DB { return db.reg }
-
 // Name is the file's path.
 func (db *DB) Name() string { return db.path }
 
@@ -108,16 +99,12 @@ type Tx struct {
 var _ storage.EngineTx = (*Tx)(nil)
 
 // Begin starts a transaction.
-func (db *DB) Begin(ctx context.Context) (storage.EngineTx, error) {
-	return db.begin(ctx)
-}
-
-func (db *DB) begin(ctx context.Context) (*Tx, error) {
+func (db *DB) Begin(ctx context.Context, now time.Time) (storage.EngineTx, error) {
 	tx, err := db.sql.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
-	return &Tx{tx: tx, db: db, Now: db.Now()}, nil
+	return &Tx{tx: tx, db: db, Now: now}, nil
 }
 
 // SQL is the transaction the registry's statements run in.
@@ -184,3 +171,21 @@ func (db *DB) update(ctx context.Context, fn func(reg *storage.Tx, tx *Tx) error
 
 // NilTx is a nil *Tx (storage.TxCan).
 func (db *DB) NilTx() storage.EngineTx { return (*Tx)(nil) }
+
+// What the file can do that not every engine can (storage's capabilities):
+// a method whose signature drifts from its interface fails the build here
+// rather than turn the feature off.
+var (
+	_ storage.Checkpointer      = (*DB)(nil)
+	_ storage.Publisher         = (*DB)(nil)
+	_ storage.SummaryCloser     = (*DB)(nil)
+	_ storage.File              = (*DB)(nil)
+	_ storage.ChangesInspector  = (*DB)(nil)
+	_ storage.HistoryReader     = (*DB)(nil)
+	_ storage.ChangeLogReader   = (*DB)(nil)
+	_ storage.HistoryWriter     = (*Tx)(nil)
+	_ storage.ReloadLogger      = (*Tx)(nil)
+	_ storage.StreamLoader      = (*Tx)(nil)
+	_ storage.SnapshotIDChecker = (*Tx)(nil)
+	_ storage.ChangesIDChecker  = (*Tx)(nil)
+)

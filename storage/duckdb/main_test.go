@@ -66,3 +66,6 @@ func geomType() string {
 
 // eng is the file's own side of a transaction of the registry over it.
 func eng(tx *storage.Tx) *Tx { return tx.Engine().(*Tx) }
+
+// Of is the DuckDB file under db.
+func Of(db *storage.DB) *DB { return db.Engine().(*DB) }

@@ -33,8 +33,8 @@ func Open(ctx context.Context, path string, opts storage.Options) (*storage.DB, 
 	return db.reg, nil
 }
 
-// OpenFile is Open's engine: the file itself, under the registry that
-// Registry returns.
+// OpenFile is Open's engine itself, for what only the file does (the
+// benchmark's Publish on its own); Open's storage.DB is over it.
 func OpenFile(ctx context.Context, path string, opts storage.Options) (*DB, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now

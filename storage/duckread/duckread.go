@@ -20,7 +20,8 @@ import (
 
 // CheckRecordIDs counts the rows of rel (a table or a subquery), its null
 // record ids and its repeated ones, as a snapshot load checks them (see
-// Tx.checkRecordIDs, which it mirrors for a DuckDB that is not the file).
+// storage/duckdb's Tx.checkRecordIDs, which it mirrors for a DuckDB that
+// is not the file).
 func CheckRecordIDs(ctx context.Context, db *sql.DB, rel string) (n, nulls, dups int64, err error) {
 	id := storage.Ident(storage.ColRecordID)
 	var hashDups int64

@@ -35,7 +35,7 @@ func SourceColumns(ctx context.Context, q interface {
 	return names, byName, nil
 }
 
-// fileError names the file(s) in a read error.
+// FileError names the file(s) in a read error.
 func FileError(files []string, err error) error {
 	names := make([]string, len(files))
 	for i, f := range files {
@@ -52,7 +52,7 @@ func BaseNames(files []string) string {
 	return strings.Join(names, ", ")
 }
 
-// checkColumns makes sure a file has every column the table needs; extra
+// CheckColumns makes sure a file has every column the table needs; extra
 // lists the further columns the file may carry.
 func CheckColumns(have []string, cols []ploti.Column, extra ...string) error {
 	set := map[string]bool{}
@@ -75,7 +75,7 @@ func CheckColumns(have []string, cols []ploti.Column, extra ...string) error {
 	return nil
 }
 
-// columnsFromFile is the fallback when no schema is known: every column the
+// ColumnsFromFile is the fallback when no schema is known: every column the
 // file has but the system ones, typed as DuckDB reads them.
 func ColumnsFromFile(have []string) []ploti.Column {
 	var cols []ploti.Column
@@ -88,16 +88,16 @@ func ColumnsFromFile(have []string) []ploti.Column {
 	return cols
 }
 
-// fitMark starts the merge's own errors, to tell them from DuckDB's.
+// FitMark starts the merge's own errors, to tell them from DuckDB's.
 const FitMark = "ploti: "
 
-// fileIDsSQL is a query of a changes file's record ids and kinds of
+// FileIDsSQL is a query of a changes file's record ids and kinds of
 // change, from src, a read_parquet call.
 func FileIDsSQL(src string) string {
 	return fmt.Sprintf("(SELECT CAST(%[1]s AS VARCHAR) AS %[1]s, CAST(%[2]s AS VARCHAR) AS %[2]s FROM %[3]s)", storage.Ident(storage.ColRecordID), storage.Ident(storage.ColChange), src)
 }
 
-// changesIDsSQL is fileIDsSQL for a file whose column types are known:
+// ChangesIDsSQL is fileIDsSQL for a file whose column types are known:
 // without the casts when both columns are VARCHAR already (issue 18: the
 // casts cost a small merge's MERGE 0.4–1.1 ms).
 func ChangesIDsSQL(src string, types map[string]string) string {
@@ -107,7 +107,7 @@ func ChangesIDsSQL(src string, types map[string]string) string {
 	return fmt.Sprintf("(SELECT %s, %s FROM %s)", storage.Ident(storage.ColRecordID), storage.Ident(storage.ColChange), src)
 }
 
-// changeIn is a condition that a changes file's kind of change is one of
+// ChangeIn is a condition that a changes file's kind of change is one of
 // kinds (SQL literals).
 func ChangeIn(types map[string]string, kinds string) string {
 	if types[storage.ColChange] == "VARCHAR" {
@@ -116,7 +116,7 @@ func ChangeIn(types map[string]string, kinds string) string {
 	return "CAST(" + storage.Ident(storage.ColChange) + " AS VARCHAR) IN (" + kinds + ")"
 }
 
-// fileFaults refuses a changes file with null or repeated record ids or
+// FileFaults refuses a changes file with null or repeated record ids or
 // unknown kinds of change.
 func FileFaults(name string, nulls, dups, bad int64) error {
 	switch {
@@ -128,7 +128,7 @@ func FileFaults(name string, nulls, dups, bad int64) error {
 	return nil
 }
 
-// byFile reads columns of files whose schemas may differ (other
+// ByFile reads columns of files whose schemas may differ (other
 // datasets'), by name and as VARCHAR, with each row's file in
 // zz_ploti_file.
 func ByFile(files []string, cols ...string) string {

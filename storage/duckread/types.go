@@ -49,7 +49,7 @@ func DuckType(t ploti.Type) (string, error) {
 	return "", fmt.Errorf("unknown column type %q", t.Type)
 }
 
-// selectList builds the column list that reads a file into a dataset
+// SelectList builds the column list that reads a file into a dataset
 // table: system columns, then schema columns cast to their DuckDB types.
 // fileTypes are the types DuckDB reads the file's columns as: a geometry
 // column without GeoParquet metadata reads as BLOB (WKB), which DuckDB
@@ -58,7 +58,7 @@ func SelectList(cols []ploti.Column, fileTypes map[string]string) (string, error
 	return selectColumns(cols, fileTypes, true)
 }
 
-// changesSelectList is selectList without the casts of columns the file
+// ChangesSelectList is selectList without the casts of columns the file
 // already has in the table's type, for a changes file's INSERT: a cast to
 // the same type changes nothing, and a merge's INSERT of 46 rows took 3.3–4.4
 // ms with every column cast against 2.4–2.8 ms with none (issue 18; a
@@ -93,7 +93,7 @@ func selectColumns(cols []ploti.Column, fileTypes map[string]string, castAll boo
 	return strings.Join(parts, ", "), nil
 }
 
-// columnNames lists a table's column names for an INSERT.
+// ColumnNames lists a table's column names for an INSERT.
 func ColumnNames(cols []ploti.Column) string {
 	parts := []string{storage.Ident(storage.ColRecordID), storage.Ident(storage.ColPlaceID)}
 	for _, c := range cols {
@@ -102,7 +102,7 @@ func ColumnNames(cols []ploti.Column) string {
 	return strings.Join(parts, ", ")
 }
 
-// fileList is a DuckDB list literal of file paths.
+// FileList is a DuckDB list literal of file paths.
 func FileList(files []string) string {
 	q := make([]string, len(files))
 	for i, f := range files {
@@ -111,7 +111,7 @@ func FileList(files []string) string {
 	return "[" + strings.Join(q, ", ") + "]"
 }
 
-// parquetSource reads files with DuckDB's read_parquet, its path guessing
+// ParquetSource reads files with DuckDB's read_parquet, its path guessing
 // off: by default a directory named like key=value anywhere in a path
 // (a spool folder under /data/env=prod/) adds a hive partition column, and
 // the file would no longer match its schema.

@@ -52,9 +52,10 @@ func (b backend) ColumnsOf(ctx context.Context, tx *sql.Tx, name, rel string) (m
 	return out, rows.Err()
 }
 
-// RowsInParts is true: PostgreSQL takes at most 65,535 parameters a
-// statement, so the registry binds rows as VALUES lists in parts.
-func (b backend) RowsInParts() bool { return true }
+// JSONRows is not the database's way: PostgreSQL takes at most 65,535
+// parameters a statement, and the registry binds rows as VALUES lists in
+// parts.
+func (b backend) JSONRows(string) (string, bool) { return "", false }
 
 // Geometry is PostGIS's geometry type.
 func (b backend) Geometry() string { return storage.GeometryPostGIS }

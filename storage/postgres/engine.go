@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 
 	"github.com/ploti-replica/ploti-replica/storage"
 )
@@ -33,7 +34,7 @@ func (b backend) Close() error   { return b.db.Close() }
 
 // Begin starts a transaction on the writer's session that both
 // database/sql (the registry) and Tx (the rows) run in.
-func (b backend) Begin(ctx context.Context) (storage.EngineTx, error) {
+func (b backend) Begin(ctx context.Context, now time.Time) (storage.EngineTx, error) {
 	if b.db.readOnly {
 		return nil, fmt.Errorf("%s is open read-only", b.db.name)
 	}
@@ -41,7 +42,7 @@ func (b backend) Begin(ctx context.Context) (storage.EngineTx, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &backendTx{Tx: &Tx{conn: b.db.conn, db: b.db, Now: b.db.Now()}, sql: stx}, nil
+	return &backendTx{Tx: &Tx{conn: b.db.conn, db: b.db, Now: now}, sql: stx}, nil
 }
 
 // backendTx is a Tx whose BEGIN and COMMIT are database/sql's.

@@ -18,7 +18,7 @@ import (
 const mergeTemp = "_ploti_merge"
 
 // MergeChanges applies a changes file to table by _ploti_record_id in the
-// transaction, as the DuckDB engine does (storage.Tx.MergeChanges): the
+// transaction, as the DuckDB engine's MergeChanges does: the
 // in-memory DuckDB reads and checks the file (columns, null or repeated
 // ids, kinds of change) and COPYs its rows into a temporary table; one
 // DELETE removes the changed and removed rows and tells whether the file
