@@ -118,8 +118,8 @@ func (tx *Tx) checkStreamed(ctx context.Context, table, name string, from int64,
 		}
 		return 0, &storage.DataError{File: name, Detail: "load: " + err.Error()}
 	}
-	if nulls > 0 || dups > 0 {
-		return 0, &storage.DataError{File: name, Detail: fmt.Sprintf("snapshot has %d null and %d duplicate _ploti_record_id values", nulls, dups)}
+	if err := duckread.SnapshotIDFaults(name, nulls, dups); err != nil {
+		return 0, err
 	}
 	if from != n && grouped {
 		return 0, &storage.DataError{File: name, Detail: fmt.Sprintf("load: %d rows loaded, the footer counts %d", n, from)}

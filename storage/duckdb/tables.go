@@ -60,8 +60,8 @@ func (tx *Tx) loadSnapshot(ctx context.Context, table string, cols []ploti.Colum
 		}
 		return 0, &storage.DataError{File: duckread.BaseNames(files), Detail: "load: " + err.Error()}
 	}
-	if nulls > 0 || dups > 0 {
-		return 0, &storage.DataError{File: duckread.BaseNames(files), Detail: fmt.Sprintf("snapshot has %d null and %d duplicate _ploti_record_id values", nulls, dups)}
+	if err := duckread.SnapshotIDFaults(duckread.BaseNames(files), nulls, dups); err != nil {
+		return 0, err
 	}
 	create := "CREATE TABLE"
 	if replace {
@@ -113,26 +113,10 @@ func (tx *Tx) snapshotSelect(ctx context.Context, files []string, cols []ploti.C
 	return sel, cols, err
 }
 
-// checkRecordIDs counts the rows of rel (a table or a subquery), its null
-// record ids and its repeated ones.
-// Repeats are looked for first among the ids' 64-bit hashes, sorted: no two
-// equal hashes means no two equal ids, and at 10M rows this takes half the
-// time of count(DISTINCT) over the strings (issue 6: the check was a sixth
-// of a snapshot load). Equal hashes, a repeat or a collision, are settled
-// by the exact count.
+// checkRecordIDs counts rel's rows, null record ids and repeated ones in
+// the file's transaction (duckread.CheckRecordIDs).
 func (tx *Tx) checkRecordIDs(ctx context.Context, rel string) (n, nulls, dups int64, err error) {
-	id, t := storage.Ident(storage.ColRecordID), rel
-	var hashDups int64
-	err = tx.tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*), count(*) - count(%[1]s),
-		(SELECT count(*) FROM (SELECT h = lag(h) OVER (ORDER BY h) AS same FROM (SELECT hash(%[1]s) AS h FROM %[2]s WHERE %[1]s IS NOT NULL)) WHERE same)
-		FROM %[2]s`, id, t)).Scan(&n, &nulls, &hashDups)
-	if err == nil && hashDups > 0 {
-		err = tx.tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(%[1]s) - count(DISTINCT %[1]s) FROM %[2]s`, id, t)).Scan(&dups)
-	}
-	if err != nil {
-		return 0, 0, 0, fmt.Errorf("check record ids: %w", err)
-	}
-	return n, nulls, dups, nil
+	return duckread.CheckRecordIDs(ctx, tx.tx, rel)
 }
 
 // mergeDeleteSQL is the MERGE that deletes a changes file's changed and
@@ -249,7 +233,7 @@ func (tx *Tx) probeChanges(ctx context.Context, cols []ploti.Column, file string
 	}
 	for _, c := range have {
 		if !known[c] {
-			return cf, &storage.DataError{File: name, Detail: fmt.Sprintf("has column %s that the table's schema does not", c)}
+			return cf, duckread.ExtraColumn(name, c)
 		}
 	}
 	cf.types = types

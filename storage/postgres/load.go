@@ -67,8 +67,8 @@ func (tx *Tx) loadSnapshot(ctx context.Context, table string, cols []ploti.Colum
 		}
 		return 0, &storage.DataError{File: names, Detail: "load: " + err.Error()}
 	}
-	if nulls > 0 || dups > 0 {
-		return 0, &storage.DataError{File: names, Detail: fmt.Sprintf("snapshot has %d null and %d duplicate _ploti_record_id values", nulls, dups)}
+	if err := duckread.SnapshotIDFaults(names, nulls, dups); err != nil {
+		return 0, err
 	}
 	if !replace {
 		if exists, err := tx.TableExists(ctx, table); err != nil || exists {

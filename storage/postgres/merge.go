@@ -101,7 +101,7 @@ func (tx *Tx) probeChanges(ctx context.Context, cols []ploti.Column, file, src s
 	}
 	for _, c := range have {
 		if !known[c] {
-			return "", &storage.DataError{File: name, Detail: fmt.Sprintf("has column %s that the table's schema does not", c)}
+			return "", duckread.ExtraColumn(name, c)
 		}
 	}
 	return duckread.SelectList(cols, types)
