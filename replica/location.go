@@ -71,14 +71,11 @@ func SpoolDir(where, under string) string {
 // file); a database's queue is in the user's cache folder, else the
 // working folder.
 func InboxQueuePath(where string) string {
-	if !IsDatabase(where) {
-		return where + ".inbox"
-	}
 	dir, err := os.UserCacheDir()
-	if err != nil {
-		return BesidePath(where, ".inbox", "", 8)
+	if err == nil {
+		dir = filepath.Join(dir, "ploti-replica")
 	}
-	return BesidePath(where, ".inbox", filepath.Join(dir, "ploti-replica"), 8)
+	return BesidePath(where, ".inbox", dir, 8)
 }
 
 // FilesOf lists what a DuckDB file at path is kept as: the file, its

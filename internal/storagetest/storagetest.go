@@ -84,6 +84,22 @@ var Cols = []ploti.Column{
 	{Name: "geometry", Type: ploti.Type{Type: ploti.TypeGeometry, Geometry: &ploti.GeometryInfo{CRS: "EPSG:4326", Types: []string{"Point"}}}},
 }
 
+// JSONCols is a column of each type the NDJSON rows of a watched dataset
+// carry, for the engines' loads of rows.
+var JSONCols = []ploti.Column{
+	Col("s", ploti.TypeString),
+	Col("i", ploti.TypeInteger),
+	Col("n", ploti.TypeNumber),
+	{Name: "d", Type: ploti.Type{Type: ploti.TypeDecimal, Precision: &ploti.Precision{Precision: 38, Scale: 2}}},
+	Col("b", ploti.TypeBoolean),
+	Col("dt", ploti.TypeDate),
+	Col("ts", ploti.TypeTimestamp),
+	{Name: "l", Type: ploti.Type{Type: ploti.TypeList, Items: &ploti.Type{Type: ploti.TypeString}}},
+	{Name: "li", Type: ploti.Type{Type: ploti.TypeList, Items: &ploti.Type{Type: ploti.TypeInteger}}},
+	Col("j", ploti.TypeJSON),
+	Col("g", ploti.TypeGeometry),
+}
+
 // SnapQuery is a five-row snapshot of Cols, as DuckDB writes it to Parquet.
 const SnapQuery = `SELECT 'r' || i AS _ploti_record_id, 'fl-orange' AS _ploti_place_id, 'P' || i AS permit,
 	(i * 1.5)::DECIMAL(14,2) AS valuation, TIMESTAMPTZ '2026-01-01 00:00:00+00' + to_days(i::INT) AS issued,

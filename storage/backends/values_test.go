@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/ploti-replica/ploti-replica/internal/storagetest"
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
 	"github.com/ploti-replica/ploti-replica/storage/postgres"
@@ -166,19 +167,8 @@ func numbers(v any) any {
 	return v
 }
 
-var jsonCols = []ploti.Column{
-	col("s", ploti.TypeString),
-	col("i", ploti.TypeInteger),
-	col("n", ploti.TypeNumber),
-	{Name: "d", Type: ploti.Type{Type: ploti.TypeDecimal, Precision: &ploti.Precision{Precision: 38, Scale: 2}}},
-	col("b", ploti.TypeBoolean),
-	col("dt", ploti.TypeDate),
-	col("ts", ploti.TypeTimestamp),
-	{Name: "l", Type: ploti.Type{Type: ploti.TypeList, Items: &ploti.Type{Type: ploti.TypeString}}},
-	{Name: "li", Type: ploti.Type{Type: ploti.TypeList, Items: &ploti.Type{Type: ploti.TypeInteger}}},
-	col("j", ploti.TypeJSON),
-	col("g", ploti.TypeGeometry),
-}
+// jsonCols is a column of each type a watched dataset's rows carry.
+var jsonCols = storagetest.JSONCols
 
 // The issue's type mapping, checked against the DuckDB engine value by
 // value: the same NDJSON rows (docs/wire.md section 9, "Row values in

@@ -3,41 +3,23 @@ package duckdb
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/ploti-replica/ploti-replica/internal/storagetest"
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
 	"github.com/ploti-replica/ploti-replica/storage/duckread"
 )
 
 // mustNDJSON writes rows, one a line, to a file and returns its path.
-func mustNDJSON(tb testing.TB, rows ...string) string {
-	tb.Helper()
-	path := filepath.Join(tb.TempDir(), "rows.ndjson")
-	if err := os.WriteFile(path, []byte(strings.Join(rows, "\n")+"\n"), 0o600); err != nil {
-		tb.Fatal(err)
-	}
-	return path
-}
+func mustNDJSON(tb testing.TB, rows ...string) string { return storagetest.NDJSON(tb, rows...) }
 
-func col(name, typ string) ploti.Column { return ploti.Column{Name: name, Type: ploti.Type{Type: typ}} }
+func col(name, typ string) ploti.Column { return storagetest.Col(name, typ) }
 
-var jsonCols = []ploti.Column{
-	col("s", ploti.TypeString),
-	col("i", ploti.TypeInteger),
-	col("n", ploti.TypeNumber),
-	{Name: "d", Type: ploti.Type{Type: ploti.TypeDecimal, Precision: &ploti.Precision{Precision: 38, Scale: 2}}},
-	col("b", ploti.TypeBoolean),
-	col("dt", ploti.TypeDate),
-	col("ts", ploti.TypeTimestamp),
-	{Name: "l", Type: ploti.Type{Type: ploti.TypeList, Items: &ploti.Type{Type: ploti.TypeString}}},
-	{Name: "li", Type: ploti.Type{Type: ploti.TypeList, Items: &ploti.Type{Type: ploti.TypeInteger}}},
-	col("j", ploti.TypeJSON),
-	col("g", ploti.TypeGeometry),
-}
+// jsonCols is a column of each type a watched dataset's rows carry.
+var jsonCols = storagetest.JSONCols
 
 // docs/wire.md section 9, "Row values in JSON": each value becomes the
 // schema's DuckDB type exactly (decimal from its string, an integer

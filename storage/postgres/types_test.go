@@ -5,24 +5,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ploti-replica/ploti-replica/ploti"
+	"github.com/ploti-replica/ploti-replica/internal/storagetest"
 )
 
-// jsonCols is a column of each type the NDJSON rows of a watched dataset
-// carry, for watch_test.go's loads.
-var jsonCols = []ploti.Column{
-	col("s", ploti.TypeString),
-	col("i", ploti.TypeInteger),
-	col("n", ploti.TypeNumber),
-	{Name: "d", Type: ploti.Type{Type: ploti.TypeDecimal, Precision: &ploti.Precision{Precision: 38, Scale: 2}}},
-	col("b", ploti.TypeBoolean),
-	col("dt", ploti.TypeDate),
-	col("ts", ploti.TypeTimestamp),
-	{Name: "l", Type: ploti.Type{Type: ploti.TypeList, Items: &ploti.Type{Type: ploti.TypeString}}},
-	{Name: "li", Type: ploti.Type{Type: ploti.TypeList, Items: &ploti.Type{Type: ploti.TypeInteger}}},
-	col("j", ploti.TypeJSON),
-	col("g", ploti.TypeGeometry),
-}
+// jsonCols is a column of each type a watched dataset's rows carry.
+var jsonCols = storagetest.JSONCols
 
 func TestAppendNumeric(t *testing.T) {
 	for _, s := range []string{"0", "0.00", "-0.50", "1", "12345678901234567890.12", "-7", "0.0001", "10000", "100000000.000000001", "99999999999999999999999999999999999.99"} {
