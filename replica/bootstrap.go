@@ -43,7 +43,7 @@ func (r *Replica) bootstrap(ctx context.Context, sub *storage.Subscription, res 
 	if err := r.loadAll(ctx, jobs, res); err != nil {
 		return err
 	}
-	r.progress(Progress{Phase: "bootstrap", Done: len(jobs), Total: len(jobs)})
+	r.progress(Progress{Phase: PhaseBootstrap, Done: len(jobs), Total: len(jobs)})
 	if err := r.finishBootstrap(ctx, m, listed, rows); err != nil {
 		return err
 	}
@@ -347,7 +347,7 @@ func (r *Replica) reloadCurrent(ctx context.Context, d *storage.Dataset, review 
 	if err == nil {
 		var v *ploti.Version
 		if v, err = src.Version(ctx, d.ID, cur, ""); err == nil {
-			r.progress(Progress{Phase: "load", DatasetID: d.ID, Version: cur})
+			r.progress(Progress{Phase: PhaseLoad, DatasetID: d.ID, Version: cur})
 			_, err = r.exec.LoadVersion(ctx, d, v, review)
 		}
 	}

@@ -137,12 +137,18 @@ var ErrVersionNotKept = errors.New("version not in the dataset's history")
 // records added, removed and changed, with each changed column's old and
 // new value. It calls no API.
 func (r *Replica) Diff(ctx context.Context, datasetID string, from, to int) (*Diff, error) {
+	if err := r.live(); err != nil {
+		return nil, err
+	}
 	return readDiff(ctx, r.db, datasetID, from, to)
 }
 
 // Story reads a record's whole story from its dataset's history: every
 // version of it, oldest first, across renames.
 func (r *Replica) Story(ctx context.Context, datasetID, recordID string) ([]StoryRow, error) {
+	if err := r.live(); err != nil {
+		return nil, err
+	}
 	return readStory(ctx, r.db, datasetID, recordID)
 }
 

@@ -23,6 +23,9 @@ type InboxEvent struct {
 // (deliveries are at least once), in one transaction; it returns how many
 // were new. Events of other types are left out.
 func (r *Replica) RecordInbox(ctx context.Context, evs []InboxEvent) (int, error) {
+	if err := r.live(); err != nil {
+		return 0, err
+	}
 	var items []storage.InboxItem
 	for _, ev := range evs {
 		if !ploti.IsRequestEvent(ev.Type) {

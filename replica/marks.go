@@ -67,6 +67,9 @@ var ErrNoDatasetHeld = errors.New("the file holds no version of the dataset")
 // again. A mark never moved (or never moved for a dataset) starts before
 // the oldest change kept. It calls no API.
 func (r *Replica) Changes(ctx context.Context, mark string, opts ChangesOptions) (*ChangeSet, error) {
+	if err := r.live(); err != nil {
+		return nil, err
+	}
 	return readChanges(ctx, r.db, mark, opts)
 }
 
@@ -74,6 +77,9 @@ func (r *Replica) Changes(ctx context.Context, mark string, opts ChangesOptions)
 // to what the file holds now: a sync since may have brought more, which
 // the next Changes reports).
 func (r *Replica) Advance(ctx context.Context, mark string, cs *ChangeSet) error {
+	if err := r.live(); err != nil {
+		return err
+	}
 	if err := advanceMark(ctx, r.db, mark, cs); err != nil {
 		return err
 	}

@@ -22,15 +22,15 @@ func (t hookRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.base.RoundTrip(req)
 }
 
-// Options.Stop promises that the transaction under way finishes, and serve
-// cancels the sync's ctx only after a grace period. The read ahead sits
-// between a page's last event and its commit: Stop closed while it waits on
+// StopSync promises that the transaction under way finishes, and Run
+// cancels the sync's ctx only after StopTimeout. The read ahead sits
+// between a page's last event and its commit: StopSync called while it waits on
 // a slow API must end the read at once and commit the page, before the
 // cancel would roll it back (review finding, with its test).
 func TestSync_StopDuringReadAheadCommitsThePage(t *testing.T) {
 	em := mustEmulator(t)
 	sub, permits, _ := seedTwo(t, em)
-	stop := make(chan struct{})
+	var r *Replica
 	var armed atomic.Bool
 	var events atomic.Int32
 	var cancel context.CancelFunc
@@ -39,7 +39,7 @@ func TestSync_StopDuringReadAheadCommitsThePage(t *testing.T) {
 			return
 		}
 		if events.Add(1) == 2 { // the read ahead of the page's commit
-			close(stop)                                  // shutdown begins (serve: close(stop) ...
+			r.StopSync()                                 // shutdown begins (Run: StopSync ...
 			time.AfterFunc(300*time.Millisecond, cancel) // ... then cancel after the grace)
 			select {                                     // a slow API (or a Retry-After wait)
 			case <-req.Context().Done():
@@ -47,8 +47,7 @@ func TestSync_StopDuringReadAheadCommitsThePage(t *testing.T) {
 			}
 		}
 	}}
-	r := mustOpen(t, em, sub, "", func(o *Options) {
-		o.Stop = stop
+	r = mustOpen(t, em, sub, "", func(o *Options) {
 		o.HTTPClient = &http.Client{Transport: rt}
 	})
 	mustSync(t, r)
@@ -63,7 +62,7 @@ func TestSync_StopDuringReadAheadCommitsThePage(t *testing.T) {
 	d, derr := r.db.Dataset(context.Background(), "ds_permits")
 	must(t, derr)
 	if d.Version != 2 {
-		t.Fatalf("ds_permits holds v%d after Stop during the read ahead: the page whose events were all applied before Stop closed was rolled back (sync: %v)", d.Version, err)
+		t.Fatalf("ds_permits holds v%d after StopSync during the read ahead: the page whose events were all applied before the stop was rolled back (sync: %v)", d.Version, err)
 	}
 }
 

@@ -93,7 +93,7 @@ func (r *Replica) loadRebuilt(ctx context.Context, d *storage.Dataset, md ploti.
 	}
 	v := &ploti.Version{DatasetID: md.DatasetID, Version: md.Version, SchemaVersion: md.SchemaVersion, RowCount: md.RowCount,
 		Files: md.Files, LinksExpireAt: md.LinksExpireAt}
-	r.progress(Progress{Phase: "load", DatasetID: md.DatasetID, Version: md.Version})
+	r.progress(Progress{Phase: PhaseLoad, DatasetID: md.DatasetID, Version: md.Version})
 	if _, err := r.exec.LoadVersion(ctx, d, v, true); err != nil {
 		if ferr := r.exec.Fail(ctx, d, md.Version, err); !isDatasetError(ferr) {
 			return ferr

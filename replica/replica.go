@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -139,19 +140,24 @@ type Options struct {
 	// file, renamed over it atomically (see Replica.Publish): readers of
 	// that path never meet the writer's lock and see whole syncs only.
 	Publish string
-	// Stop, when closed, asks Sync to stop at its next commit point: the
-	// transaction under way finishes, nothing new starts, and Sync returns
-	// ErrStopped. Cancelling ctx instead rolls the open transaction back.
-	// Nil: Sync runs to the end.
-	Stop <-chan struct{}
 }
 
-// Progress is one step of a sync. Phase is "bootstrap" (Done of Total
-// manifest datasets loaded), "load" (a snapshot of DatasetID at Version
-// being loaded: the manifest's, or a rebuilt dataset's), "events" (event
-// Done of Total on the log's page being applied, for DatasetID; its
-// merges and reloads are part of it) or "watch" (watched dataset Done of
-// Total being brought current).
+// Progress is one step of a sync: its Phase is one of the Phase
+// constants.
+// Phases of a sync (Progress.Phase).
+const (
+	// PhaseBootstrap: Done of Total manifest datasets loaded.
+	PhaseBootstrap = "bootstrap"
+	// PhaseLoad: a snapshot of DatasetID at Version being loaded (the
+	// manifest's, or a rebuilt dataset's).
+	PhaseLoad = "load"
+	// PhaseEvents: event Done of Total on the log's page being applied,
+	// for DatasetID; its merges and reloads are part of it.
+	PhaseEvents = "events"
+	// PhaseWatch: watched dataset Done of Total being brought current.
+	PhaseWatch = "watch"
+)
+
 type Progress struct {
 	Phase     string
 	DatasetID string
@@ -184,17 +190,11 @@ type Replica struct {
 	// state, and two walks at once would fail datasets that nothing is
 	// wrong with.
 	busy chan struct{}
-}
-
-// exclusive waits until no other Sync, Rebootstrap, Release or Verify of
-// the Replica runs (or ctx is done); call the func it returns when done.
-func (r *Replica) exclusive(ctx context.Context) (func(), error) {
-	select {
-	case r.busy <- struct{}{}:
-		return func() { <-r.busy }, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	// stop is the stop signal of the walk under way; nil between walks
+	// (stop.go).
+	stop atomic.Pointer[stopSignal]
+	// closed is set when Close begins: every later call gets ErrClosed.
+	closed atomic.Bool
 }
 
 // Open opens (or creates) the DuckDB file at path for the subscription, or,
@@ -295,9 +295,18 @@ func (r *Replica) DB() *sql.DB { return r.db.SQL() }
 // Path is the DuckDB file's path.
 func (r *Replica) Path() string { return r.db.Path() }
 
-// Close closes the file, keeping its status beside it for `status`
-// (summary.go), and removes the spool folder.
+// Close stops the walk under way, if any, at its next commit point (as
+// StopSync does) and waits for it, then closes the file, keeping its
+// status beside it for `status` (summary.go), and removes the spool
+// folder. Every call after Close returns ErrClosed; a second Close does
+// nothing.
 func (r *Replica) Close() error {
+	if !r.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	r.StopSync()
+	r.busy <- struct{}{} // the walk under way has returned
+	defer func() { <-r.busy }()
 	var err error
 	if sc, ok := r.db.Engine().(storage.SummaryCloser); ok {
 		err = sc.CloseWithSummary(context.Background(), func(ctx context.Context) ([]byte, error) { return summarize(ctx, r.db) })

@@ -67,7 +67,12 @@ type Status struct {
 }
 
 // Status reads the file's state; it calls no API.
-func (r *Replica) Status(ctx context.Context) (*Status, error) { return readStatus(ctx, r.db) }
+func (r *Replica) Status(ctx context.Context) (*Status, error) {
+	if err := r.live(); err != nil {
+		return nil, err
+	}
+	return readStatus(ctx, r.db)
+}
 
 // readStatus reads the state of an open storage file.
 func readStatus(ctx context.Context, db *storage.DB) (*Status, error) {
@@ -114,6 +119,9 @@ func readStatus(ctx context.Context, db *storage.DB) (*Status, error) {
 // Behind counts the events after the stored cursor (up to limit), reading
 // the log without applying anything.
 func (r *Replica) Behind(ctx context.Context, limit int) (int, error) {
+	if err := r.live(); err != nil {
+		return -1, err
+	}
 	sub, err := r.db.Subscription(ctx)
 	if err != nil || sub == nil || sub.Cursor == "" {
 		return -1, err
@@ -139,7 +147,12 @@ func (r *Replica) Behind(ctx context.Context, limit int) (int, error) {
 }
 
 // Holds lists the file's holds.
-func (r *Replica) Holds(ctx context.Context) ([]Hold, error) { return readHolds(ctx, r.db) }
+func (r *Replica) Holds(ctx context.Context) ([]Hold, error) {
+	if err := r.live(); err != nil {
+		return nil, err
+	}
+	return readHolds(ctx, r.db)
+}
 
 // readHolds lists the holds of an open storage file.
 func readHolds(ctx context.Context, db *storage.DB) ([]Hold, error) {

@@ -8,24 +8,23 @@ import (
 	"github.com/ploti-replica/ploti-replica/storage"
 )
 
-// TestSync_stop guards Options.Stop (issue 5: "SIGINT/SIGTERM finishes the
-// current transaction"): a load under way when Stop closes commits, nothing
+// TestSync_stop guards StopSync ("SIGINT/SIGTERM finishes the current
+// transaction"): a load under way when StopSync is called commits, nothing
 // after it starts, and the next Sync finishes the job.
 func TestSync_stop(t *testing.T) {
 	em := mustEmulator(t)
 	sub, _, _ := seedTwo(t, em)
 	path := freshReplica(t)
-	stop := make(chan struct{})
 	loads := 0
-	r := mustOpen(t, em, sub, path, func(o *Options) {
-		o.Stop = stop
+	var r *Replica
+	r = mustOpen(t, em, sub, path, func(o *Options) {
 		// A spool of one byte holds one dataset at a time, so each load is
 		// a transaction of its own (ready datasets otherwise share one).
 		o.SpoolLimit = 1
 		o.Progress = func(p Progress) {
 			if p.Phase == "load" {
 				loads++
-				close(stop) // during the first snapshot load
+				r.StopSync() // during the first snapshot load
 			}
 		}
 	})

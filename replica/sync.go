@@ -2,7 +2,6 @@ package replica
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,56 +13,11 @@ import (
 	"github.com/ploti-replica/ploti-replica/storage"
 )
 
-// SyncResult says what one Sync did. Its JSON (the CLI's `sync --json`)
-// follows the CLI's one convention: camelCase, durations in seconds, empty
-// lists as [].
-type SyncResult struct {
-	Bootstrapped    bool     `json:"bootstrapped"`    // loaded from the manifest (first sync or a 410)
-	EventsSeen      int      `json:"eventsSeen"`      // events read from the log
-	EventsApplied   int      `json:"eventsApplied"`   // events that changed something
-	EventsSkipped   int      `json:"eventsSkipped"`   // events skipped by a rule or already applied
-	EventsFailed    int      `json:"eventsFailed"`    // events whose dataset failed (named in Failed); the next sync tries again
-	SnapshotsLoaded int      `json:"snapshotsLoaded"` // snapshot loads (bootstrap, resync, reload)
-	ChangesMerged   int      `json:"changesMerged"`   // changes files merged
-	WatchesSeen     int      `json:"watchesSeen"`     // datasets in the watches list (Options.Watch)
-	WatchMerges     int      `json:"watchMerges"`     // watched datasets merged (one or more recorded versions)
-	WatchReloads    int      `json:"watchReloads"`    // watched datasets read whole from rows
-	Failed          []string `json:"failed"`          // datasets that failed this sync (their last good version stays)
-	// HeldForReview are the datasets the file holds for review after a
-	// MAJOR schema change when the sync ends, this sync's and earlier
-	// ones': each stays at its version until Release.
-	HeldForReview []string `json:"heldForReview"`
-	// AttachmentsFailed are datasets whose version's attachments could not
-	// be kept this sync (their data is applied; the next sync tries again).
-	AttachmentsFailed []string      `json:"attachmentsFailed,omitempty"`
-	Cursor            string        `json:"cursor,omitempty"` // the stored cursor after the sync
-	Duration          time.Duration `json:"-"`                // wall time (JSON: durationSeconds)
-	// Published is the copy Options.Publish asked for.
-	Published *Published `json:"published,omitempty"`
-}
-
-// MarshalJSON writes Duration as durationSeconds, and Failed and
-// HeldForReview as [] when empty.
-func (r SyncResult) MarshalJSON() ([]byte, error) {
-	type plain SyncResult
-	out := struct {
-		plain
-		DurationSeconds float64 `json:"durationSeconds"`
-	}{plain(r), r.Duration.Seconds()}
-	if out.Failed == nil {
-		out.Failed = []string{}
-	}
-	if out.HeldForReview == nil {
-		out.HeldForReview = []string{}
-	}
-	return json.Marshal(out)
-}
-
 // Sync brings the file up to date: bootstrap from the manifest when there
 // is no cursor (or the cursor expired), repair failed datasets, then walk
 // the log a page at a time, committing the cursor after each page's effects.
 // A dataset that fails does not stop the others; Sync then returns
-// ErrPartial with the result. Closing Options.Stop ends it early, between
+// ErrPartial with the result. StopSync ends it early, between
 // transactions, with ErrStopped. With Options.Publish set, a sync that ran
 // to its end (nil or ErrPartial) then publishes the file's copy there
 // (Publish); an error of the publish is joined to the sync's.
@@ -86,6 +40,7 @@ func (r *Replica) Sync(ctx context.Context) (SyncResult, error) {
 func (r *Replica) syncExclusive(ctx context.Context) (SyncResult, error) {
 	start := time.Now()
 	var res SyncResult
+	before := r.heldVersions(ctx)
 	r.memo.forget()
 	sub, err := r.subscription(ctx)
 	if err != nil {
@@ -120,6 +75,7 @@ func (r *Replica) syncExclusive(ctx context.Context) (SyncResult, error) {
 	if err == nil {
 		r.heldForReview(ctx, &res)
 	}
+	r.outcomes(ctx, before, &res)
 	res.Duration = time.Since(start)
 	err = outcome(name, res, stoppedBy(ctx, err))
 	return r.wrapUp(ctx, name, &res, end, err)
@@ -243,7 +199,7 @@ func runRow(id int64, res SyncResult, err error) storage.Run {
 		case errors.Is(err, ErrPartial):
 			run.Result = "partial"
 		case errors.Is(err, ErrStopped), errors.Is(err, context.Canceled):
-			// Stopped at a commit point (Options.Stop), or cancelled (the
+			// Stopped at a commit point (StopSync), or cancelled (the
 			// CLI's SIGINT or SIGTERM, a caller's ctx): what was committed
 			// stays either way, and nothing failed.
 			run.Result = "stopped"
@@ -363,7 +319,7 @@ func (r *Replica) nextPage(ctx context.Context, sub *storage.Subscription, res *
 const readAheadTimeout = 10 * time.Second
 
 // readAhead reads the events page after cursor while a page's transaction
-// is open, or gives nil: when Options.Stop is closed (before or during the
+// is open, or gives nil: when the walk is stopped (StopSync) (before or during the
 // read, so that a shutdown commits the page at once), and when the read
 // fails or takes longer than readAheadTimeout. The walk then reads the
 // page itself after the commit, with the client's retries.
@@ -375,7 +331,7 @@ func (r *Replica) readAhead(ctx context.Context, subID, cursor string) *ploti.Ev
 	defer cancel()
 	go func() {
 		select {
-		case <-r.opts.Stop:
+		case <-r.stopCh():
 			cancel()
 		case <-rctx.Done():
 		}
@@ -385,17 +341,6 @@ func (r *Replica) readAhead(ctx context.Context, subID, cursor string) *ploti.Ev
 		return nil
 	}
 	return page
-}
-
-// stopped returns ErrStopped once Options.Stop is closed. Sync checks it
-// only where no transaction is open.
-func (r *Replica) stopped() error {
-	select {
-	case <-r.opts.Stop:
-		return fmt.Errorf("sync %s: %w", r.opts.SubscriptionID, ErrStopped)
-	default:
-		return nil
-	}
 }
 
 // finish records, in tx, that the sync has read the log to its end: the
@@ -572,7 +517,7 @@ func (r *Replica) applyEvent(ctx context.Context, b *apply.Batch, seen map[strin
 		return nil
 	}
 	seen[ev.ID] = true
-	r.progress(Progress{Phase: "events", DatasetID: ev.Data.DatasetID, Done: i + 1, Total: n})
+	r.progress(Progress{Phase: PhaseEvents, DatasetID: ev.Data.DatasetID, Done: i + 1, Total: n})
 	out, err := r.exec.Apply(ctx, b, ev)
 	var ae *apply.Error
 	switch {

@@ -109,7 +109,7 @@ func (r *Replica) syncWatches(ctx context.Context, res *SyncResult) error {
 		if d == nil {
 			d = &storage.Dataset{ID: w.DatasetID, Title: w.Title, Status: storage.StatusPending, Source: storage.SourceWatch}
 		}
-		r.progress(Progress{Phase: "watch", DatasetID: w.DatasetID, Done: i, Total: len(ws)})
+		r.progress(Progress{Phase: PhaseWatch, DatasetID: w.DatasetID, Done: i, Total: len(ws)})
 		out, err := r.exec.SyncWatched(ctx, d, w.Version)
 		var ae *apply.Error
 		switch {
@@ -121,7 +121,7 @@ func (r *Replica) syncWatches(ctx context.Context, res *SyncResult) error {
 		r.countWatch(out, res)
 		r.log.Debug().Str("dataset", w.DatasetID).Str("action", out.Kind.String()).Str("why", out.Why).Int("version", out.Version).Msg("watch")
 	}
-	r.progress(Progress{Phase: "watch", Done: len(ws), Total: len(ws)})
+	r.progress(Progress{Phase: PhaseWatch, Done: len(ws), Total: len(ws)})
 	return r.markUnwatched(ctx, all, watched)
 }
 

@@ -41,10 +41,10 @@ func (v *progressView) update(pr replica.Progress) {
 		v.label.Store(fmt.Sprintf("%s %s v%d", pr.Phase, pr.DatasetID, pr.Version))
 		return
 	}
-	if pr.Phase != v.phase || v.bar == nil || pr.Done <= 1 && pr.Phase == "events" {
+	if pr.Phase != v.phase || v.bar == nil || pr.Done <= 1 && pr.Phase == replica.PhaseEvents {
 		v.finishBar()
 		v.phase = pr.Phase
-		name := map[string]string{"bootstrap": "datasets", "events": "events", "watch": "watches"}[pr.Phase]
+		name := map[string]string{replica.PhaseBootstrap: "datasets", replica.PhaseEvents: "events", replica.PhaseWatch: "watches"}[pr.Phase]
 		v.bar = v.p.AddBar(int64(pr.Total),
 			mpb.PrependDecorators(decor.Name(name, decor.WC{W: 9, C: decor.DindentRight}), decor.CountersNoUnit("%d/%d", decor.WC{W: 12})),
 			mpb.AppendDecorators(decor.Any(func(decor.Statistics) string { return v.label.Load().(string) })),
