@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/ploti-replica/ploti-replica/ploti"
 )
 
 // Defaults for HandlerOptions.
@@ -79,8 +81,14 @@ type HandlerOptions struct {
 	OnEvent func(ctx context.Context, e Event)
 
 	// OnOther, if set, is called for each new ping or non-feed event, as
-	// OnEvent is. These never signal the Trigger.
+	// OnEvent is. These signal the Trigger only as Wants says.
 	OnOther func(ctx context.Context, e Event)
+
+	// Wants, if set, makes a member webhook's dataset.changed event (a
+	// watched dataset has a new version) signal the Trigger when it
+	// reports true for the event's dataset id: a replica's Wants, which
+	// is true for the datasets its syncs keep.
+	Wants func(datasetID string) bool
 
 	// Keep, if set, is called for each new non-feed event that is not a
 	// ping, before OnOther and before the answer, to record it durably
@@ -187,8 +195,24 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if h.opts.OnOther != nil {
 			h.opts.OnOther(r.Context(), ev)
 		}
+		if h.opts.Trigger != nil && h.wanted(ev) {
+			h.opts.Trigger.Signal()
+		}
 	}
 	writeResult(w, res)
+}
+
+// wanted reports whether ev is a dataset.changed event of a dataset that
+// Wants wants.
+func (h *Handler) wanted(ev Event) bool {
+	if h.opts.Wants == nil || ev.Type != ploti.EventDatasetChanged {
+		return false
+	}
+	var data ploti.DatasetChanged
+	if err := json.Unmarshal(ev.Data, &data); err != nil || data.DatasetID == "" {
+		return false
+	}
+	return h.opts.Wants(data.DatasetID)
 }
 
 // receive reads, verifies, decodes and dedupes one delivery. The error, if
