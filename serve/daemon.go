@@ -20,10 +20,6 @@ import (
 	"github.com/ploti-replica/ploti-replica/webhook"
 )
 
-// behindLimit is how many events after the cursor a sync counts at its
-// end, for /healthz; more are reported as this many.
-const behindLimit = 1000
-
 // Sync results: the label of ploti_replica_syncs_total and /healthz's
 // lastResult.
 const (
@@ -48,7 +44,6 @@ const (
 	logKeyPoll      = "poll_ms"
 	logKeyDB        = "db"
 	logKeyTrigger   = "trigger"
-	logKeyRetryWait = "retry_in_ms"
 	logKeyPublished = "published"
 	logKeyPubBytes  = "published_bytes"
 	logKeyPubTook   = "publish_ms"
@@ -83,6 +78,7 @@ type Daemon struct {
 	mu         sync.Mutex
 	health     health
 	nextVerify time.Time
+	held       map[string]bool // the datasets the file held after the last sync; nil before one
 }
 
 // health is what the last finished sync left, for /healthz.
@@ -142,7 +138,7 @@ func (d *Daemon) webhookHandler(w Webhook) (http.Handler, error) {
 		return nil, err
 	}
 	return webhook.NewHandler(webhook.HandlerOptions{Verifier: v, Trigger: d.trig, Observe: d.metrics.observeWebhook,
-		Logger: d.log, OnEvent: d.noteEvent, Keep: d.inbox.Keep, OnOther: d.noteOther})
+		Logger: d.log, OnEvent: d.noteEvent, Keep: d.inbox.Keep, OnOther: d.noteOther, Wants: d.wants})
 }
 
 // Handler serves the webhook paths, GET /healthz and GET /metrics. Run
@@ -159,17 +155,48 @@ func (d *Daemon) noteEvent(context.Context, webhook.Event) {
 	d.health.LastEventAt = &at
 }
 
-// noteOther starts a sync for a member webhook's event: dataset.changed
-// (a watched dataset moved: the sync reads it; for a dataset the feed
-// keeps, it reads the log) and a request event (kept in the queue: the
-// sync records it in _ploti.inbox). Like feed events they are coalesced;
-// pings are not.
+// noteOther notes a member webhook's event. A request event starts a
+// sync (kept in the queue: the sync records it in _ploti.inbox); a
+// dataset.changed starts one through the handler's Wants. Like feed
+// events they are coalesced; pings are not.
 func (d *Daemon) noteOther(ctx context.Context, e webhook.Event) {
 	if e.Type != ploti.EventDatasetChanged && !ploti.IsRequestEvent(e.Type) {
 		return
 	}
 	d.noteEvent(ctx, e)
-	d.trig.Signal()
+	if ploti.IsRequestEvent(e.Type) {
+		d.trig.Signal()
+	}
+}
+
+// wants is the member handler's Wants: a dataset.changed starts a sync
+// when the replica watches (every such event is about a watched dataset),
+// or when the file holds the dataset from the feed (the sync reads the
+// log), as the last sync's status tells; before any, always.
+func (d *Daemon) wants(datasetID string) bool {
+	if d.opts.Watch {
+		return true
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.held == nil {
+		return true
+	}
+	return d.held[datasetID]
+}
+
+// noteHeld keeps the datasets st lists, for wants.
+func (d *Daemon) noteHeld(st *replica.Status) {
+	if st == nil {
+		return
+	}
+	held := make(map[string]bool, len(st.Datasets))
+	for _, ds := range st.Datasets {
+		held[ds.DatasetID] = ds.Status != replica.StatusRemoved
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.held = held
 }
 
 func (d *Daemon) lastSuccess() *time.Time {
@@ -239,61 +266,60 @@ func (d *Daemon) serve(ctx context.Context, ln net.Listener) error {
 	return loopErr
 }
 
-// subscriptionGoneSyncs is how many syncs in a row must find the
-// subscription gone before Run stops.
-const subscriptionGoneSyncs = 2
-
-// loop syncs at start, on each webhook signal, on the poll timer and,
-// after a failure, after a growing wait; it returns when ctx is cancelled
-// (nil) or when a sync meets an error no retry can mend.
+// loop runs the syncs: replica.RunFile, the file open only while a sync
+// runs, with the daemon's health, metrics, inbox and verify around each.
 func (d *Daemon) loop(ctx context.Context) error {
-	next := time.NewTimer(0) // the first sync, at start
-	defer next.Stop()
-	failures, gone, trigger := 0, 0, "start"
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-d.trig.C():
-			trigger = "webhook"
-		case <-next.C:
-		}
-		result, err := d.syncOnce(ctx, trigger)
-		trigger = "poll"
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case errors.Is(err, replica.ErrWrongSubscription), errors.Is(err, replica.ErrForeignCursor):
-			// Nothing a later sync can change: stop and say why.
-			return err
-		case errors.Is(err, replica.ErrSubscriptionGone):
-			// A deleted subscription never comes back; one 404 (a proxy's,
-			// a deploy's) could, so the retry must meet it again.
-			if gone++; gone >= subscriptionGoneSyncs {
-				return err
+	if d.verifyEvery > 0 {
+		// The sync that comes when a verify is due runs it: make one come.
+		tick := time.NewTicker(d.verifyEvery)
+		defer tick.Stop()
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tick.C:
+					d.trig.Signal()
+				}
 			}
-		default:
-			gone = 0
-		}
-		wait := d.poll
-		if result == ResultOK {
-			failures = 0
-		} else {
-			failures++
-			retry := min(d.retryMin<<min(failures-1, 16), d.retryMax)
-			if wait == 0 || retry < wait {
-				wait = retry
-			}
-			d.log.Info().Dur(logKeyRetryWait, wait).Msg("sync again after the failure")
-		}
-		if due, on := d.verifyDue(); on && (wait == 0 || due < wait) {
-			wait = max(due, time.Millisecond)
-		}
-		next.Stop()
-		if wait > 0 {
-			next.Reset(wait)
-		}
+		}()
 	}
+	interval := d.poll
+	if interval == 0 {
+		interval = -1 // webhooks only
+	}
+	opts := d.opts
+	opts.OnLocked = func(msg string) { // once per Open
+		d.log.Warn().Str(logKeyDB, replica.Name(d.path)).Msg("waiting for the file: " + msg)
+	}
+	var status atomic.Pointer[replica.Status] // AfterSync's, for OnSync
+	ro := replica.RunOptions{Interval: interval, Signal: d.trig.C(), RetryMin: d.retryMin, RetryMax: d.retryMax, StopTimeout: d.grace,
+		BeforeSync: func(ctx context.Context, r *replica.Replica) {
+			d.setSyncing(true)
+			status.Store(nil)
+			d.inbox.Record(ctx, r)
+		},
+		AfterSync: func(ctx context.Context, r *replica.Replica, _ replica.SyncResult, err error) {
+			st, serr := r.Status(ctx)
+			if serr != nil {
+				d.log.Warn().Err(serr).Msg("read the file's status")
+			}
+			status.Store(st)
+			d.noteHeld(st)
+			if err == nil || errors.Is(err, replica.ErrPartial) {
+				d.maybeVerify(ctx, r)
+			}
+		},
+		OnSync: func(res replica.SyncResult, err error) {
+			out := syncOutcome{res: res, status: status.Load(), behind: -1, err: err}
+			if res.Behind != nil {
+				out.behind = *res.Behind
+			}
+			result := d.record(out, res.Duration)
+			d.logSync(res.Trigger, result, out, res.Duration)
+		},
+	}
+	return replica.RunFile(ctx, d.path, opts, ro)
 }
 
 // syncOutcome is what one sync did.
@@ -302,88 +328,6 @@ type syncOutcome struct {
 	status *replica.Status
 	behind int
 	err    error
-}
-
-// syncOnce opens the file, syncs, reads the status and counts the events
-// still waiting, closes the file, and records the outcome.
-//
-// Cancelling ctx (the signal) closes replica.Options.Stop: the transaction
-// under way, a migration in Open included, commits and nothing new starts.
-// The sync's own context is cancelled, rolling back what is open, only
-// after the grace period, or at once while Open waits for another process
-// to let go of the file.
-func (d *Daemon) syncOnce(ctx context.Context, trigger string) (string, error) {
-	if ctx.Err() != nil {
-		return ResultStopped, nil
-	}
-	d.setSyncing(true)
-	start := d.now()
-	stop := make(chan struct{})
-	syncCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancel()
-	var waiting atomic.Bool // Open waits for the file's lock
-	release := context.AfterFunc(ctx, func() {
-		close(stop)
-		if waiting.Load() {
-			cancel()
-			return
-		}
-		d.log.Info().Dur("timeout_ms", d.grace).Msg("stopping: letting the sync under way reach its next commit")
-		time.AfterFunc(d.grace, cancel)
-	})
-	defer release()
-	opts := d.opts
-	opts.Stop = stop
-	opts.OnLocked = func(msg string) { // once per Open
-		waiting.Store(true)
-		if ctx.Err() != nil {
-			cancel()
-		}
-		d.log.Warn().Str(logKeyDB, replica.Name(d.path)).Msg("waiting for the file: " + msg)
-	}
-	out := d.runSync(syncCtx, opts, &waiting)
-	result := d.record(out, d.now().Sub(start))
-	d.logSync(trigger, result, out, d.now().Sub(start))
-	if out.behind > 0 && result == ResultOK {
-		d.trig.Signal() // events came during the sync: read them now
-	}
-	return result, out.err
-}
-
-// runSync is one sync with the file open only for its duration.
-func (d *Daemon) runSync(ctx context.Context, opts replica.Options, waiting *atomic.Bool) (out syncOutcome) {
-	out.behind = -1
-	r, err := replica.Open(ctx, d.path, opts)
-	waiting.Store(false)
-	if err != nil {
-		out.err = err
-		return out
-	}
-	defer func() {
-		if cerr := r.Close(); cerr != nil && out.err == nil {
-			out.err = fmt.Errorf("close %s: %w", replica.Name(d.path), cerr)
-		}
-	}()
-	d.inbox.Record(ctx, r)
-	out.res, out.err = r.Sync(ctx)
-	select {
-	case <-opts.Stop: // shutting down: no more calls
-		return out
-	default:
-	}
-	st, err := r.Status(ctx)
-	if err != nil {
-		d.log.Warn().Err(err).Msg("read the file's status")
-	}
-	out.status = st
-	if out.err == nil || errors.Is(out.err, replica.ErrPartial) {
-		d.maybeVerify(ctx, r)
-		if out.behind, err = r.Behind(ctx, behindLimit); err != nil {
-			d.log.Warn().Err(err).Msg("count the events after the cursor")
-			out.behind = -1
-		}
-	}
-	return out
 }
 
 // classify names a sync's result.
