@@ -161,7 +161,18 @@
 //
 // The emulator has its own clock. By default it is a manual clock starting at
 // DefaultStart that only moves with Advance; link expiry, rate limits, event
-// retention, file retention and stale checks all read it.
+// retention, file retention, stale checks, the events' timestamps, webhook
+// retries and Delivery.At all read it. Options.Now replaces the base it
+// starts from; Advance adds to either.
+//
+// One value is not on that clock: a webhook delivery's webhook-timestamp
+// header (and the signature over it), which a receiver checks against its
+// own wall clock, five minutes either way. It is signed with WebhookNow:
+// under the manual clock the real time plus what Advance has added, so an
+// emulator made with the zero Options delivers to a real receiver and
+// Advance still moves the header ahead of it; with Options.Now set, the
+// emulator clock itself. A test receiver that wants Advance to age a
+// delivery it holds verifies against WebhookNow.
 //
 // # Caller's duties
 //

@@ -47,6 +47,14 @@ type Options struct {
 	// Now is the emulator's base clock. Nil means a manual clock that starts at
 	// DefaultStart and only moves with Advance. Advance adds to whatever Now
 	// returns in either case.
+	//
+	// A webhook's webhook-timestamp header (and the signature over it) is
+	// the one value a receiver checks against its own wall clock, so it is
+	// signed with WebhookNow: Now()+Advance's offset when Now is set, as
+	// everything else, but under the manual clock the real time plus
+	// Advance's offset, so that a real receiver accepts the deliveries of
+	// an emulator built with the zero Options. Delivery.At, retries and the
+	// events' own timestamps stay on the emulator clock.
 	Now func() time.Time
 	// NoRateLimit turns the per-key rate limits off (see SetRateLimit).
 	NoRateLimit bool
@@ -320,6 +328,21 @@ func (e *Emulator) nowLocked() time.Time {
 		base = e.opts.Now()
 	}
 	return base.Add(e.offset).UTC()
+}
+
+// WebhookNow is the clock webhook deliveries are signed with (their
+// webhook-timestamp header): Now when Options.Now is set; under the manual
+// clock, the real time plus what Advance has added, so a receiver that
+// checks the timestamp against its wall clock accepts the deliveries, and
+// Advance still moves them ahead of it. A test receiver that wants Advance
+// to age a delivery it holds verifies against WebhookNow.
+func (e *Emulator) WebhookNow() time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.opts.Now != nil {
+		return e.nowLocked()
+	}
+	return time.Now().Add(e.offset).UTC()
 }
 
 // Advance moves the emulator clock forward by d and applies what time does:

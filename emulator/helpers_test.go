@@ -42,7 +42,13 @@ func jsonNum(f float64) string { b, _ := json.Marshal(f); return string(b) + ".0
 // rate limits off.
 func mustEmulator(tb testing.TB) *Emulator {
 	tb.Helper()
-	em, err := New(Options{Dir: tb.TempDir(), NoRateLimit: true})
+	return mustEmulatorWith(tb, Options{Dir: tb.TempDir(), NoRateLimit: true})
+}
+
+// mustEmulatorWith is mustEmulator with the caller's options.
+func mustEmulatorWith(tb testing.TB, opts Options) *Emulator {
+	tb.Helper()
+	em, err := New(opts)
 	if err != nil {
 		tb.Fatalf("New: %v", err)
 	}

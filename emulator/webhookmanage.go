@@ -20,10 +20,11 @@ import (
 // webhook: each dataset.changed of a watched dataset and each request
 // event) is POSTed to the webhook, asynchronously.
 //
-// Deliveries are signed at the emulator clock (webhook-timestamp). A
-// receiver that checks timestamps against the wall clock, as Standard
-// Webhooks verifiers do, needs an emulator whose clock follows it:
-// Options.Now = time.Now.
+// Deliveries are signed at WebhookNow (webhook-timestamp): under the
+// default manual clock the real time plus Advance's offset, so a receiver
+// that checks timestamps against the wall clock, as Standard Webhooks
+// verifiers do, takes them with no clock option; with Options.Now set, the
+// emulator clock.
 func (e *Emulator) CreateWebhook(spec WebhookSpec) (Webhook, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

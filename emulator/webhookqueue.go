@@ -132,7 +132,9 @@ func (w *webhookState) next(now time.Time) (*message, time.Duration) {
 	return m, 0
 }
 
-// attempt makes one attempt to send m at emulator time now and records it.
+// attempt makes one attempt to send m at emulator time now and records it
+// (Delivery.At, and the retry is due from now); the POST itself is signed
+// at WebhookNow, which a receiver checks against its wall clock.
 func (e *Emulator) attempt(w *webhookState, m *message, now time.Time) {
 	m.attempts++
 	d := Delivery{WebhookID: m.hook.ID, MessageID: m.id, EventID: m.eventID, EventType: m.typ, Attempt: m.attempts,
@@ -144,7 +146,7 @@ func (e *Emulator) attempt(w *webhookState, m *message, now time.Time) {
 	case m.hook.SubscriptionID != "" && !e.hasSubscription(m.hook.SubscriptionID):
 		d.Err, disable = "subscription deleted", reasonSubscriptionDeleted
 	default:
-		d.Status, d.Header, d.Err = w.post(m, now)
+		d.Status, d.Header, d.Err = w.post(m, e.WebhookNow())
 		switch {
 		case d.OK():
 		case d.Status == http.StatusGone:

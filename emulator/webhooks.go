@@ -115,7 +115,9 @@ type Delivery struct {
 	EventType string
 	// Attempt is 1 for the first try and up to 7 for the sixth retry.
 	Attempt int
-	// At is the emulator time of the attempt, sent as webhook-timestamp.
+	// At is the emulator time of the attempt. The webhook-timestamp sent
+	// (in Header) is WebhookNow's: the same under Options.Now, the real
+	// time plus Advance's offset under the manual clock.
 	At time.Time
 	// Status is the receiver's answer; 0 when there was none.
 	Status int

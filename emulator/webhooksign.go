@@ -12,14 +12,15 @@ import (
 	"time"
 )
 
-// post sends m signed at now, returning the answer's status (0 for none),
-// the headers sent and the transport error.
-func (w *webhookState) post(m *message, now time.Time) (int, http.Header, string) {
+// post sends m signed at signedAt (WebhookNow, not the emulator clock:
+// see Options.Now), returning the answer's status (0 for none), the
+// headers sent and the transport error.
+func (w *webhookState) post(m *message, signedAt time.Time) (int, http.Header, string) {
 	req, err := http.NewRequestWithContext(w.ctx, http.MethodPost, m.hook.URL, bytes.NewReader(m.body))
 	if err != nil {
 		return 0, nil, err.Error()
 	}
-	ts := strconv.FormatInt(now.Unix(), 10)
+	ts := strconv.FormatInt(signedAt.Unix(), 10)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", webhookUserAgent)
 	req.Header.Set("webhook-id", m.id)
