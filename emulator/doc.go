@@ -174,6 +174,13 @@
 // emulator clock itself. A test receiver that wants Advance to age a
 // delivery it holds verifies against WebhookNow.
 //
+// # Logging
+//
+// Options.Logger (log/slog) hears each webhook delivery attempt (debug, or
+// warn when the receiver did not take it, with the status or error), each
+// injected fault that hits (debug) and each publish (info). No line holds
+// the API key, a webhook's secret or custom header, or a link's signature.
+//
 // # Caller's duties
 //
 // Call Close. Publish, PublishQuery and the staff methods may be called while

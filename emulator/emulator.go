@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -72,6 +73,12 @@ type Options struct {
 	// have several row groups in a small file (a snapshot loaded as it
 	// downloads reads them in turn).
 	RowGroupRows int
+	// Logger receives what an embedder wants to see of the emulator at
+	// work: each webhook delivery attempt (debug when the receiver took it,
+	// warn when not), each injected fault that hits (debug) and each
+	// publish (info). No line carries the API key, a webhook's secret or
+	// custom header, or a link's signature. Nil discards.
+	Logger *slog.Logger
 }
 
 // Emulator is a Ploti Data Feeds server. Create one with New, seed it with
@@ -84,6 +91,7 @@ type Emulator struct {
 	tempDir bool
 	db      *sql.DB
 	secret  []byte
+	log     *slog.Logger // Options.Logger, or a discarding one
 
 	// pubMu serializes the methods that write to DuckDB (publishing and staff
 	// actions), so HTTP handlers never wait for a long build.
@@ -146,6 +154,9 @@ func New(opts Options) (*Emulator, error) {
 	}
 	if e.apiKey == "" {
 		e.apiKey = DefaultAPIKey
+	}
+	if e.log = opts.Logger; e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
 	}
 	if e.opts.CheckInterval <= 0 {
 		e.opts.CheckInterval = 24 * time.Hour

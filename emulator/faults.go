@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"fmt"
 	"io"
 	"math"
 	"net"
@@ -35,6 +36,15 @@ const (
 	// FaultSlow waits Fault.Delay (real time) before answering normally.
 	FaultSlow
 )
+
+// String names the kind as a log line shows it, such as "status" or "reset".
+func (k FaultKind) String() string {
+	names := []string{"status", "reset", "truncate", "cut_off", "corrupt", "slow"}
+	if k >= 0 && int(k) < len(names) {
+		return names[k]
+	}
+	return fmt.Sprintf("FaultKind(%d)", int(k))
+}
 
 // Fault is one injected misbehaviour, for Inject.
 type Fault struct {
@@ -166,6 +176,8 @@ func (e *Emulator) applyFault(w http.ResponseWriter, r *http.Request, file bool)
 	if f == nil {
 		return false, r
 	}
+	// The path only: a file link's query holds its signature.
+	e.log.Debug("emulator: fault injected", "kind", f.Kind.String(), "method", r.Method, "path", r.URL.Path, "match", f.Match)
 	switch f.Kind {
 	case FaultStatus:
 		if f.RetryAfter > 0 {

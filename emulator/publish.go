@@ -204,7 +204,23 @@ func (e *Emulator) publish(ctx context.Context, datasetID string, opts []Publish
 	if watched {
 		e.prepareRows(ctx, pg)
 	}
+	e.logPublish(rel)
 	return rel, nil
+}
+
+// logPublish logs a publish at info: the version, its rows and how it
+// goes out.
+func (e *Emulator) logPublish(rel Release) {
+	attrs := []any{"dataset", rel.DatasetID, "version", rel.Version, "rows", rel.RowCount}
+	switch {
+	case rel.Held:
+		attrs = append(attrs, "held", rel.HoldReason)
+	case rel.ResyncRequired:
+		attrs = append(attrs, "resync", rel.ResyncReason)
+	default:
+		attrs = append(attrs, "added", rel.Added, "changed", rel.Changed, "removed", rel.Removed)
+	}
+	e.log.Info("emulator: published", attrs...)
 }
 
 func (e *Emulator) plan(datasetID string, opts []PublishOption) (*buildPlan, error) {

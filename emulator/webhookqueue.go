@@ -9,8 +9,10 @@ package emulator
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"time"
 )
@@ -140,13 +142,19 @@ func (e *Emulator) attempt(w *webhookState, m *message, now time.Time) {
 	d := Delivery{WebhookID: m.hook.ID, MessageID: m.id, EventID: m.eventID, EventType: m.typ, Attempt: m.attempts,
 		At: now, Body: m.body}
 	retry, disable := false, ""
+	var cause error // the transport's error, for the log
 	switch {
 	case w.takeDrop():
 		d.Dropped, d.Err = true, "dropped (DropDeliveries)"
 	case m.hook.SubscriptionID != "" && !e.hasSubscription(m.hook.SubscriptionID):
 		d.Err, disable = "subscription deleted", reasonSubscriptionDeleted
 	default:
-		d.Status, d.Header, d.Err = w.post(m, e.WebhookNow())
+		var err error
+		d.Status, d.Header, err = w.post(m, e.WebhookNow())
+		if err != nil {
+			d.Err = err.Error()
+			cause = err
+		}
 		switch {
 		case d.OK():
 		case d.Status == http.StatusGone:
@@ -157,7 +165,6 @@ func (e *Emulator) attempt(w *webhookState, m *message, now time.Time) {
 		}
 	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if disable != "" {
 		w.disableLocked(m.hook, disable)
 	}
@@ -168,8 +175,45 @@ func (e *Emulator) attempt(w *webhookState, m *message, now time.Time) {
 		w.queue = append(w.queue, m)
 	}
 	w.log = append(w.log, d)
+	w.mu.Unlock()
+	// Logged before the sender is idle again, so that a WaitDeliveries
+	// that returns finds the attempt's line written; not under w.mu.
+	e.logDelivery(d, cause, disable)
+	w.mu.Lock()
 	w.busy = false
 	w.notifyLocked()
+	w.mu.Unlock()
+}
+
+// logDelivery logs one attempt: debug when the receiver took it, warn
+// when not, with the retry to come or why the webhook was turned off.
+// Neither the webhook's URL (which may carry a token), its secret nor its
+// custom header is logged; a transport error is logged without the URL it
+// quotes.
+func (e *Emulator) logDelivery(d Delivery, cause error, disabled string) {
+	attrs := []any{"webhook", d.WebhookID, "message", d.MessageID, "event_type", d.EventType, "attempt", d.Attempt}
+	if d.OK() {
+		e.log.Debug("emulator: webhook delivered", append(attrs, "status", d.Status)...)
+		return
+	}
+	reason := d.Err
+	var ue *url.Error
+	if errors.As(cause, &ue) {
+		reason = ue.Err.Error()
+	}
+	switch {
+	case d.Status != 0:
+		attrs = append(attrs, "status", d.Status)
+	case reason != "":
+		attrs = append(attrs, "error", reason)
+	}
+	if !d.NextAttempt.IsZero() {
+		attrs = append(attrs, "next_attempt", d.NextAttempt)
+	}
+	if disabled != "" {
+		attrs = append(attrs, "disabled", disabled)
+	}
+	e.log.Warn("emulator: webhook delivery failed", attrs...)
 }
 
 // takeDrop uses one of DropDeliveries' drops, if any are left.

@@ -15,10 +15,10 @@ import (
 // post sends m signed at signedAt (WebhookNow, not the emulator clock:
 // see Options.Now), returning the answer's status (0 for none), the
 // headers sent and the transport error.
-func (w *webhookState) post(m *message, signedAt time.Time) (int, http.Header, string) {
+func (w *webhookState) post(m *message, signedAt time.Time) (int, http.Header, error) {
 	req, err := http.NewRequestWithContext(w.ctx, http.MethodPost, m.hook.URL, bytes.NewReader(m.body))
 	if err != nil {
-		return 0, nil, err.Error()
+		return 0, nil, err
 	}
 	ts := strconv.FormatInt(signedAt.Unix(), 10)
 	req.Header.Set("Content-Type", "application/json")
@@ -32,11 +32,11 @@ func (w *webhookState) post(m *message, signedAt time.Time) (int, http.Header, s
 	sent := req.Header.Clone()
 	resp, err := w.client.Do(req)
 	if err != nil {
-		return 0, sent, err.Error()
+		return 0, sent, err
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
-	return resp.StatusCode, sent, ""
+	return resp.StatusCode, sent, nil
 }
 
 // signWebhook is Standard Webhooks' "v1,<base64>": HMAC-SHA256 of
