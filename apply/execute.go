@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 
-	"github.com/rs/zerolog"
-
+	"github.com/ploti-replica/ploti-replica/internal/logs"
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
 )
@@ -48,7 +48,7 @@ func (x *Executor) describe(ctx context.Context, d *storage.Dataset) {
 	}
 	info, err := src.Describe(ctx, d.ID)
 	if err != nil {
-		x.Log.Debug().Str("dataset", d.ID).Err(err).Msg("describe dataset")
+		x.log().Debug("describe dataset", slog.String("dataset", d.ID), logs.Err(err))
 		return
 	}
 	Describe(d, info)
@@ -79,7 +79,8 @@ type Executor struct {
 	OnMajor string
 	// IDRefs are user columns rewritten when a dataset's ids are replaced.
 	IDRefs []storage.IDRef
-	Log    zerolog.Logger
+	// Log takes the executor's log lines; nil: none.
+	Log *slog.Logger
 	// History tells which datasets keep history (storage's history.go):
 	// their loads and merges record it in their transaction. Nil: none.
 	History func(datasetID string) bool
@@ -96,6 +97,9 @@ type Executor struct {
 
 	freed int64 // bytes of tables swapped out since the last checkpoint (see swapped)
 }
+
+// log is Log, or a logger that writes nothing when Log is nil.
+func (x *Executor) log() *slog.Logger { return logs.OrDiscard(x.Log) }
 
 // Result says what an applied event did.
 type Result struct {
@@ -381,10 +385,12 @@ func (x *Executor) fail(ctx context.Context, b *Batch, d *storage.Dataset, a Act
 	}
 	if gone || waits || errors.Is(cause, ErrNoCurrent) {
 		// Not a failure: the docs' own path (skip until removed; pending).
-		x.Log.Info().Str("dataset", d.ID).Int("version", a.Version).Str("why", d.StatusReason).Msg("dataset not applied")
+		x.log().Info("dataset not applied",
+			slog.String("dataset", d.ID), slog.Int("version", a.Version), slog.String("why", d.StatusReason))
 		return nil
 	}
-	x.Log.Warn().Str("dataset", d.ID).Int("version", a.Version).Err(err).Msg("dataset failed; its last good version stays")
+	x.log().Warn("dataset failed; its last good version stays",
+		slog.String("dataset", d.ID), slog.Int("version", a.Version), logs.Err(err))
 	return err
 }
 

@@ -3,8 +3,10 @@ package apply
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
+	"github.com/ploti-replica/ploti-replica/internal/logs"
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
 )
@@ -116,7 +118,8 @@ func (x *Executor) recordReload(ctx context.Context, tx *storage.Tx, hv storage.
 		if err != nil {
 			return err
 		}
-		x.Log.Info().Str("dataset", hv.DatasetID).Str("history", aside).Msg("history of the other source's versions set aside; a new one starts")
+		x.log().Info("history of the other source's versions set aside; a new one starts",
+			slog.String("dataset", hv.DatasetID), slog.String("history", aside))
 		st.Started = false
 	}
 	if !st.Started {
@@ -261,7 +264,8 @@ func (x *Executor) resumedAt(ctx context.Context, d *storage.Dataset, source str
 	}
 	v, err := x.Source.Version(ctx, d.ID, d.Version, "")
 	if err != nil || v.PublishedAt.IsZero() {
-		x.Log.Debug().Err(err).Str("dataset", d.ID).Int("version", d.Version).Msg("the history goes on at a version whose publishedAt is unknown")
+		x.log().Debug("the history goes on at a version whose publishedAt is unknown",
+			logs.Err(err), slog.String("dataset", d.ID), slog.Int("version", d.Version))
 		return nil
 	}
 	return &v.PublishedAt

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
+	"github.com/ploti-replica/ploti-replica/internal/logs"
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
 )
@@ -66,6 +68,6 @@ func (x *Executor) skippedIDMaps(ctx context.Context, d *storage.Dataset, v *plo
 // logged, kept in the history and left in --id-ref columns as its old id
 // removed and its new one added (decision 46).
 func (x *Executor) pastRetention(d *storage.Dataset, v int, err error) {
-	x.Log.Warn().Str("dataset", d.ID).Int("version", v).Int("held", d.Version).Err(err).
-		Msg("a version between the one held and the one loaded is past retention: ids it replaced are not followed (the history and the change log see them removed and added; --id-ref columns keep the old ids)")
+	x.log().Warn("a version between the one held and the one loaded is past retention: ids it replaced are not followed (the history and the change log see them removed and added; --id-ref columns keep the old ids)",
+		slog.String("dataset", d.ID), slog.Int("version", v), slog.Int("held", d.Version), logs.Err(err))
 }

@@ -3,9 +3,11 @@ package apply
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"sync"
 
+	"github.com/ploti-replica/ploti-replica/internal/logs"
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
 )
@@ -137,7 +139,8 @@ func (x *Executor) loadOne(ctx context.Context, p *Prepared, eventID string) (in
 	if streamErr == nil || ctx.Err() != nil {
 		return rows, err
 	}
-	x.Log.Info().Str("dataset", p.Dataset.ID).Int("version", p.Version.Version).Err(streamErr).Msg("streamed load rolled back: downloading the snapshot whole")
+	x.log().Info("streamed load rolled back: downloading the snapshot whole",
+		slog.String("dataset", p.Dataset.ID), slog.Int("version", p.Version.Version), logs.Err(streamErr))
 	x.closeStream(p)
 	p.Dataset.Table = table
 	if p.paths, err = x.Source.Download(ctx, p.Version, "snapshot"); err != nil {
@@ -267,7 +270,7 @@ func (x *Executor) swapped(ctx context.Context, id string, bytes int64) {
 		return
 	}
 	if err := cp.Checkpoint(ctx); err != nil {
-		x.Log.Debug().Str("dataset", id).Err(err).Msg("checkpoint after a snapshot swap")
+		x.log().Debug("checkpoint after a snapshot swap", slog.String("dataset", id), logs.Err(err))
 		return
 	}
 	x.freed = 0
@@ -317,7 +320,7 @@ func (x *Executor) loadShares(ctx context.Context, ps []*Prepared, shared []int,
 			}
 			return
 		}
-		x.Log.Info().Err(err).Int("datasets", len(shared)).Msg("loading again, each dataset in a transaction of its own")
+		x.log().Info("loading again, each dataset in a transaction of its own", logs.Err(err), slog.Int("datasets", len(shared)))
 	}
 	for _, i := range shared {
 		_, errs[i] = x.loadOne(ctx, ps[i], "")

@@ -2,7 +2,9 @@ package apply
 
 import (
 	"context"
+	"log/slog"
 
+	"github.com/ploti-replica/ploti-replica/internal/logs"
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
 )
@@ -34,7 +36,8 @@ func (x *Executor) stream(ctx context.Context, p *Prepared) bool {
 	}
 	s, err := src.Stream(ctx, p.Version)
 	if err != nil {
-		x.Log.Debug().Str("dataset", p.Version.DatasetID).Int("version", p.Version.Version).Err(err).Msg("snapshot not streamed: downloading it whole")
+		x.log().Debug("snapshot not streamed: downloading it whole",
+			slog.String("dataset", p.Version.DatasetID), slog.Int("version", p.Version.Version), logs.Err(err))
 		return false
 	}
 	if s == nil {

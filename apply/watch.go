@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
+	"github.com/ploti-replica/ploti-replica/internal/logs"
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
 	"github.com/ploti-replica/ploti-replica/storage/duckread"
@@ -172,7 +174,8 @@ func (x *Executor) syncWatched(ctx context.Context, d *storage.Dataset, latest *
 		if try >= maxWatchTries {
 			return x.reloadWatched(ctx, d, fmt.Sprintf("the dataset moved on %d times while its rows were read", try))
 		}
-		x.Log.Debug().Str("dataset", d.ID).Int("from", target).Int("to", moved).Msg("watched dataset moved on during its catch-up")
+		x.log().Debug("watched dataset moved on during its catch-up",
+			slog.String("dataset", d.ID), slog.Int("from", target), slog.Int("to", moved))
 		target = moved
 	}
 }
@@ -345,7 +348,8 @@ func (x *Executor) mergeWatched(ctx context.Context, d *storage.Dataset, version
 	if d.RowCount <= 0 {
 		p.merge.RowsBefore = -1
 	}
-	x.Log.Debug().Str("dataset", d.ID).Int("version", last.Version).Int("versions", len(versions)).Msg(logMergeWatched)
+	x.log().Debug(logMergeWatched,
+		slog.String("dataset", d.ID), slog.Int("version", last.Version), slog.Int("versions", len(versions)))
 	err := x.DB.Update(ctx, func(tx *storage.Tx) error {
 		if err := tx.Tables().AddColumns(ctx, d.Table, add); err != nil {
 			return err
@@ -387,7 +391,7 @@ func (x *Executor) reloadWatched(ctx context.Context, d *storage.Dataset, why st
 	if rs.Path != "" {
 		files = []string{rs.Path}
 	}
-	x.Log.Debug().Str("dataset", d.ID).Int("version", *rs.Version).Int64("rows", rs.Rows).Msg(logReloadWatched)
+	x.log().Debug(logReloadWatched, slog.String("dataset", d.ID), slog.Int("version", *rs.Version), slog.Int64("rows", rs.Rows))
 	err = x.DB.Update(ctx, func(tx *storage.Tx) error {
 		if err := x.tableFor(ctx, tx, d); err != nil {
 			return err
@@ -411,7 +415,7 @@ func (x *Executor) reloadWatched(ctx context.Context, d *storage.Dataset, why st
 	if err == nil {
 		tookOver(d)
 		if cerr := x.checkpoint(ctx); cerr != nil {
-			x.Log.Debug().Str("dataset", d.ID).Err(cerr).Msg("checkpoint after a watched dataset's reload")
+			x.log().Debug("checkpoint after a watched dataset's reload", slog.String("dataset", d.ID), logs.Err(cerr))
 		}
 	}
 	return res, err
@@ -430,7 +434,7 @@ func (x *Executor) describeRead(ctx context.Context, d *storage.Dataset, rs *Row
 	case err != nil && (d.Title == "" || len(cols) == 0):
 		return nil, nil, err
 	case err != nil:
-		x.Log.Debug().Str("dataset", d.ID).Err(err).Msg("describe a watched dataset read whole")
+		x.log().Debug("describe a watched dataset read whole", slog.String("dataset", d.ID), logs.Err(err))
 		return cols, nil, nil
 	}
 	describeWatched(d, info)
@@ -520,8 +524,8 @@ func closedReason(err error) string {
 // coverage or plan opens it again.
 func (x *Executor) closedWatched(ctx context.Context, d *storage.Dataset, version int, reason string, cause error) (WatchResult, error) {
 	if d.Status != storage.StatusRemoved || d.StatusReason != reason {
-		x.Log.Warn().Str("dataset", d.ID).Int("version", version).Err(cause).
-			Msg("the workspace no longer opens this watched dataset; its rows stay and stop updating")
+		x.log().Warn("the workspace no longer opens this watched dataset; its rows stay and stop updating",
+			slog.String("dataset", d.ID), slog.Int("version", version), logs.Err(cause))
 	}
 	d.Status, d.StatusReason = storage.StatusRemoved, reason
 	err := x.DB.Update(ctx, func(tx *storage.Tx) error { return tx.PutDataset(ctx, d) })
@@ -548,6 +552,7 @@ func (x *Executor) failWatched(ctx context.Context, d *storage.Dataset, kind Wat
 	if werr := x.DB.Update(ctx, func(tx *storage.Tx) error { return tx.PutDataset(ctx, d) }); werr != nil {
 		return errors.Join(err, werr)
 	}
-	x.Log.Warn().Str("dataset", d.ID).Int("version", version).Err(err).Msg("watched dataset failed; its last good version stays")
+	x.log().Warn("watched dataset failed; its last good version stays",
+		slog.String("dataset", d.ID), slog.Int("version", version), logs.Err(err))
 	return err
 }

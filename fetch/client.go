@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -15,7 +16,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/rs/zerolog"
+	"github.com/ploti-replica/ploti-replica/internal/logs"
 )
 
 // Defaults applied by New to zero Options fields.
@@ -46,7 +47,7 @@ const maxRetryAfter = time.Hour
 const (
 	logOp      = "op"
 	logAttempt = "attempt"
-	logWait    = "wait_ms" // zerolog writes durations as milliseconds
+	logWait    = "wait_ms" // an integer count of milliseconds
 	logURL     = "url"
 	logBytes   = "bytes"
 )
@@ -66,8 +67,8 @@ type Options struct {
 	HTTPClient *http.Client
 	// SpoolDir is where Download writes files; Download fails without it.
 	SpoolDir string
-	// Logger receives retries and downloads; disabled when zero.
-	Logger zerolog.Logger
+	// Logger receives retries and downloads; nil: no logs.
+	Logger *slog.Logger
 	// UserAgent is sent on every request; DefaultUserAgent when empty.
 	UserAgent string
 	// MaxAttempts bounds the tries of one call or download, the first
@@ -104,7 +105,7 @@ type Client struct {
 	api         *http.Client // rate limited, for API calls (with the key)
 	files       *http.Client // for signed file links (never the key)
 	spool       string
-	log         zerolog.Logger
+	log         *slog.Logger
 	ua          string
 	maxAttempts int
 	planWait    time.Duration
@@ -145,7 +146,7 @@ func New(opts Options) (*Client, error) {
 		base:        base,
 		key:         opts.APIKey,
 		spool:       opts.SpoolDir,
-		log:         opts.Logger,
+		log:         logs.OrDiscard(opts.Logger),
 		ua:          orDefault(opts.UserAgent, DefaultUserAgent),
 		maxAttempts: orDefault(opts.MaxAttempts, DefaultMaxAttempts),
 		planWait:    orDefault(opts.PlanUnavailableWait, DefaultPlanUnavailableWait),

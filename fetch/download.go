@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ploti-replica/ploti-replica/internal/logs"
 	"github.com/ploti-replica/ploti-replica/ploti"
 )
 
@@ -107,7 +109,7 @@ func (d *download) run(ctx context.Context, refresh func(context.Context) (ploti
 		if attempt >= d.c.maxAttempts {
 			return fmt.Errorf("%w (gave up after %d attempts)", err, attempt)
 		}
-		d.c.log.Warn().Err(err).Str(logOp, d.op).Int(logAttempt, attempt).Msg("download again")
+		d.c.log.Warn("download again", logs.Err(err), slog.String(logOp, d.op), slog.Int(logAttempt, attempt))
 		if !link {
 			if serr := d.c.sleep(ctx, d.c.waitFor(err, b)); serr != nil {
 				return fmt.Errorf("%w (waiting to retry: %w)", err, serr)
@@ -158,7 +160,7 @@ func (d *download) once(ctx context.Context) error {
 	if d.have > 0 {
 		req.Header.Set("Range", "bytes="+strconv.FormatInt(d.have, 10)+"-")
 	}
-	d.c.log.Debug().Str(logOp, d.op).Str(logURL, redactURL(u)).Int64(logBytes, d.have).Msg("get file")
+	d.c.log.Debug("get file", slog.String(logOp, d.op), slog.String(logURL, redactURL(u)), slog.Int64(logBytes, d.have))
 	resp, err := d.c.do(d.c.files, req, d.op, true)
 	if err != nil {
 		var ae *APIError

@@ -5,12 +5,12 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/ploti-replica/ploti-replica/ploti"
-	"github.com/rs/zerolog"
 )
 
 // TestClient_ErrorSentinels maps each answer of docs/wire.md 1 to its
@@ -150,7 +150,7 @@ func TestClient_NoSecrets(t *testing.T) {
 	var logs bytes.Buffer
 	c, _ := MustClient(t, api.URL, func(o *Options) {
 		o.MaxAttempts = 2
-		o.Logger = zerolog.New(&logs).Level(zerolog.DebugLevel)
+		o.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})
 	ctx := context.Background()
 	dl := func(u string) func() error {

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+
+	"github.com/ploti-replica/ploti-replica/internal/logs"
 )
 
 // retry runs fn until it succeeds, fails permanently (IsTransient false),
@@ -28,7 +31,8 @@ func (c *Client) retry(ctx context.Context, op string, fn func(context.Context) 
 			return fmt.Errorf("%w (gave up after %d attempts)", err, attempt)
 		}
 		wait := c.waitFor(err, b)
-		c.log.Warn().Err(err).Str(logOp, op).Int(logAttempt, attempt).Dur(logWait, wait).Msg("retry after a transient failure")
+		c.log.Warn("retry after a transient failure",
+			logs.Err(err), slog.String(logOp, op), slog.Int(logAttempt, attempt), logs.Ms(logWait, wait))
 		if serr := c.sleep(ctx, wait); serr != nil {
 			return fmt.Errorf("%w (waiting to retry: %w)", err, serr)
 		}

@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 
+	"github.com/ploti-replica/ploti-replica/internal/logs"
 	"github.com/ploti-replica/ploti-replica/ploti"
 )
 
@@ -69,7 +71,8 @@ func (c *Client) SpoolRows(ctx context.Context, datasetID string, ids []string, 
 		if attempt >= maxRowsRestarts {
 			return nil, fmt.Errorf("%s: %w after %d reads: %w", op, ErrRowsMoved, attempt+1, err)
 		}
-		c.log.Info().Err(err).Str(logOp, op).Int(logAttempt, attempt+1).Msg("read the rows again from the first page")
+		c.log.Info("read the rows again from the first page",
+			logs.Err(err), slog.String(logOp, op), slog.Int(logAttempt, attempt+1))
 	}
 }
 

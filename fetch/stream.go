@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ploti-replica/ploti-replica/internal/logs"
 	"github.com/ploti-replica/ploti-replica/ploti"
 )
 
@@ -237,7 +239,7 @@ func (s *Stream) get(ctx context.Context, rng string) (*http.Response, error) {
 	}
 	req.Header.Set("User-Agent", s.c.ua)
 	req.Header.Set("Range", rng)
-	s.c.log.Debug().Str(logOp, s.op).Str(logURL, redactURL(u)).Str("range", rng).Msg("get file range")
+	s.c.log.Debug("get file range", slog.String(logOp, s.op), slog.String(logURL, redactURL(u)), slog.String("range", rng))
 	return s.c.do(s.c.files, req, s.op, true)
 }
 
@@ -290,7 +292,7 @@ func (s *Stream) body(ctx context.Context, h hash.Hash) error {
 		if attempt >= s.c.maxAttempts {
 			return fmt.Errorf("%w (gave up after %d attempts)", err, attempt)
 		}
-		s.c.log.Warn().Err(err).Str(logOp, s.op).Int(logAttempt, attempt).Msg("stream again")
+		s.c.log.Warn("stream again", logs.Err(err), slog.String(logOp, s.op), slog.Int(logAttempt, attempt))
 		if !link {
 			if serr := s.c.sleep(ctx, s.c.waitFor(err, b)); serr != nil {
 				return fmt.Errorf("%w (waiting to retry: %w)", err, serr)

@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
 
+	"github.com/ploti-replica/ploti-replica/internal/logs"
 	"github.com/ploti-replica/ploti-replica/ploti"
 )
 
@@ -131,7 +133,8 @@ func (c *Client) DeleteSubscription(ctx context.Context, id string) error {
 			return err
 		}
 		wait := c.waitFor(err, b)
-		c.log.Info().Str(logOp, "delete subscription "+id).Int(logAttempt, attempt).Dur(logWait, wait).Msg("subscription busy: trying again in a moment")
+		c.log.Info("subscription busy: trying again in a moment",
+			slog.String(logOp, "delete subscription "+id), slog.Int(logAttempt, attempt), logs.Ms(logWait, wait))
 		if serr := c.sleep(ctx, wait); serr != nil {
 			return fmt.Errorf("%w (waiting to try again: %w)", err, serr)
 		}

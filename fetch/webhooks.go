@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 
 	"github.com/ploti-replica/ploti-replica/ploti"
@@ -51,7 +52,8 @@ func (c *Client) CreateWebhook(ctx context.Context, w ploti.Webhook) (*ploti.Web
 		if gone, ferr := c.forgetLostWebhook(ctx, w, had); ferr != nil {
 			return nil, fmt.Errorf("%w; then, finding out whether it was created: %w", err, ferr)
 		} else if len(gone) > 0 {
-			c.log.Warn().Str(logOp, "create webhook").Strs("webhook", gone).Msg("the answer to a create was lost: deleted the webhook it made, whose secret went with it")
+			c.log.Warn("the answer to a create was lost: deleted the webhook it made, whose secret went with it",
+				slog.String(logOp, "create webhook"), slog.Any("webhook", gone))
 		}
 		if attempt >= c.maxAttempts {
 			return nil, fmt.Errorf("%w (gave up after %d attempts; none left a webhook)", err, attempt)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/ploti-replica/ploti-replica/internal/logs"
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
 )
@@ -43,7 +45,7 @@ func (r *Replica) keepAttachments(ctx context.Context, res *SyncResult) {
 		return
 	}
 	if err := r.keepAttachmentsOnce(ctx, res); err != nil && ctx.Err() == nil {
-		r.log.Warn().Err(err).Msg("could not keep attachments; the next sync tries again")
+		r.log.Warn("could not keep attachments; the next sync tries again", logs.Err(err))
 	}
 }
 
@@ -140,7 +142,8 @@ func (r *Replica) putAttachmentPlans(ctx context.Context, res *SyncResult, plans
 	for _, p := range plans {
 		if p.err != nil {
 			res.AttachmentsFailed = appendOnce(res.AttachmentsFailed, p.d.ID)
-			r.log.Warn().Str("dataset", p.d.ID).Int("version", p.d.Version).Err(p.err).Msg("attachments not kept; the next sync tries again")
+			r.log.Warn("attachments not kept; the next sync tries again",
+				slog.String("dataset", p.d.ID), slog.Int("version", p.d.Version), logs.Err(p.err))
 			continue
 		}
 		r.pruneAttachmentFiles(p.d.ID, p.list)

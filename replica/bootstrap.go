@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 
 	"github.com/ploti-replica/ploti-replica/apply"
 	"github.com/ploti-replica/ploti-replica/fetch"
+	"github.com/ploti-replica/ploti-replica/internal/logs"
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
 )
@@ -112,7 +114,7 @@ func (r *Replica) badManifestEntry(ctx context.Context, d *storage.Dataset, md p
 	if d.Status == storage.StatusHeld || d.Status == storage.StatusCurrent && d.Version == md.Version && md.Version > 0 {
 		return nil
 	}
-	r.log.Warn().Str("dataset", md.DatasetID).Err(md.DecodeErr).Msg("manifest entry not applied")
+	r.log.Warn("manifest entry not applied", slog.String("dataset", md.DatasetID), logs.Err(md.DecodeErr))
 	if ferr := r.exec.Fail(ctx, d, md.Version, fmt.Errorf("%w: %w", apply.ErrBadInput, md.DecodeErr)); !isDatasetError(ferr) {
 		return ferr
 	}
@@ -371,7 +373,7 @@ func (r *Replica) describePending(ctx context.Context, subID string, b *apply.Ba
 		return
 	}
 	if err != nil {
-		r.log.Debug().Err(err).Msg("count the registry's datasets")
+		r.log.Debug("count the registry's datasets", logs.Err(err))
 		known = len(ids)
 	}
 	r.lookUpDatasets(ctx, subID, ids, known, b.Describe)
@@ -388,7 +390,7 @@ func (r *Replica) lookUpDatasets(ctx context.Context, subID string, ids []string
 		for _, id := range ids {
 			info, err := r.api.Dataset(ctx, id)
 			if err != nil {
-				r.log.Debug().Str("dataset", id).Err(err).Msg("describe dataset")
+				r.log.Debug("describe dataset", slog.String("dataset", id), logs.Err(err))
 				continue
 			}
 			fn(info)
@@ -416,7 +418,7 @@ func (r *Replica) listDatasets(ctx context.Context, subID string, fn func(*ploti
 	for {
 		page, err := r.api.DatasetsPage(ctx, q)
 		if err != nil {
-			r.log.Debug().Err(err).Msg("list the subscription's datasets")
+			r.log.Debug("list the subscription's datasets", logs.Err(err))
 			return
 		}
 		for i := range page.Datasets {

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"os"
 	"sort"
@@ -13,8 +14,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/rs/zerolog"
 
 	"github.com/ploti-replica/ploti-replica/emulator"
 	"github.com/ploti-replica/ploti-replica/fetch"
@@ -80,6 +79,11 @@ func (l *lockedLog) String() string {
 	return l.b.String()
 }
 
+// logger writes every level, debug included, as slog's JSON lines to l.
+func (l *lockedLog) logger() *slog.Logger {
+	return slog.New(slog.NewJSONHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
 // faultRun is what faultySyncs saw.
 type faultRun struct {
 	em       *emulator.Emulator
@@ -116,7 +120,7 @@ func faultySyncs(t *testing.T, mods ...func(*Options)) *faultRun {
 	f := &faultRun{em: em, logs: &lockedLog{}, path: freshReplica(t), permits: permits}
 	f.tap = &wireTap{base: http.DefaultTransport.(*http.Transport).Clone(), em: em, sigs: map[string]bool{}, statuses: map[int]int{}}
 	f.r = mustOpen(t, em, sub, f.path, fastRetries, func(o *Options) {
-		o.Logger = zerolog.New(f.logs).Level(zerolog.DebugLevel)
+		o.Logger = f.logs.logger()
 		o.HTTPClient = &http.Client{Transport: f.tap}
 		o.PageSize = 2
 		fast := o.FetchOptions

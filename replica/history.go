@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
+	"github.com/ploti-replica/ploti-replica/internal/logs"
 	"github.com/ploti-replica/ploti-replica/storage"
 )
 
@@ -52,17 +54,17 @@ func (r *Replica) startHistories(ctx context.Context) {
 	}
 	ds, err := r.db.Datasets(ctx)
 	if err != nil {
-		r.log.Warn().Err(err).Msg("could not read the registry to start histories")
+		r.log.Warn("could not read the registry to start histories", logs.Err(err))
 		return
 	}
 	hr, err := storage.Can[storage.HistoryReader](r.db.Engine(), "history is")
 	if err != nil {
-		r.log.Warn().Err(err).Msg("could not read the histories")
+		r.log.Warn("could not read the histories", logs.Err(err))
 		return
 	}
 	states, err := hr.HistoryStates(ctx)
 	if err != nil {
-		r.log.Warn().Err(err).Msg("could not read the histories")
+		r.log.Warn("could not read the histories", logs.Err(err))
 		return
 	}
 	for _, d := range ds {
@@ -77,7 +79,8 @@ func (r *Replica) startHistories(ctx context.Context) {
 			continue
 		}
 		if err := r.exec.StartHistory(ctx, d); err != nil {
-			r.log.Warn().Err(err).Str("dataset", d.ID).Msg("could not start the dataset's history; its next merge or load starts it")
+			r.log.Warn("could not start the dataset's history; its next merge or load starts it",
+				logs.Err(err), slog.String("dataset", d.ID))
 		}
 	}
 }
@@ -107,13 +110,14 @@ func (r *Replica) pruneHistory(ctx context.Context) {
 	})
 	switch {
 	case err != nil:
-		r.log.Warn().Err(err).Msg("could not prune the histories; the next sync tries again")
+		r.log.Warn("could not prune the histories; the next sync tries again", logs.Err(err))
 	case n > 0:
-		r.log.Debug().Int64("rows", n).Msg("pruned the histories")
+		r.log.Debug("pruned the histories", slog.Int64("rows", n))
 	}
 	for _, h := range held {
-		r.log.Warn().Str("mark", h.Mark).Str("dataset", h.DatasetID).Int("mark_version", h.Version).Int("versions_kept", h.Versions).
-			Msg("the history keeps versions past --history-keep that this mark has not seen; advance it, or forget it (changes --mark NAME --forget)")
+		r.log.Warn("the history keeps versions past --history-keep that this mark has not seen; advance it, or forget it (changes --mark NAME --forget)",
+			slog.String("mark", h.Mark), slog.String("dataset", h.DatasetID),
+			slog.Int("mark_version", h.Version), slog.Int("versions_kept", h.Versions))
 	}
 }
 

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rs/zerolog"
-
 	"github.com/ploti-replica/ploti-replica/emulator"
 	"github.com/ploti-replica/ploti-replica/storage"
 )
@@ -126,7 +124,7 @@ func TestHistory_KeepPrunesOldVersions(t *testing.T) {
 	r := mustOpen(t, em, sub, "", func(o *Options) {
 		o.History = []string{"ds_permits"}
 		o.HistoryKeep = HistoryKeep{Versions: 2}
-		o.Logger = zerolog.New(logs)
+		o.Logger = logs.logger()
 	})
 	mustSync(t, r)
 	count := func() (n int) {

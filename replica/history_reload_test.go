@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/ploti-replica/ploti-replica/emulator"
 	"github.com/ploti-replica/ploti-replica/storage"
 )
@@ -35,7 +33,7 @@ func TestHistory_ReloadsMatchTheTruth(t *testing.T) {
 	logs := &lockedLog{}
 	r := mustOpen(t, em, sub, "", func(o *Options) {
 		o.History = []string{HistoryAll}
-		o.Logger = zerolog.New(logs)
+		o.Logger = logs.logger()
 	})
 	held := heldVersions{}
 	check := func(what string) {

@@ -2,7 +2,9 @@ package replica
 
 import (
 	"context"
+	"log/slog"
 
+	"github.com/ploti-replica/ploti-replica/internal/logs"
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
 )
@@ -81,7 +83,7 @@ func (r *Replica) catchUpFromManifest(ctx context.Context, sub *storage.Subscrip
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		r.log.Warn().Err(err).Msg("could not get the manifest to catch up from; walking the log instead")
+		r.log.Warn("could not get the manifest to catch up from; walking the log instead", logs.Err(err))
 		return nil
 	}
 	var jobs []*loadJob
@@ -94,8 +96,8 @@ func (r *Replica) catchUpFromManifest(ctx context.Context, sub *storage.Subscrip
 			Files: md.Files, LinksExpireAt: md.LinksExpireAt}
 		jobs = append(jobs, &loadJob{d: d, v: v, size: snapshotSize(md.Files.Snapshot), ready: make(chan struct{}), logDiff: true})
 	}
-	r.log.Info().Int("datasets", len(jobs)).Int("calls_saved", saved).Int("calls", calls).
-		Msg("catching up datasets from the manifest instead of one version call each")
+	r.log.Info("catching up datasets from the manifest instead of one version call each",
+		slog.Int("datasets", len(jobs)), slog.Int("calls_saved", saved), slog.Int("calls", calls))
 	return r.loadAll(ctx, jobs, res)
 }
 

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rs/zerolog"
-
 	"github.com/ploti-replica/ploti-replica/apply"
 	"github.com/ploti-replica/ploti-replica/emulator"
 	"github.com/ploti-replica/ploti-replica/storage"
@@ -229,7 +227,7 @@ func TestMarks_KeepChangesKeepsWhatAMarkHasNotSeen(t *testing.T) {
 	logs := &lockedLog{}
 	r := mustOpen(t, em, sub, "", func(o *Options) {
 		o.KeepChanges = 1
-		o.Logger = zerolog.New(logs)
+		o.Logger = logs.logger()
 	})
 	mustSync(t, r)
 	must(t, r.Advance(ctx, "slow", mustChanges(t, r, "slow")))

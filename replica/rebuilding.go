@@ -2,7 +2,9 @@ package replica
 
 import (
 	"context"
+	"log/slog"
 
+	"github.com/ploti-replica/ploti-replica/internal/logs"
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
 )
@@ -51,7 +53,8 @@ func (r *Replica) reloadRebuilt(ctx context.Context, sub *storage.Subscription, 
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		r.log.Warn().Err(err).Int("datasets", len(waiting)).Msg("could not ask the manifest again for datasets being rebuilt; the next sync tries again")
+		r.log.Warn("could not ask the manifest again for datasets being rebuilt; the next sync tries again",
+			logs.Err(err), slog.Int("datasets", len(waiting)))
 		return nil
 	}
 	for _, md := range m.Datasets {

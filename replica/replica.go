@@ -5,15 +5,15 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"sync/atomic"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/ploti-replica/ploti-replica/apply"
 	"github.com/ploti-replica/ploti-replica/fetch"
+	"github.com/ploti-replica/ploti-replica/internal/logs"
 	"github.com/ploti-replica/ploti-replica/storage"
 	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
@@ -60,8 +60,9 @@ type Options struct {
 	// API replaces the HTTP client altogether (a custom transport, a
 	// recording client); when set, APIURL/APIKey/HTTPClient are not used for calls.
 	API API
-	// Logger receives the replica's logs; default disabled.
-	Logger zerolog.Logger
+	// Logger receives the replica's logs (and its API client's and
+	// executor's); nil: no logs.
+	Logger *slog.Logger
 	// OnMajor is what a MAJOR schema change does: OnMajorHold (the
 	// default) or OnMajorReload.
 	OnMajor string
@@ -174,7 +175,7 @@ type Replica struct {
 	watchAPI WatchAPI // nil when the API client has no watch calls
 	exec     *apply.Executor
 	spool    string
-	log      zerolog.Logger
+	log      *slog.Logger
 	// kept are events pages read ahead of the walk, by the cursor they
 	// follow (catchUpFromManifest); a sync takes them instead of reading.
 	kept map[string]keptPage
@@ -208,7 +209,8 @@ func Open(ctx context.Context, path string, opts Options) (*Replica, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Replica{opts: opts, spool: SpoolDir(path, opts.SpoolDir), log: opts.Logger, kept: map[string]keptPage{}, busy: make(chan struct{}, 1)}
+	r := &Replica{opts: opts, spool: SpoolDir(path, opts.SpoolDir), log: logs.OrDiscard(opts.Logger), kept: map[string]keptPage{},
+		busy: make(chan struct{}, 1)}
 	api, err := opts.client(r.spool)
 	if err != nil {
 		return nil, err
@@ -226,8 +228,8 @@ func Open(ctx context.Context, path string, opts Options) (*Replica, error) {
 	}
 	r.memo = &linkMemo{API: api} // attachment links, from the answers a sync reads anyway
 	r.db, r.api = db, r.memo
-	r.exec = &apply.Executor{DB: db, Source: newSource(r.api, api, opts.StreamMin), OnMajor: opts.OnMajor, IDRefs: opts.IDReferences, Log: opts.Logger, AheadBytes: opts.SpoolLimit,
-		History: keepsHistory(opts.History)}
+	r.exec = &apply.Executor{DB: db, Source: newSource(r.api, api, opts.StreamMin), OnMajor: opts.OnMajor, IDRefs: opts.IDReferences,
+		Log: r.log, AheadBytes: opts.SpoolLimit, History: keepsHistory(opts.History)}
 	if wa, ok := api.(WatchAPI); ok { // the client itself: the memo wraps only the feed's calls
 		r.watchAPI = wa
 		r.exec.Watch = &watchSource{api: wa, src: &source{api: r.api}}

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/ploti-replica/ploti-replica/emulator"
 	"github.com/ploti-replica/ploti-replica/storage"
 )
@@ -26,7 +24,7 @@ func TestScenario_ExpiredCursorPastAnIDMap(t *testing.T) {
 	refs := []IDRef{{Table: "my_notes", Column: "permit_record", DatasetID: "ds_permits"}}
 	r := mustOpen(t, em, sub, "", func(o *Options) {
 		o.IDReferences = refs
-		o.Logger = zerolog.New(logs)
+		o.Logger = logs.logger()
 	})
 	mustSync(t, r)
 	_, err := r.DB().Exec(`CREATE TABLE my_notes AS SELECT _ploti_record_id AS permit_record, permit FROM ds_permits`)

@@ -3,11 +3,12 @@ package replica
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
+	"github.com/ploti-replica/ploti-replica/internal/logs"
 	"github.com/ploti-replica/ploti-replica/storage"
-	"github.com/rs/zerolog"
 )
 
 // Defaults for RunOptions.
@@ -118,7 +119,7 @@ func RunFile(ctx context.Context, path string, opts Options, ro RunOptions) erro
 		return err
 	}
 	onLocked := opts.OnLocked
-	rn := &runner{ro: ro.withDefaults(), log: opts.Logger, once: func(c syncCall) (SyncResult, error) {
+	rn := &runner{ro: ro.withDefaults(), log: logs.OrDiscard(opts.Logger), once: func(c syncCall) (SyncResult, error) {
 		o := opts
 		o.OnLocked = func(msg string) {
 			c.waiting.Store(true)
@@ -192,7 +193,7 @@ func (r *Replica) syncUntil(ctx context.Context, stop <-chan struct{}) (SyncResu
 // runner is Run's loop around one sync (once).
 type runner struct {
 	ro   RunOptions
-	log  zerolog.Logger
+	log  *slog.Logger
 	once func(syncCall) (SyncResult, error)
 }
 
@@ -230,7 +231,7 @@ func (rn *runner) loop(ctx context.Context) error {
 		}
 		wait, why := rn.wait(res, err, &failures)
 		if err != nil {
-			rn.log.Info().Dur(logKeyRetryWait, wait).Msg("sync again after the failure")
+			rn.log.Info("sync again after the failure", logs.Ms(logKeyRetryWait, wait))
 		}
 		trigger = why
 		next.Stop()

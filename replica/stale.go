@@ -2,8 +2,10 @@ package replica
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
+	"github.com/ploti-replica/ploti-replica/internal/logs"
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
 )
@@ -34,7 +36,7 @@ const staleRecheckEvery = time.Hour
 func (r *Replica) recheckStale(ctx context.Context, sub *storage.Subscription) {
 	all, err := r.db.Datasets(ctx)
 	if err != nil {
-		r.log.Warn().Err(err).Msg("could not read the datasets to recheck the stale ones")
+		r.log.Warn("could not read the datasets to recheck the stale ones", logs.Err(err))
 		return
 	}
 	feed, stale, ids := 0, []*storage.Dataset{}, []string{}
@@ -74,11 +76,11 @@ func (r *Replica) recheckStale(ctx context.Context, sub *storage.Subscription) {
 	}
 	err = r.db.Update(ctx, func(tx *storage.Tx) error { return tx.PutDatasets(ctx, stale) })
 	if err != nil {
-		r.log.Warn().Err(err).Msg("could not record what Ploti said of the stale datasets")
+		r.log.Warn("could not record what Ploti said of the stale datasets", logs.Err(err))
 		return
 	}
 	for _, d := range cleared {
-		r.log.Info().Str("dataset", d.ID).Msg("Ploti checked the source since it was stale: no longer stale")
+		r.log.Info("Ploti checked the source since it was stale: no longer stale", slog.String("dataset", d.ID))
 	}
 }
 

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/rs/zerolog"
-
 	"github.com/ploti-replica/ploti-replica/emulator"
 	"github.com/ploti-replica/ploti-replica/storage"
 )
@@ -129,7 +127,7 @@ func openStreaming(t *testing.T, em *emulator.Emulator, sub string, tap *rangeTa
 	return mustOpen(t, em, sub, "", fastRetries, func(o *Options) {
 		o.StreamMin = 1
 		o.HTTPClient = &http.Client{Transport: tap}
-		o.Logger = zerolog.New(logs).Level(zerolog.DebugLevel)
+		o.Logger = logs.logger()
 	})
 }
 

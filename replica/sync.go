@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
 	"github.com/ploti-replica/ploti-replica/apply"
 	"github.com/ploti-replica/ploti-replica/fetch"
+	"github.com/ploti-replica/ploti-replica/internal/logs"
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
 )
@@ -126,17 +128,17 @@ func (r *Replica) pruneChanges(ctx context.Context) {
 	})
 	switch {
 	case err != nil:
-		r.log.Warn().Err(err).Msg("could not prune _ploti.changes; the next sync tries again")
+		r.log.Warn("could not prune _ploti.changes; the next sync tries again", logs.Err(err))
 	case n > 0:
-		r.log.Debug().Int64("rows", n).Int("keep_versions", r.opts.KeepChanges).Msg("pruned _ploti.changes")
+		r.log.Debug("pruned _ploti.changes", slog.Int64("rows", n), slog.Int("keep_versions", r.opts.KeepChanges))
 	}
 	// A mark keeps what its consumer has not seen, whatever the count
 	// says, and says so (issue 16): a mark nobody reads any more would
 	// otherwise keep the log growing without a word.
 	for _, h := range held {
-		r.log.Warn().Str("mark", h.Mark).Str("dataset", h.DatasetID).Int("mark_version", h.Version).Int("versions_kept", h.Versions).
-			Int("keep_versions", r.opts.KeepChanges).
-			Msg("_ploti.changes keeps versions past --keep-changes that this mark has not seen; advance it, or forget it (changes --mark NAME --forget)")
+		r.log.Warn("_ploti.changes keeps versions past --keep-changes that this mark has not seen; advance it, or forget it (changes --mark NAME --forget)",
+			slog.String("mark", h.Mark), slog.String("dataset", h.DatasetID), slog.Int("mark_version", h.Version),
+			slog.Int("versions_kept", h.Versions), slog.Int("keep_versions", r.opts.KeepChanges))
 	}
 }
 
@@ -148,7 +150,7 @@ func (r *Replica) pruneChanges(ctx context.Context) {
 func (r *Replica) heldForReview(ctx context.Context, res *SyncResult) {
 	hs, err := r.db.Holds(ctx, "")
 	if err != nil {
-		r.log.Warn().Err(err).Msg("could not list the datasets held for review; `ploti-replica holds list` shows them")
+		r.log.Warn("could not list the datasets held for review; `ploti-replica holds list` shows them", logs.Err(err))
 		return
 	}
 	for _, h := range hs {
@@ -298,7 +300,7 @@ func (r *Replica) nextPage(ctx context.Context, sub *storage.Subscription, res *
 		if *reloads++; *reloads > 2 {
 			return nil, fmt.Errorf("read events of %s: the cursor of a fresh manifest expired again (%d reloads in one sync): %w", sub.ID, *reloads-1, err)
 		}
-		r.log.Info().Str("subscription", sub.ID).Msg("cursor expired: reloading from the manifest")
+		r.log.Info("cursor expired: reloading from the manifest", slog.String("subscription", sub.ID))
 		clear(r.kept)
 		return nil, r.bootstrap(ctx, sub, res)
 	case errors.Is(err, fetch.ErrInvalidInput) && sub.Cursor != "":
@@ -383,7 +385,8 @@ func (r *Replica) applyPage(ctx context.Context, sub *storage.Subscription, page
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, fmt.Errorf("%w: %w", cerr, err)
 		}
-		r.log.Info().Err(err).Int("from_event", mark.next).Msg("applying the page again, each merge in a transaction of its own")
+		r.log.Info("applying the page again, each merge in a transaction of its own",
+			logs.Err(err), slog.Int("from_event", mark.next))
 		*res = cloneResult(mark.res)
 		ahead, err = r.applyPageFrom(ctx, sub, page, res, end, false, mark.next, nil)
 	}
@@ -513,7 +516,7 @@ func (r *Replica) applyEvent(ctx context.Context, b *apply.Batch, seen map[strin
 		}
 		res.Failed = appendOnce(res.Failed, name)
 		res.EventsFailed++
-		r.log.Warn().Str("event", ev.ID).Err(verr).Msg("event not applied")
+		r.log.Warn("event not applied", slog.String("event", ev.ID), logs.Err(verr))
 		return nil
 	}
 	seen[ev.ID] = true
@@ -524,7 +527,8 @@ func (r *Replica) applyEvent(ctx context.Context, b *apply.Batch, seen map[strin
 	case errors.As(err, &ae):
 		res.Failed = appendOnce(res.Failed, ae.DatasetID)
 		res.EventsFailed++
-		r.log.Debug().Str("event", ev.ID).Str("type", ev.Type).Str("dataset", ev.Data.DatasetID).Msg("event failed")
+		r.log.Debug("event failed",
+			slog.String("event", ev.ID), slog.String("type", ev.Type), slog.String("dataset", ev.Data.DatasetID))
 		return nil
 	case err != nil:
 		return fmt.Errorf("apply %s (%s, %s): %w", ev.ID, ev.Type, ev.Data.DatasetID, err)
@@ -536,8 +540,9 @@ func (r *Replica) applyEvent(ctx context.Context, b *apply.Batch, seen map[strin
 		res.Failed = slices.DeleteFunc(res.Failed, func(id string) bool { return id == ev.Data.DatasetID })
 	}
 	r.count(out, res)
-	r.log.Debug().Str("event", ev.ID).Str("type", ev.Type).Str("dataset", ev.Data.DatasetID).
-		Str("action", out.Action.Kind.String()).Str("why", out.Action.Why).Msg("event")
+	r.log.Debug("event",
+		slog.String("event", ev.ID), slog.String("type", ev.Type), slog.String("dataset", ev.Data.DatasetID),
+		slog.String("action", out.Action.Kind.String()), slog.String("why", out.Action.Why))
 	return nil
 }
 

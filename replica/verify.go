@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -148,7 +149,8 @@ func (r *Replica) Verify(ctx context.Context, opts VerifyOptions) (VerifyReport,
 
 // repair1 reloads the version d holds and checks again.
 func (r *Replica) repair1(ctx context.Context, d *storage.Dataset, v *ploti.Version, before DatasetCheck) DatasetCheck {
-	r.log.Info().Str("dataset", d.ID).Int("version", d.Version).Strs("differences", before.Differences).Msg("verify: reloading the version held")
+	r.log.Info("verify: reloading the version held",
+		slog.String("dataset", d.ID), slog.Int("version", d.Version), slog.Any("differences", before.Differences))
 	if _, err := r.exec.LoadVersion(ctx, d, v, false); err != nil {
 		before.Reason = "repair failed: " + err.Error()
 		return before

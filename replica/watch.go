@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/ploti-replica/ploti-replica/apply"
 	"github.com/ploti-replica/ploti-replica/fetch"
@@ -119,7 +120,9 @@ func (r *Replica) syncWatches(ctx context.Context, res *SyncResult) error {
 			return fmt.Errorf("sync watched %s: %w", w.DatasetID, err)
 		}
 		r.countWatch(out, res)
-		r.log.Debug().Str("dataset", w.DatasetID).Str("action", out.Kind.String()).Str("why", out.Why).Int("version", out.Version).Msg("watch")
+		r.log.Debug("watch",
+			slog.String("dataset", w.DatasetID), slog.String("action", out.Kind.String()),
+			slog.String("why", out.Why), slog.Int("version", out.Version))
 	}
 	r.progress(Progress{Phase: PhaseWatch, Done: len(ws), Total: len(ws)})
 	return r.markUnwatched(ctx, all, watched)

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	stdlog "log"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -13,8 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/rs/zerolog"
-
+	"github.com/ploti-replica/ploti-replica/internal/logs"
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/replica"
 	"github.com/ploti-replica/ploti-replica/webhook"
@@ -32,7 +31,7 @@ const (
 // Log keys.
 const (
 	logKeyResult    = "result"
-	logKeyDuration  = "duration_ms" // zerolog writes durations as milliseconds
+	logKeyDuration  = "duration_ms" // an integer count of milliseconds
 	logKeyApplied   = "events_applied"
 	logKeySeen      = "events_seen"
 	logKeyBehind    = "behind"
@@ -54,7 +53,7 @@ const (
 type Daemon struct {
 	path     string
 	opts     replica.Options
-	log      zerolog.Logger
+	log      *slog.Logger
 	now      func() time.Time
 	trig     *webhook.Trigger
 	metrics  *serveMetrics
@@ -100,7 +99,7 @@ func New(opts Options) (*Daemon, error) {
 	if err := opts.check(); err != nil {
 		return nil, err
 	}
-	d := &Daemon{path: opts.DB, opts: opts.Replica, log: opts.Replica.Logger, now: opts.Now, trig: webhook.NewTrigger(),
+	d := &Daemon{path: opts.DB, opts: opts.Replica, log: opts.logger(), now: opts.Now, trig: webhook.NewTrigger(),
 		poll: opts.Poll, grace: opts.ShutdownTimeout, retryMin: opts.RetryMin, retryMax: opts.RetryMax,
 		listen: opts.Listen, listener: opts.Listener, webhookPath: opts.Webhook.Path, health: health{Behind: -1}}
 	var err error
@@ -217,7 +216,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return errors.New("serve: Run called twice")
 	}
 	if d.hooks == 0 {
-		d.log.Info().Dur(logKeyPoll, d.poll).Msg("no webhook secret: polling only")
+		d.log.Info("no webhook secret: polling only", logs.Ms(logKeyPoll, d.poll))
 	}
 	ln := d.listener
 	if ln == nil && d.listen != "" {
@@ -228,14 +227,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	var err error
 	if ln == nil {
-		d.log.Info().Str(logKeyPath, d.webhookPath).Str(logKeyDB, replica.Name(d.path)).Dur(logKeyPoll, d.poll).
-			Msg("syncing; webhooks, /healthz and /metrics are served by the embedding server")
+		d.log.Info("syncing; webhooks, /healthz and /metrics are served by the embedding server",
+			slog.String(logKeyPath, d.webhookPath), slog.String(logKeyDB, replica.Name(d.path)), logs.Ms(logKeyPoll, d.poll))
 		err = d.loop(ctx)
 	} else {
 		err = d.serve(ctx, ln)
 	}
 	if err == nil {
-		d.log.Info().Msg("stopped; the last committed state stays")
+		d.log.Info("stopped; the last committed state stays")
 	}
 	return err
 }
@@ -244,7 +243,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 // down when the loop returns.
 func (d *Daemon) serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{Handler: d.handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
-		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: stdlog.New(d.log, "", 0)}
+		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(d.log.Handler(), slog.LevelWarn)}
 	loopCtx, stopLoop := context.WithCancel(ctx)
 	defer stopLoop()
 	served := make(chan error, 1)
@@ -252,8 +251,9 @@ func (d *Daemon) serve(ctx context.Context, ln net.Listener) error {
 		served <- srv.Serve(ln)
 		stopLoop() // without a listener, webhooks cannot arrive: stop
 	}()
-	d.log.Info().Str(logKeyListen, ln.Addr().String()).Str(logKeyPath, d.webhookPath).Str(logKeyDB, replica.Name(d.path)).
-		Dur(logKeyPoll, d.poll).Msg("serving webhooks, /healthz and /metrics")
+	d.log.Info("serving webhooks, /healthz and /metrics",
+		slog.String(logKeyListen, ln.Addr().String()), slog.String(logKeyPath, d.webhookPath),
+		slog.String(logKeyDB, replica.Name(d.path)), logs.Ms(logKeyPoll, d.poll))
 	loopErr := d.loop(loopCtx)
 	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
@@ -290,7 +290,7 @@ func (d *Daemon) loop(ctx context.Context) error {
 	}
 	opts := d.opts
 	opts.OnLocked = func(msg string) { // once per Open
-		d.log.Warn().Str(logKeyDB, replica.Name(d.path)).Msg("waiting for the file: " + msg)
+		d.log.Warn("waiting for the file: "+msg, logKeyDB, replica.Name(d.path))
 	}
 	var status atomic.Pointer[replica.Status] // AfterSync's, for OnSync
 	ro := replica.RunOptions{Interval: interval, Signal: d.trig.C(), RetryMin: d.retryMin, RetryMax: d.retryMax, StopTimeout: d.grace,
@@ -302,7 +302,7 @@ func (d *Daemon) loop(ctx context.Context) error {
 		AfterSync: func(ctx context.Context, r *replica.Replica, _ replica.SyncResult, err error) {
 			st, serr := r.Status(ctx)
 			if serr != nil {
-				d.log.Warn().Err(serr).Msg("read the file's status")
+				d.log.Warn("read the file's status", logs.Err(serr))
 			}
 			status.Store(st)
 			d.noteHeld(st)
@@ -368,24 +368,25 @@ func (d *Daemon) record(out syncOutcome, took time.Duration) string {
 }
 
 func (d *Daemon) logSync(trigger, result string, out syncOutcome, took time.Duration) {
-	var e *zerolog.Event
+	level, attrs := slog.LevelInfo, make([]slog.Attr, 0, 14)
 	switch result {
 	case ResultOK:
-		e = d.log.Info()
 	case ResultStopped:
-		e = d.log.Info().AnErr("cause", out.err)
+		attrs = append(attrs, logs.AnErr("cause", out.err))
 	default:
-		e = d.log.Warn().Err(out.err)
+		level = slog.LevelWarn
+		attrs = append(attrs, logs.Err(out.err))
 	}
 	if len(out.res.Failed) > 0 {
-		e = e.Strs(logKeyFailed, out.res.Failed)
+		attrs = append(attrs, slog.Any(logKeyFailed, out.res.Failed))
 	}
 	if p := out.res.Published; p != nil {
-		e = e.Str(logKeyPublished, p.Path).Int64(logKeyPubBytes, p.Bytes).Dur(logKeyPubTook, p.Duration)
+		attrs = append(attrs, slog.String(logKeyPublished, p.Path), slog.Int64(logKeyPubBytes, p.Bytes), logs.Ms(logKeyPubTook, p.Duration))
 	}
-	e.Str(logKeyTrigger, trigger).Str(logKeyResult, result).Dur(logKeyDuration, took).Int(logKeySeen, out.res.EventsSeen).
-		Int(logKeyApplied, out.res.EventsApplied).Int(logKeyLoaded, out.res.SnapshotsLoaded).Int(logKeyMerged, out.res.ChangesMerged).
-		Int(logKeyBehind, out.behind).Msg("sync")
+	attrs = append(attrs, slog.String(logKeyTrigger, trigger), slog.String(logKeyResult, result), logs.Ms(logKeyDuration, took),
+		slog.Int(logKeySeen, out.res.EventsSeen), slog.Int(logKeyApplied, out.res.EventsApplied),
+		slog.Int(logKeyLoaded, out.res.SnapshotsLoaded), slog.Int(logKeyMerged, out.res.ChangesMerged), slog.Int(logKeyBehind, out.behind))
+	d.log.LogAttrs(context.Background(), level, "sync", attrs...)
 }
 
 func (d *Daemon) setSyncing(on bool) {

@@ -29,6 +29,11 @@
 // before the delivery is answered, and recorded in _ploti.inbox by the
 // next sync, once each.
 //
+// Logs go to a *slog.Logger: the replica's own lines (its API client's
+// and its executor's too) to Replica.Logger, the daemon's (each sync,
+// webhook delivery, the request-event queue, verify) to Options.Logger,
+// or Replica.Logger when that is nil; nil for both logs nothing.
+//
 // GET /healthz answers 200 while the last sync succeeded and no event
 // waited after the cursor when it ended, else 503 with a JSON reason; GET
 // /metrics serves the ploti_replica_* metrics (Prometheus).

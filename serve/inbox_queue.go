@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
-	"github.com/rs/zerolog"
-
+	"github.com/ploti-replica/ploti-replica/internal/logs"
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/replica"
 	"github.com/ploti-replica/ploti-replica/webhook"
@@ -30,7 +30,7 @@ type InboxQueue struct {
 	mu   sync.Mutex
 	path string
 	now  func() time.Time
-	log  zerolog.Logger
+	log  *slog.Logger
 	// opened, when set (tests), runs after the queue file is opened for
 	// an event and before the event is written to it.
 	opened func()
@@ -38,9 +38,10 @@ type InboxQueue struct {
 
 // NewInboxQueue is the queue of db, a file's path or a postgres:// URL:
 // the Daemon keeps request events in it, and any other sync of db (one
-// that runs while the Daemon is down) records them with Record.
-func NewInboxQueue(db string, now func() time.Time, log zerolog.Logger) *InboxQueue {
-	return &InboxQueue{path: replica.InboxQueuePath(db), now: now, log: log}
+// that runs while the Daemon is down) records them with Record. A nil log
+// logs nothing.
+func NewInboxQueue(db string, now func() time.Time, log *slog.Logger) *InboxQueue {
+	return &InboxQueue{path: replica.InboxQueuePath(db), now: now, log: logs.OrDiscard(log)}
 }
 
 // Keep appends a request event (webhook.HandlerOptions.Keep); other events
@@ -151,7 +152,7 @@ func (q *InboxQueue) take() (string, []replica.InboxEvent, error) {
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil || ev.ID == "" {
 			// A line cut short by a crash while it was written: its
 			// delivery was not answered 2xx, and comes again.
-			q.log.Warn().Str("file", taking).Int("line", n).Msg("skipping an unreadable line of the inbox queue")
+			q.log.Warn("skipping an unreadable line of the inbox queue", slog.String("file", taking), slog.Int("line", n))
 			continue
 		}
 		evs = append(evs, ev)
@@ -170,7 +171,7 @@ func (q *InboxQueue) done(path string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		q.log.Warn().Err(err).Msg("remove the recorded inbox queue; its events are recorded again (once)")
+		q.log.Warn("remove the recorded inbox queue; its events are recorded again (once)", logs.Err(err))
 	}
 }
 
@@ -190,7 +191,7 @@ func (q *InboxQueue) Record(ctx context.Context, r *replica.Replica) {
 func (q *InboxQueue) recordOne(ctx context.Context, r *replica.Replica) bool {
 	path, evs, err := q.take()
 	if err != nil {
-		q.log.Warn().Err(err).Msg("request events wait for the next sync")
+		q.log.Warn("request events wait for the next sync", logs.Err(err))
 		return false
 	}
 	if path == "" {
@@ -198,10 +199,10 @@ func (q *InboxQueue) recordOne(ctx context.Context, r *replica.Replica) bool {
 	}
 	n, err := r.RecordInbox(ctx, evs)
 	if err != nil {
-		q.log.Warn().Err(err).Msg("record request events in _ploti.inbox; the next sync tries again")
+		q.log.Warn("record request events in _ploti.inbox; the next sync tries again", logs.Err(err))
 		return false
 	}
 	q.done(path)
-	q.log.Info().Int("events", len(evs)).Int("new", n).Msg("request events recorded in _ploti.inbox")
+	q.log.Info("request events recorded in _ploti.inbox", slog.Int("events", len(evs)), slog.Int("new", n))
 	return true
 }

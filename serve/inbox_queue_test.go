@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/ploti-replica/ploti-replica/replica"
 	"github.com/ploti-replica/ploti-replica/webhook"
 )
@@ -21,7 +19,7 @@ import (
 // to the cut line and skipped with it.
 func TestInboxQueue_keepAfterALineCutShort(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "feeds.duckdb")
-	q := NewInboxQueue(db, time.Now, zerolog.Nop())
+	q := NewInboxQueue(db, time.Now, nil)
 	ctx := context.Background()
 	must(t, q.Keep(ctx, readyEvent("evt_a")))
 	// evt_b's line was being written when the process died.
@@ -51,7 +49,7 @@ func TestInboxQueue_keepAfterALineCutShort(t *testing.T) {
 func TestInboxQueue_aQueueLeftTakenDoesNotHoldBackTheEventsAfterIt(t *testing.T) {
 	em, sub := testEmulator(t)
 	db := filepath.Join(t.TempDir(), "feeds.duckdb")
-	q := NewInboxQueue(db, time.Now, zerolog.Nop())
+	q := NewInboxQueue(db, time.Now, nil)
 	ctx := context.Background()
 	must(t, q.Keep(ctx, readyEvent("evt_a")))
 	if path, evs, err := q.take(); err != nil || path == "" || len(evs) != 1 {
@@ -76,8 +74,8 @@ func TestInboxQueue_aQueueLeftTakenDoesNotHoldBackTheEventsAfterIt(t *testing.T)
 // must be in the queue still, for the next sync.
 func TestInboxQueue_anEventWrittenWhileAnotherProcessTakesTheQueueIsNotLost(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "feeds.duckdb")
-	serve := NewInboxQueue(db, time.Now, zerolog.Nop())
-	other := NewInboxQueue(db, time.Now, zerolog.Nop()) // the other process's
+	serve := NewInboxQueue(db, time.Now, nil)
+	other := NewInboxQueue(db, time.Now, nil) // the other process's
 	var got []string
 	takeAll := func(q *InboxQueue) {
 		path, evs, err := q.take()

@@ -3,12 +3,14 @@ package serve
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"regexp"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ploti-replica/ploti-replica/internal/logs"
 	"github.com/ploti-replica/ploti-replica/replica"
 	"github.com/ploti-replica/ploti-replica/webhook"
 )
@@ -37,10 +39,14 @@ type Options struct {
 	// cache folder for a database.
 	DB string
 
-	// Replica are the options of each sync's replica.Open. Its Logger
-	// takes the daemon's own lines too. Stop and OnLocked are the
-	// daemon's: what is set there is replaced.
+	// Replica are the options of each sync's replica.Open. Stop and
+	// OnLocked are the daemon's: what is set there is replaced.
 	Replica replica.Options
+
+	// Logger takes the daemon's own lines (its syncs, webhook deliveries,
+	// the request-event queue and verifies); nil: Replica.Logger, and no
+	// logs when that is nil too.
+	Logger *slog.Logger
 
 	// Webhook is the subscription's webhook and MemberWebhook the
 	// member's (watches' dataset.changed, request events): each has its
@@ -102,6 +108,15 @@ var webhookPathRE = regexp.MustCompile(`^/[A-Za-z0-9._~/-]*$`)
 // pattern), other than /healthz and /metrics.
 func ValidPath(p string) bool {
 	return webhookPathRE.MatchString(p) && p != "/healthz" && p != "/metrics"
+}
+
+// logger is the daemon's logger: Logger, else Replica.Logger, else one
+// that writes nothing.
+func (o *Options) logger() *slog.Logger {
+	if o.Logger != nil {
+		return o.Logger
+	}
+	return logs.OrDiscard(o.Replica.Logger)
 }
 
 // check fills the defaults and refuses what cannot work.

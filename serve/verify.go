@@ -2,10 +2,12 @@ package serve
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ploti-replica/ploti-replica/internal/logs"
 	"github.com/ploti-replica/ploti-replica/replica"
 )
 
@@ -92,15 +94,16 @@ func (d *Daemon) maybeVerify(ctx context.Context, r *replica.Replica) {
 	d.verifyMetrics.observe(rep, err, at)
 	switch {
 	case err != nil:
-		d.log.Warn().Err(err).Msg("verify: could not run; it runs again at its next time")
+		d.log.Warn("verify: could not run; it runs again at its next time", logs.Err(err))
 	case !rep.OK():
 		for _, c := range rep.Datasets {
 			if c.Verdict == replica.VerdictDiffers {
-				d.log.Warn().Str("dataset", c.DatasetID).Int("version", c.Version).Strs("differences", c.Differences).
-					Msg("verify: the table differs from the version it holds; `ploti-replica verify --repair` reloads it")
+				d.log.Warn("verify: the table differs from the version it holds; `ploti-replica verify --repair` reloads it",
+					slog.String("dataset", c.DatasetID), slog.Int("version", c.Version), slog.Any("differences", c.Differences))
 			}
 		}
 	default:
-		d.log.Info().Int("verified", rep.Verified).Int("unverifiable", rep.Unverifiable).Dur("took", rep.Duration).Msg("verify: every dataset verified")
+		d.log.Info("verify: every dataset verified",
+			slog.Int("verified", rep.Verified), slog.Int("unverifiable", rep.Unverifiable), logs.Ms("took", rep.Duration))
 	}
 }

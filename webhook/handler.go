@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/rs/zerolog"
-
+	"github.com/ploti-replica/ploti-replica/internal/logs"
 	"github.com/ploti-replica/ploti-replica/ploti"
 )
 
@@ -117,8 +117,8 @@ type HandlerOptions struct {
 	// Now is the clock for the Seen window. Default: the Verifier's clock.
 	Now func() time.Time
 
-	// Logger receives one line per request. The zero value logs nothing.
-	Logger zerolog.Logger
+	// Logger receives one line per request. Nil logs nothing.
+	Logger *slog.Logger
 }
 
 // Handler is an http.Handler for Ploti webhook deliveries; see the package
@@ -148,6 +148,7 @@ func NewHandler(opts HandlerOptions) (*Handler, error) {
 	if opts.Now == nil {
 		opts.Now = opts.Verifier.now
 	}
+	opts.Logger = logs.OrDiscard(opts.Logger)
 	h := &Handler{
 		opts:   opts,
 		seen:   newSeenSet(opts.Seen, opts.MaxSeen),
@@ -281,20 +282,21 @@ func decodeEvent(body []byte) (Event, error) {
 // log writes one line for the request: a rejection as a warning, a repeat at
 // debug level, anything accepted at info level.
 func (h *Handler) log(r *http.Request, ev Event, res Result, err error) {
-	l := &h.opts.Logger
-	var e *zerolog.Event
+	level, attrs := slog.LevelInfo, make([]slog.Attr, 0, 7)
 	switch res {
 	case ResultOK, ResultPing, ResultOther:
-		e = l.Info()
 	case ResultDuplicate:
-		e = l.Debug()
+		level = slog.LevelDebug
 	default:
-		e = l.Warn().Err(err).Str(logKeyPath, r.URL.Path).Str(logKeyRemote, r.RemoteAddr)
+		level = slog.LevelWarn
+		attrs = append(attrs, logs.Err(err), slog.String(logKeyPath, r.URL.Path), slog.String(logKeyRemote, r.RemoteAddr))
 	}
 	if ev.ID != "" {
-		e = e.Str(logKeyEventID, ev.ID).Str(logKeyEventType, ev.Type).Str(logKeyDeliveryID, ev.DeliveryID)
+		attrs = append(attrs, slog.String(logKeyEventID, ev.ID), slog.String(logKeyEventType, ev.Type),
+			slog.String(logKeyDeliveryID, ev.DeliveryID))
 	}
-	e.Str(logKeyResult, string(res)).Msg("webhook delivery")
+	attrs = append(attrs, slog.String(logKeyResult, string(res)))
+	h.opts.Logger.LogAttrs(r.Context(), level, "webhook delivery", attrs...)
 }
 
 // writeResult answers with res's status and {"result": res}.

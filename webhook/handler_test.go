@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -14,8 +15,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/rs/zerolog"
 
 	"github.com/ploti-replica/ploti-replica/webhook"
 )
@@ -120,7 +119,7 @@ func mustFixture(tb testing.TB) *fixture {
 		OnOther:  f.rec.onOther,
 		Observe:  f.rec.observe,
 		MaxBody:  testMaxBody,
-		Logger:   zerolog.New(zerolog.SyncWriter(f.logs)).Level(zerolog.DebugLevel),
+		Logger:   slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {
 		tb.Fatalf("NewHandler: %v", err)

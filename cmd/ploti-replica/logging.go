@@ -5,14 +5,26 @@ package main
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 )
 
-// logger builds the CLI's logger: human on a terminal, JSON otherwise.
-func (c *connFlags) logger(w io.Writer) (zerolog.Logger, error) {
+// logger builds the CLI's logger, which the library's packages take as a
+// *slog.Logger and zerolog writes: human on a terminal, JSON otherwise.
+func (c *connFlags) logger(w io.Writer) (*slog.Logger, error) {
+	zl, err := c.zerolog(w)
+	if err != nil {
+		return nil, err
+	}
+	return slog.New(newZerologHandler(zl)), nil
+}
+
+// zerolog is the logger that writes the lines, as --log-level and
+// --log-format say.
+func (c *connFlags) zerolog(w io.Writer) (zerolog.Logger, error) {
 	level, err := zerolog.ParseLevel(c.LogLevel)
 	if err != nil || c.LogLevel == "" {
 		return zerolog.Nop(), &usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", c.LogLevel)}

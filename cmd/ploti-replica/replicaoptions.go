@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -66,7 +67,7 @@ func (c *connFlags) options(env *Env) (replica.Options, error) {
 		Geometry: c.Geometry, FetchOptions: tweaks,
 		OnLocked: func(msg string) {
 			if !told {
-				log.Warn().Str("db", replica.Name(c.DB)).Msg("waiting for the file: " + msg)
+				log.Warn("waiting for the file: "+msg, slog.String("db", replica.Name(c.DB)))
 				told = true
 			}
 		},
