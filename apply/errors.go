@@ -23,6 +23,28 @@ var (
 	ErrExpired = errors.New("past retention")
 )
 
+// ErrRetryPage says that a merge in the batch's transaction failed, which
+// aborted the transaction with everything the page had done in it: the
+// walk applies the page again, with Batch.Share off.
+var ErrRetryPage = errors.New("a merge in the page's transaction failed")
+
+var (
+	// ErrVersionGone means the watch API no longer has a version's
+	// changes (410: older than 90 days): the dataset is read again whole.
+	ErrVersionGone = errors.New("version's changes past retention")
+	// ErrReadWhole means a read of rows by id cannot be made (an id the
+	// API cannot name, rows that kept moving): the dataset is read whole.
+	ErrReadWhole = errors.New("rows cannot be read by id")
+	// ErrLeftCoverage and ErrPlanClosed mean the workspace's coverage
+	// (409 outside_coverage) or plan (409 not_deliverable) no longer
+	// opens a watched dataset ("Any kind of dataset can be watched ... as
+	// long as your workspace's coverage and plan open it"): its rows stay
+	// and stop updating, marked removed with the docs' own reasons
+	// left_coverage and plan_changed, and a later version is tried again.
+	ErrLeftCoverage = errors.New("the workspace's coverage no longer opens the dataset")
+	ErrPlanClosed   = errors.New("the workspace's plan no longer opens the dataset")
+)
+
 // Error is a failure to apply an event to a dataset.
 type Error struct {
 	Op        string // load, merge, reload, alter, hold …

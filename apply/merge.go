@@ -2,18 +2,12 @@ package apply
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
 	"github.com/ploti-replica/ploti-replica/storage/duckread"
 )
-
-// ErrRetryPage says that a merge in the batch's transaction failed, which
-// aborted the transaction with everything the page had done in it: the
-// walk applies the page again, with Batch.Share off.
-var ErrRetryPage = errors.New("a merge in the page's transaction failed")
 
 // sharedMergeBytes bounds the changes files a merge may bring into the
 // batch's transaction: larger merges commit on their own, so that a

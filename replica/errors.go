@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ploti-replica/ploti-replica/fetch"
+	"github.com/ploti-replica/ploti-replica/storage"
 )
 
 var (
@@ -28,6 +29,60 @@ var (
 	// its events and its webhooks"), or the key is another workspace's.
 	// The file keeps the versions it holds; no later sync can move them.
 	ErrSubscriptionGone = errors.New("subscription not found")
+)
+
+// ErrNoDatasetHeld means Changes was asked about a dataset the file holds
+// no version of.
+var ErrNoDatasetHeld = errors.New("the file holds no version of the dataset")
+
+// ErrVersionNotKept means a version a history does not hold was asked
+// for: before it began (or before what --history-keep kept), or after
+// the version held.
+var ErrVersionNotKept = errors.New("version not in the dataset's history")
+
+// ErrDiffers is for callers that turn a report with Differ > 0 into an
+// error (the CLI's verify does): Verify itself returns the report and a
+// nil error when it could compare, whatever it found.
+var ErrDiffers = errors.New("datasets differ from the versions they hold")
+
+// ErrUnknownDataset means VerifyOptions named a dataset the file does not hold.
+var ErrUnknownDataset = errors.New("dataset not in the file")
+
+// The storage layer's errors, as Open, OpenReader and their methods return
+// them (wrapped: match them with errors.Is).
+var (
+	// ErrLocked means another process holds the file past the lock timeout.
+	ErrLocked = storage.ErrLocked
+	// ErrNoFile means there is no file to open (and none is created).
+	ErrNoFile = storage.ErrNoFile
+	// ErrNotReplica means the file or database holds no replica.
+	ErrNotReplica = storage.ErrNotReplica
+	// ErrNotDuckDB means the file is not a DuckDB file.
+	ErrNotDuckDB = storage.ErrNotDuckDB
+	// ErrStorageVersion means the file's DuckDB storage is newer than this
+	// build reads.
+	ErrStorageVersion = storage.ErrStorageVersion
+	// ErrNewerFile and ErrOlderFile mean the file's _ploti migration is
+	// not the one this build reads.
+	ErrNewerFile = storage.ErrNewerFile
+	ErrOlderFile = storage.ErrOlderFile
+	// ErrNoDataset means the file does not know the dataset.
+	ErrNoDataset = storage.ErrNoDataset
+	// ErrNoFolder means the folder of a file to create is not there.
+	ErrNoFolder = storage.ErrNoFolder
+	// ErrFileOnly means what was asked for is kept in a DuckDB file only,
+	// not yet in a database.
+	ErrFileOnly = storage.ErrFileOnly
+	// ErrNoHistory means the dataset keeps no history.
+	ErrNoHistory = storage.ErrNoHistory
+	// ErrDamaged means the file is damaged.
+	ErrDamaged = storage.ErrDamaged
+	// ErrDiskFull means the disk is full.
+	ErrDiskFull = storage.ErrDiskFull
+	// ErrStaleWAL means the write-ahead log beside the file is not its own.
+	ErrStaleWAL = storage.ErrStaleWAL
+	// ErrBadData means the data read does not have the shape it must.
+	ErrBadData = storage.ErrBadData
 )
 
 // subscriptionGone words a 404 from one of the subscription's endpoints

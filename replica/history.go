@@ -2,7 +2,6 @@ package replica
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -131,11 +130,6 @@ type Diff struct {
 	Counts    Counts    `json:"counts"`
 	Changes   []DiffRow `json:"changes"`
 }
-
-// ErrVersionNotKept means a version a history does not hold was asked
-// for: before it began (or before what --history-keep kept), or after
-// the version held.
-var ErrVersionNotKept = errors.New("version not in the dataset's history")
 
 // Diff compares a dataset's history as of two versions by record id: the
 // records added, removed and changed, with each changed column's old and

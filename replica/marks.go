@@ -57,10 +57,6 @@ type Counts struct {
 	Renamed int `json:"renamed"`
 }
 
-// ErrNoDatasetHeld means Changes was asked about a dataset the file holds
-// no version of.
-var ErrNoDatasetHeld = errors.New("the file holds no version of the dataset")
-
 // Changes reads what was added, changed, removed and renamed since mark
 // last moved, without moving it: call Advance with the answer once it is
 // used, so that a consumer that stops in between reads the same changes

@@ -76,43 +76,6 @@ const (
 	StorageV1_0   = backends.StorageV1_0
 )
 
-// The storage layer's errors, as Open, OpenReader and their methods return
-// them (wrapped: match them with errors.Is).
-var (
-	// ErrLocked means another process holds the file past the lock timeout.
-	ErrLocked = storage.ErrLocked
-	// ErrNoFile means there is no file to open (and none is created).
-	ErrNoFile = storage.ErrNoFile
-	// ErrNotReplica means the file or database holds no replica.
-	ErrNotReplica = storage.ErrNotReplica
-	// ErrNotDuckDB means the file is not a DuckDB file.
-	ErrNotDuckDB = storage.ErrNotDuckDB
-	// ErrStorageVersion means the file's DuckDB storage is newer than this
-	// build reads.
-	ErrStorageVersion = storage.ErrStorageVersion
-	// ErrNewerFile and ErrOlderFile mean the file's _ploti migration is
-	// not the one this build reads.
-	ErrNewerFile = storage.ErrNewerFile
-	ErrOlderFile = storage.ErrOlderFile
-	// ErrNoDataset means the file does not know the dataset.
-	ErrNoDataset = storage.ErrNoDataset
-	// ErrNoFolder means the folder of a file to create is not there.
-	ErrNoFolder = storage.ErrNoFolder
-	// ErrFileOnly means what was asked for is kept in a DuckDB file only,
-	// not yet in a database.
-	ErrFileOnly = storage.ErrFileOnly
-	// ErrNoHistory means the dataset keeps no history.
-	ErrNoHistory = storage.ErrNoHistory
-	// ErrDamaged means the file is damaged.
-	ErrDamaged = storage.ErrDamaged
-	// ErrDiskFull means the disk is full.
-	ErrDiskFull = storage.ErrDiskFull
-	// ErrStaleWAL means the write-ahead log beside the file is not its own.
-	ErrStaleWAL = storage.ErrStaleWAL
-	// ErrBadData means the data read does not have the shape it must.
-	ErrBadData = storage.ErrBadData
-)
-
 // The rows the readers return.
 type (
 	// StoryRow is one version of a record in its history (Story).

@@ -79,14 +79,6 @@ func (r VerifyReport) MarshalJSON() ([]byte, error) {
 // OK is true when nothing differs (after repairs).
 func (r VerifyReport) OK() bool { return r.Differ == 0 }
 
-// ErrDiffers is for callers that turn a report with Differ > 0 into an
-// error (the CLI's verify does): Verify itself returns the report and a
-// nil error when it could compare, whatever it found.
-var ErrDiffers = errors.New("datasets differ from the versions they hold")
-
-// ErrUnknownDataset means VerifyOptions named a dataset the file does not hold.
-var ErrUnknownDataset = errors.New("dataset not in the file")
-
 // Verify compares each dataset's table with the version the registry says
 // it holds, as Ploti publishes it: the version's snapshot, downloaded and
 // verified like a sync's, is loaded into a scratch table in a transaction

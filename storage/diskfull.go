@@ -10,10 +10,6 @@ import (
 	"syscall"
 )
 
-// ErrDiskFull means a write found no space left on its device.
-// errors.Is(ErrDiskFull-wrapping errors, syscall.ENOSPC) holds too.
-var ErrDiskFull = errors.New("disk is full")
-
 // DiskFullError is a write refused for want of space: the file it was
 // writing (DuckDB's file, its write-ahead log, or a download in the spool).
 type DiskFullError struct {

@@ -41,6 +41,10 @@ var (
 	ErrOlderFile = errors.New("database file has an older _ploti migration than this build reads")
 )
 
+// ErrDiskFull means a write found no space left on its device.
+// errors.Is(ErrDiskFull-wrapping errors, syscall.ENOSPC) holds too.
+var ErrDiskFull = errors.New("disk is full")
+
 type noFileError struct{}
 
 func (noFileError) Error() string        { return "no such file" }
