@@ -226,8 +226,8 @@ func TestScenario_RebootstrapAfterAForeignCursor(t *testing.T) {
 	must(t, err)
 	must(t, r.db.Update(ctx, func(tx *storage.Tx) error { return tx.SetCursor(ctx, emulator.Cursor(sub, 99999)) }))
 	_, err = r.Sync(ctx)
-	if !errors.Is(err, ErrForeignCursor) || !strings.Contains(err.Error(), "sync --rebootstrap") {
-		t.Fatalf("sync = %v; want ErrForeignCursor naming --rebootstrap", err)
+	if !errors.Is(err, ErrForeignCursor) || !strings.Contains(err.Error(), "Replica.Rebootstrap") {
+		t.Fatalf("sync = %v; want ErrForeignCursor naming Replica.Rebootstrap", err)
 	}
 	res, err := r.Rebootstrap(ctx)
 	if err != nil {

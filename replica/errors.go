@@ -27,8 +27,14 @@ var (
 	// ErrSubscriptionGone means the API does not know the file's
 	// subscription (404): it was deleted ("Deleting a subscription stops
 	// its events and its webhooks"), or the key is another workspace's.
-	// The file keeps the versions it holds; no later sync can move them.
+	// The file keeps the versions it holds; no later sync can move them:
+	// replicate another subscription into a new file, or keep datasets
+	// current with Options.Watch.
 	ErrSubscriptionGone = errors.New("subscription not found")
+	// ErrNothingToKeep means Open was given neither a subscription id
+	// (Options.SubscriptionID) nor watches (Options.Watch): the replica
+	// would keep nothing.
+	ErrNothingToKeep = errors.New("nothing to keep: no subscription id and watches off")
 )
 
 // ErrNoDatasetHeld means Changes was asked about a dataset the file holds
@@ -86,13 +92,13 @@ var (
 )
 
 // subscriptionGone words a 404 from one of the subscription's endpoints
-// (its events, its manifest) as ErrSubscriptionGone, with what to do;
-// other errors come back as they are.
+// (its events, its manifest) as ErrSubscriptionGone, with what it means
+// for the file (the CLI adds what to run); other errors come back as they
+// are.
 func subscriptionGone(subID string, err error) error {
 	if !errors.Is(err, fetch.ErrNotFound) || errors.Is(err, fetch.ErrFileNotFound) {
 		return err
 	}
 	return fmt.Errorf("%w: Ploti does not know subscription %s: it was deleted, or your key belongs to another workspace; "+
-		"the file keeps the versions it holds, and no sync can move them: `ploti-replica subscriptions list` shows your subscriptions "+
-		"(replicate one into a new file with --subscription, or keep datasets current with `ploti-replica watch add`): %w", ErrSubscriptionGone, subID, err)
+		"the file keeps the versions it holds, and no sync can move them: %w", ErrSubscriptionGone, subID, err)
 }

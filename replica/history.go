@@ -166,7 +166,7 @@ func historyOf(ctx context.Context, db *storage.DB, datasetID string) (*storage.
 		return nil, st, err
 	}
 	if !st.Started {
-		return nil, st, fmt.Errorf("%s: %w (sync --history %s keeps one from the version it holds)", datasetID, storage.ErrNoHistory, datasetID)
+		return nil, st, fmt.Errorf("%s: %w (Options.History naming it keeps one from the version it holds)", datasetID, storage.ErrNoHistory)
 	}
 	return d, st, nil
 }

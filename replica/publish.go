@@ -35,7 +35,7 @@ func (p Published) MarshalJSON() ([]byte, error) {
 // opens dst again. Nothing may write through DB() meanwhile; Sync calls it
 // itself when Options.Publish is set.
 func (r *Replica) Publish(ctx context.Context, dst string) (Published, error) {
-	p, err := storage.Can[storage.Publisher](r.db.Engine(), "--publish is")
+	p, err := storage.Can[storage.Publisher](r.db.Engine(), "a published copy is")
 	if err != nil {
 		return Published{}, fmt.Errorf("publish %s: %w", r.db.Path(), err)
 	}

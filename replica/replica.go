@@ -216,7 +216,7 @@ func Open(ctx context.Context, path string, opts Options) (*Replica, error) {
 		return nil, err
 	}
 	if IsDatabase(path) && len(opts.History) > 0 {
-		return nil, fmt.Errorf("open replica: --history: history is %w (docs/decisions.md 48)", storage.ErrFileOnly)
+		return nil, fmt.Errorf("open replica: Options.History: history is %w (docs/decisions.md 48)", storage.ErrFileOnly)
 	}
 	db, err := backends.Open(ctx, path, storage.Options{MemoryLimit: opts.MemoryLimit, Threads: opts.Threads,
 		LockTimeout: opts.LockTimeout, OnLocked: opts.OnLocked, Now: opts.Now, NoCreate: opts.NoCreate, Geometry: opts.Geometry})
@@ -277,7 +277,7 @@ func (opts Options) client(spool string) (API, error) {
 		return opts.API, nil
 	}
 	if opts.SubscriptionID == "" && !opts.Watch {
-		return nil, errors.New("open replica: no subscription id (set --subscription or PLOTI_SUBSCRIPTION) and watches off: nothing to keep")
+		return nil, fmt.Errorf("open replica: %w", ErrNothingToKeep)
 	}
 	fo := fetch.Options{BaseURL: opts.APIURL, APIKey: opts.APIKey, HTTPClient: opts.HTTPClient, SpoolDir: spool, Logger: opts.Logger}
 	if opts.FetchOptions != nil {

@@ -310,8 +310,8 @@ func TestScenario_ForeignCursor(t *testing.T) {
 	mustSync(t, r)
 	must(t, r.db.Update(ctx, func(tx *storage.Tx) error { return tx.SetCursor(ctx, emulator.Cursor(sub, 99999)) }))
 	_, err := r.Sync(ctx)
-	if !errors.Is(err, ErrForeignCursor) || !strings.Contains(err.Error(), "--rebootstrap") {
-		t.Fatalf("err = %v; want ErrForeignCursor naming --rebootstrap", err)
+	if !errors.Is(err, ErrForeignCursor) || !strings.Contains(err.Error(), "Replica.Rebootstrap") {
+		t.Fatalf("err = %v; want ErrForeignCursor naming Replica.Rebootstrap", err)
 	}
 }
 

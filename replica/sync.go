@@ -305,7 +305,7 @@ func (r *Replica) nextPage(ctx context.Context, sub *storage.Subscription, res *
 		return nil, r.bootstrap(ctx, sub, res)
 	case errors.Is(err, fetch.ErrInvalidInput) && sub.Cursor != "":
 		return nil, fmt.Errorf("read events of %s after cursor %q: %w (the API never gave it to this subscription): "+
-			"run `ploti-replica sync --rebootstrap` (Replica.Rebootstrap) to reload every dataset from a fresh manifest into this file: %w",
+			"Replica.Rebootstrap reloads every dataset from a fresh manifest into this file: %w",
 			sub.ID, sub.Cursor, ErrForeignCursor, err)
 	case err != nil:
 		// The client's error names the call, the subscription and

@@ -66,7 +66,7 @@ func (e *DataError) Error() string {
 // Unwrap makes errors.Is(err, ErrBadData) true.
 func (e *DataError) Unwrap() error { return ErrBadData }
 
-// ErrNoHistory means a dataset keeps no history (sync --history starts one).
+// ErrNoHistory means a dataset keeps no history (replica.Options.History starts one).
 var ErrNoHistory = errors.New("no history kept")
 
 // ErrDamaged means DuckDB cannot read the file back whole: bytes changed

@@ -79,7 +79,7 @@ type Env struct {
 func run(ctx context.Context, env *Env, args []string) int {
 	root := newRoot(env)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	c, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
 	}
@@ -100,14 +100,20 @@ func run(ctx context.Context, env *Env, args []string) int {
 	case errors.Is(err, replica.ErrNoFile):
 		fmt.Fprintf(env.Stderr, "ploti-replica: %s (`ploti-replica sync` creates it; check --db or PLOTI_DB)\n", oneLine(err))
 		return exitFailure
+	}
+	fmt.Fprintf(env.Stderr, "ploti-replica: %s%s\n", oneLine(err), hintOf(err, dbOf(c, env)))
+	return exitCode(err)
+}
+
+// exitCode is the exit code of a command's error past the cases run
+// words on their own.
+func exitCode(err error) int {
+	switch {
 	case errors.Is(err, replica.ErrPartial), errors.Is(err, replica.ErrDiffers):
-		fmt.Fprintf(env.Stderr, "ploti-replica: %s\n", oneLine(err))
 		return exitPartial
 	case errors.Is(err, replica.ErrLocked):
-		fmt.Fprintf(env.Stderr, "ploti-replica: %s\n", oneLine(err))
 		return exitLocked
 	}
-	fmt.Fprintf(env.Stderr, "ploti-replica: %s\n", oneLine(err))
 	return exitFailure
 }
 

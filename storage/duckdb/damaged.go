@@ -19,17 +19,17 @@ type DamagedError struct {
 func (e *DamagedError) Error() string {
 	if errors.Is(e.Err, storage.ErrStaleWAL) {
 		return fmt.Sprintf("open %s: %v; nothing was written. Move %s.wal aside: the file then opens at its last checkpoint "+
-			"and the next sync fetches what came since. Or rebuild the file: move it aside too and run `ploti-replica sync --db %s`, "+
-			"which loads every dataset from Ploti into a new file", e.Path, e.Err, e.Path, e.Path)
+			"and the next sync fetches what came since. Or rebuild the file: move it aside too and sync into a new file, "+
+			"which loads every dataset from Ploti", e.Path, e.Err, e.Path)
 	}
 	cause := e.Err.Error()
 	if i := strings.IndexByte(cause, '\n'); i >= 0 {
 		cause = cause[:i]
 	}
 	return fmt.Sprintf("open %s: the file is damaged, so nothing was written to it (DuckDB: %s). "+
-		"Rebuild it: copy out any tables of your own, move %s and any %s.wal beside it aside, and run "+
-		"`ploti-replica sync --db %s`, which loads every dataset from Ploti into a new file (or restore a backup)",
-		e.Path, cause, e.Path, e.Path, e.Path)
+		"Rebuild it: copy out any tables of your own, move %s and any %s.wal beside it aside, and sync into a new file, "+
+		"which loads every dataset from Ploti (or restore a backup)",
+		e.Path, cause, e.Path, e.Path)
 }
 
 // Unwrap makes errors.Is(err, storage.ErrDamaged) true.

@@ -90,8 +90,8 @@ func Inspect(path string) (FileInfo, error) {
 	}
 	info := FileInfo{Exists: true, StorageVersion: binary.LittleEndian.Uint64(head[12:20])}
 	if info.StorageVersion > MaxStorageVersion {
-		return info, fmt.Errorf("open %s: %w: it has storage version %d, written by a DuckDB newer than the %s this ploti-replica embeds, "+
-			"which cannot read it (nor can any DuckDB 1.x client); rebuild the replica into a new --db file",
+		return info, fmt.Errorf("open %s: %w: it has storage version %d, written by a DuckDB newer than the %s this build embeds, "+
+			"which cannot read it (nor can any DuckDB 1.x client); only a fresh sync can rebuild it",
 			path, storage.ErrStorageVersion, info.StorageVersion, DuckDBVersion)
 	}
 	return info, nil
