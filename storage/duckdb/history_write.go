@@ -39,7 +39,7 @@ func (tx *Tx) MergeHistory(ctx context.Context, hv storage.HistoryVersion, cols 
 		fs := []string{file}
 		_, types, err := tx.fileColumns(ctx, fs)
 		if err != nil {
-			return fmt.Errorf("record %s v%d in its history: %w", hv.DatasetID, hv.Version, err)
+			return fmt.Errorf("record %s v%d in its history: %w", hv.DatasetID, hv.Version, duckread.FileError(fs, err))
 		}
 		sel, err := duckread.SelectList(cols, types)
 		if err != nil {

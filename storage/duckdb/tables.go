@@ -13,13 +13,10 @@ import (
 )
 
 // fileColumns lists the columns of Parquet files (of the first, when
-// several parts must agree), with the DuckDB type each is read as.
+// several parts must agree), with the DuckDB type each is read as. Its
+// error does not name the files: the caller's DataError does.
 func (tx *Tx) fileColumns(ctx context.Context, files []string) ([]string, map[string]string, error) {
-	have, types, err := duckread.SourceColumns(ctx, tx.tx, duckread.ParquetSource(files))
-	if err != nil {
-		return nil, nil, duckread.FileError(files, err)
-	}
-	return have, types, nil
+	return duckread.SourceColumns(ctx, tx.tx, duckread.ParquetSource(files))
 }
 
 // LoadSnapshot replaces table with the rows of a version's snapshot parts,

@@ -47,7 +47,7 @@ func (tx *Tx) loadSnapshot(ctx context.Context, table string, cols []ploti.Colum
 		if serr := stopped(err); serr != nil {
 			return 0, serr
 		}
-		return 0, &storage.DataError{File: names, Detail: fmt.Sprintf("not a readable Parquet snapshot: read %s: %v", names, err)}
+		return 0, &storage.DataError{File: names, Detail: "not a readable Parquet snapshot: " + err.Error()}
 	}
 	if cols == nil {
 		return 0, fmt.Errorf("load %s into %s: PostgreSQL tables need the dataset's schema", names, table)

@@ -90,7 +90,7 @@ func (tx *Tx) probeChanges(ctx context.Context, cols []ploti.Column, file, src s
 	name := filepath.Base(file)
 	have, types, err := tx.db.fileColumns(ctx, src)
 	if err != nil {
-		return "", &storage.DataError{File: name, Detail: fmt.Sprintf("not a readable Parquet changes file: read %s: %v", name, err)}
+		return "", &storage.DataError{File: name, Detail: "not a readable Parquet changes file: " + err.Error()}
 	}
 	if err := duckread.CheckColumns(have, cols, storage.ColChange); err != nil {
 		return "", &storage.DataError{File: name, Detail: err.Error()}
@@ -188,7 +188,7 @@ func (tx *Tx) ApplyIDMap(ctx context.Context, datasetID string, version int, fil
 	src := duckread.ParquetSource([]string{file})
 	have, _, err := tx.db.fileColumns(ctx, src)
 	if err != nil {
-		return 0, &storage.DataError{File: name, Detail: fmt.Sprintf("not a readable Parquet id map: read %s: %v", name, err)}
+		return 0, &storage.DataError{File: name, Detail: "not a readable Parquet id map: " + err.Error()}
 	}
 	set := map[string]bool{}
 	for _, c := range have {
