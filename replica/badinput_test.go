@@ -96,7 +96,7 @@ var badInputs = []badInput{
 		spoil: func(t *testing.T, em *emulator.Emulator) {
 			must(t, em.SpoilFile(context.Background(), "ds_permits", 2, "schema", 0, truncateHalf))
 		},
-		wantFile: "schema file of ds_permits v2", wantProblem: "unexpected end of JSON input"},
+		wantFile: "ds_permits-v2-schema-0.json", wantProblem: "unexpected end of JSON input"},
 	{name: "truncated snapshot", mode: "resync", stillBad: true,
 		spoil: func(t *testing.T, em *emulator.Emulator) {
 			must(t, em.SpoilFile(context.Background(), "ds_permits", 2, "snapshot", 0, truncateHalf))
@@ -258,7 +258,8 @@ func TestSync_MalformedLogAndManifest(t *testing.T) {
 		em.Inject(emulator.Fault{Match: "GET /v1/feeds/subscriptions/*/events", Kind: emulator.FaultCorrupt})
 		_, err = r.Sync(ctx)
 		// Named once: "read events sub_1 after …", not "read events of
-		// sub_1: read events sub_1 after …".
+		// sub_1: read events sub_1 after …" (errwords_test.go holds every
+		// sync error to that).
 		if !errors.Is(err, fetch.ErrMalformed) || !strings.Contains(err.Error(), "read events "+sub+" after "+cursor) ||
 			strings.Count(err.Error(), "read events") != 1 ||
 			!strings.Contains(err.Error(), "/events: malformed response: invalid character") {
@@ -279,7 +280,7 @@ func TestSync_MalformedLogAndManifest(t *testing.T) {
 		r := mustOpen(t, em, sub, "", fastRetries)
 		em.Inject(emulator.Fault{Match: "GET /v1/feeds/subscriptions/*/manifest", Kind: emulator.FaultTruncate})
 		_, err := r.Sync(ctx)
-		if !errors.Is(err, fetch.ErrMalformed) || !strings.Contains(err.Error(), "get manifest of "+sub) ||
+		if !errors.Is(err, fetch.ErrMalformed) || !strings.Contains(err.Error(), "get manifest "+sub) ||
 			!strings.Contains(err.Error(), "malformed response: unexpected end of JSON input") {
 			t.Fatalf("sync over a truncated manifest: %v", err)
 		}

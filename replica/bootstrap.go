@@ -25,7 +25,9 @@ import (
 func (r *Replica) bootstrap(ctx context.Context, sub *storage.Subscription, res *SyncResult) error {
 	m, err := r.api.Manifest(ctx, sub.ID, "")
 	if err != nil {
-		return fmt.Errorf("get manifest of %s: %w", sub.ID, subscriptionGone(sub.ID, err))
+		// The client's error names the call, the subscription and the
+		// endpoint already ("get manifest sub_1: GET …").
+		return subscriptionGone(sub.ID, err)
 	}
 	if m.EventCursor == "" {
 		return fmt.Errorf("get manifest of %s: answer has no eventCursor", sub.ID)

@@ -3,6 +3,7 @@ package replica
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/ploti-replica/ploti-replica/fetch"
 	"github.com/ploti-replica/ploti-replica/storage"
@@ -100,5 +101,35 @@ func subscriptionGone(subID string, err error) error {
 		return err
 	}
 	return fmt.Errorf("%w: Ploti does not know subscription %s: it was deleted, or your key belongs to another workspace; "+
-		"the file keeps the versions it holds, and no sync can move them: %w", ErrSubscriptionGone, subID, err)
+		"the file keeps the versions it holds, and no sync can move them: %w", ErrSubscriptionGone, subID, withoutCall(err))
+}
+
+// callError is a fetch error told without fetch's name of the call ("get
+// manifest sub_1: ", "get version ds_x v2: ") where the caller's own words
+// name what was asked already: the endpoint and its answer stay, and
+// errors.Is and errors.As see the fetch error whole.
+type callError struct {
+	text string
+	err  error
+}
+
+func (e *callError) Error() string { return e.text }
+
+// Unwrap returns the fetch error.
+func (e *callError) Unwrap() error { return e.err }
+
+// withoutCall drops the name of the call from an API answer's error
+// (fetch.APIError.Op), so that a layer that names the subscription or the
+// dataset itself does not say it twice; other errors come back as they
+// are.
+func withoutCall(err error) error {
+	var ae *fetch.APIError
+	if err == nil || !errors.As(err, &ae) || ae.Op == "" {
+		return err
+	}
+	rest, ok := strings.CutPrefix(err.Error(), ae.Op+": ")
+	if !ok {
+		return err
+	}
+	return &callError{text: rest, err: err}
 }

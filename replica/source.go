@@ -83,7 +83,7 @@ func (s *source) Version(ctx context.Context, datasetID string, version int, lin
 		v, err = s.api.Version(ctx, datasetID, version)
 	}
 	if err != nil {
-		return nil, classify(err)
+		return nil, classify(withoutCall(err))
 	}
 	if v.DatasetID != "" && v.DatasetID != datasetID || v.Version != version {
 		return nil, fmt.Errorf("%w: version answer names %s v%d, asked for %s v%d", apply.ErrBadInput, v.DatasetID, v.Version, datasetID, version)
@@ -94,7 +94,7 @@ func (s *source) Version(ctx context.Context, datasetID string, version int, lin
 func (s *source) Current(ctx context.Context, datasetID string) (int, error) {
 	d, err := s.api.Dataset(ctx, datasetID)
 	if err != nil {
-		return 0, classifyOther(err)
+		return 0, classifyOther(withoutCall(err))
 	}
 	if d.Current == nil {
 		return 0, apply.ErrNoCurrent
@@ -104,7 +104,8 @@ func (s *source) Current(ctx context.Context, datasetID string) (int, error) {
 
 func (s *source) Schema(ctx context.Context, v *ploti.Version) (*ploti.Schema, error) {
 	if v.Files.Schema != nil && v.Files.Schema.URL != "" {
-		path, err := s.api.Download(ctx, *v.Files.Schema, fileName(v.DatasetID, v.Version, "schema", 0, ".json"), s.refresh(v, "schema", 0))
+		name := fileName(v.DatasetID, v.Version, "schema", 0, ".json")
+		path, err := s.api.Download(ctx, *v.Files.Schema, name, s.refresh(v, "schema", 0))
 		if err != nil {
 			return nil, classifyOther(err)
 		}
@@ -115,12 +116,12 @@ func (s *source) Schema(ctx context.Context, v *ploti.Version) (*ploti.Schema, e
 		}
 		var sc ploti.Schema
 		if err := json.Unmarshal(b, &sc); err != nil {
-			return nil, fmt.Errorf("%w: schema file of %s v%d: %w", apply.ErrBadInput, v.DatasetID, v.Version, err)
+			return nil, fmt.Errorf("%w: %s: %w", apply.ErrBadInput, name, err)
 		}
 		return &sc, nil
 	}
 	sc, err := s.api.Schema(ctx, v.DatasetID, v.Version)
-	return sc, classifyOther(err)
+	return sc, classifyOther(withoutCall(err))
 }
 
 func (s *source) files(v *ploti.Version, kind string) []ploti.File { return versionFiles(v, kind) }
@@ -164,7 +165,7 @@ func (s *source) refresh(v *ploti.Version, kind string, i int) func(ctx context.
 		if fs := s.files(fresh, kind); fresh == nil || i >= len(fs) || fs[i].URL == failed {
 			var err error
 			if fresh, err = s.api.Links(ctx, v.DatasetID, v.Version, kinds(v)); err != nil {
-				return ploti.File{}, classifyOther(err)
+				return ploti.File{}, classifyOther(withoutCall(err))
 			}
 			s.mu.Lock()
 			if s.fresh == nil {

@@ -132,8 +132,8 @@ func (r *Replica) Behind(ctx context.Context, limit int) (int, error) {
 		switch {
 		case errors.Is(err, fetch.ErrInvalidInput) && cursor == sub.Cursor:
 			// Worded as Sync words it: the same log, read the same way.
-			return -1, fmt.Errorf("count events behind: read events of %s after cursor %q: %w (the API never gave it to this subscription): %w",
-				sub.ID, cursor, ErrForeignCursor, err)
+			return -1, fmt.Errorf("count events behind: read events of %s after cursor %q: %w: %w",
+				sub.ID, cursor, ErrForeignCursor, withoutCall(err))
 		case err != nil:
 			return -1, fmt.Errorf("count events behind: %w", subscriptionGone(sub.ID, err))
 		}

@@ -304,9 +304,9 @@ func (r *Replica) nextPage(ctx context.Context, sub *storage.Subscription, res *
 		clear(r.kept)
 		return nil, r.bootstrap(ctx, sub, res)
 	case errors.Is(err, fetch.ErrInvalidInput) && sub.Cursor != "":
-		return nil, fmt.Errorf("read events of %s after cursor %q: %w (the API never gave it to this subscription): "+
+		return nil, fmt.Errorf("read events of %s after cursor %q: %w: "+
 			"Replica.Rebootstrap reloads every dataset from a fresh manifest into this file: %w",
-			sub.ID, sub.Cursor, ErrForeignCursor, err)
+			sub.ID, sub.Cursor, ErrForeignCursor, withoutCall(err))
 	case err != nil:
 		// The client's error names the call, the subscription and
 		// the cursor already ("read events sub_1 after …").

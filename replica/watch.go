@@ -44,7 +44,7 @@ func classifyWatch(err error) error {
 
 func (s *watchSource) Info(ctx context.Context, datasetID string) (*ploti.DatasetInfo, error) {
 	info, err := s.api.DatasetInfo(ctx, datasetID)
-	return info, classifyWatch(err)
+	return info, classifyWatch(withoutCall(err))
 }
 
 func (s *watchSource) Changes(ctx context.Context, datasetID string, version int) (*apply.VersionChanges, error) {
@@ -64,6 +64,7 @@ func (s *watchSource) Rows(ctx context.Context, datasetID string, ids []string) 
 		kind = "ids"
 	}
 	rs, err := s.api.SpoolRows(ctx, datasetID, ids, fileName(datasetID, 0, kind, 0, ".ndjson"))
+	err = withoutCall(err) // apply's error names the dataset
 	if ids != nil && (errors.Is(err, fetch.ErrUnnamableID) || errors.Is(err, fetch.ErrRowsMoved)) {
 		return nil, fmt.Errorf("%w: %w", apply.ErrReadWhole, err)
 	}
@@ -86,7 +87,7 @@ func (r *Replica) syncWatches(ctx context.Context, res *SyncResult) error {
 	}
 	ws, err := r.watchAPI.Watches(ctx)
 	if err != nil {
-		return fmt.Errorf("list watches: %w", err)
+		return err // the client's error names the call: "list watches: GET …"
 	}
 	all, err := r.db.Datasets(ctx)
 	if err != nil {
