@@ -22,9 +22,12 @@ var (
 	// ErrPartial means the sync finished but some datasets failed; their
 	// last good versions stay and the next sync tries them again.
 	ErrPartial = errors.New("some datasets failed")
-	// ErrStopped means Options.Stop was closed: Sync stopped between
+	// ErrStopped means StopSync (or Run's shutdown) stopped the walk between
 	// transactions, with everything before it committed.
 	ErrStopped = errors.New("sync stopped")
+	// ErrClosed means the Replica was closed: every call after Close
+	// returns it.
+	ErrClosed = errors.New("replica is closed")
 	// ErrSubscriptionGone means the API does not know the file's
 	// subscription (404): it was deleted ("Deleting a subscription stops
 	// its events and its webhooks"), or the key is another workspace's.

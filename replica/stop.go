@@ -2,14 +2,9 @@ package replica
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 )
-
-// ErrClosed means the Replica was closed: every call after Close returns
-// it.
-var ErrClosed = errors.New("replica is closed")
 
 // stopSignal is the stop of one walk (a Sync, Rebootstrap, Release or
 // Verify): StopSync closes it, and so does Run's shutdown. Each walk
