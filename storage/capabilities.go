@@ -2,6 +2,8 @@ package storage
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -179,4 +181,22 @@ type ChangesIDChecker interface {
 	// (docs/wire.md 5: a record id is unique in a version). One file, or
 	// none, has nothing to check.
 	CheckChangesIDs(ctx context.Context, files []string) error
+}
+
+// ErrReadOnly means a query through an engine's read-only handle
+// (ReadOnlyQuerier) would write, or is not one statement that reads: it
+// is refused before it runs, or by the engine's read-only transaction.
+var ErrReadOnly = errors.New("read-only handle")
+
+// ReadOnlyQuerier is an engine that gives a handle for queries of the
+// committed state that cannot write, beside SQL (the writer's, on which
+// users create their own tables): both engines. Each query through it
+// runs in a read-only transaction of its own, and a transaction begun on
+// it is read-only whatever its options say, so a caller reads several
+// queries from one snapshot. A write is refused with an error that wraps
+// ErrReadOnly.
+type ReadOnlyQuerier interface {
+	// ReadOnlySQL is the handle, made at its first call and closed with
+	// the engine.
+	ReadOnlySQL() *sql.DB
 }

@@ -38,6 +38,7 @@ type DB struct {
 	threads   threadCount // DuckDB's threads: as opened, and now (threads.go)
 	writer    string      // the path holdWriter took for this writer; "" for none
 	reg       *storage.DB // the registry over this file
+	ro        roHandle    // the read-only handle, once asked for (readonly.go)
 }
 
 var _ storage.Engine = (*DB)(nil)
@@ -64,7 +65,7 @@ func (db *DB) Now() time.Time { return db.now().UTC() }
 
 // Close closes the file, gathering every error.
 func (db *DB) Close() error {
-	var errs []error
+	errs := []error{db.closeReadOnly()} // before the connector it shares
 	if db.sql != nil {
 		errs = append(errs, db.sql.Close())
 	}

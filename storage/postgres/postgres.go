@@ -70,7 +70,9 @@ type DB struct {
 	geomOID  uint32
 	loads    int // numbers the tables loads build
 	readOnly bool
-	locked   bool // holds the writer's advisory lock
+	locked   bool            // holds the writer's advisory lock
+	cfg      *pgx.ConnConfig // the sessions' settings, for the read-only pool
+	ro       roHandle        // the read-only pool, once asked for (readonly.go)
 }
 
 // IsURL tells whether a --db value names a PostgreSQL database rather
@@ -137,7 +139,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	}
 	var conn *pgx.Conn
 	pinned.Raw(func(dc any) error { conn = dc.(*sqlConn).Conn.Conn(); return nil })
-	db := &DB{conn: conn, pool: pool, pinned: pinned, name: name, schema: opts.Schema, now: opts.Now, swapWait: opts.SwapWait}
+	db := &DB{conn: conn, pool: pool, pinned: pinned, name: name, schema: opts.Schema, now: opts.Now, swapWait: opts.SwapWait, cfg: cfg}
 	if opts.ReadOnly {
 		if err := db.checkReplica(ctx); err != nil {
 			db.Close()
@@ -234,7 +236,7 @@ func (db *DB) Now() time.Time { return db.now().UTC() }
 // Close closes the session (which releases the advisory lock) and the
 // DuckDB that read the files, gathering every error.
 func (db *DB) Close() error {
-	var errs []error
+	errs := []error{db.closeReadOnly()}
 	if db.duck != nil {
 		errs = append(errs, db.duck.Close())
 	}
