@@ -20,6 +20,12 @@ var migrationFS embed.FS
 
 var lockRE = regexp.MustCompile(`(?i)conflicting lock|could not set lock`)
 
+// sameProcessRE is DuckDB's refusal (duckdb-go's instance cache) of a
+// second open of a file that this process has open with other settings:
+// a Reader (READ_ONLY) beside a Replica, or the reverse, or an
+// application's own sql.Open of the file.
+var sameProcessRE = regexp.MustCompile(`(?i)same database file with a different configuration`)
+
 // Open opens or creates the DuckDB file at path and migrates _ploti. While
 // another process holds the file it waits with backoff up to LockTimeout.
 // It reads the file's header first: a file that is not DuckDB's
@@ -87,6 +93,11 @@ func open(ctx context.Context, path string, opts storage.Options, existed bool) 
 		releaseWriter(writer)
 		if lockRE.MatchString(err.Error()) {
 			return nil, fmt.Errorf("%w: %s", storage.ErrLocked, lockHolder(err.Error()))
+		}
+		if sameProcessRE.MatchString(err.Error()) {
+			return nil, fmt.Errorf("%w: %s is open elsewhere in this process (a Replica or Reader of it, or the application's own "+
+				"sql.Open) with other settings, and DuckDB opens a file once per process: query it through the open Replica's "+
+				"ReadOnly() or DB()", storage.ErrLocked, path)
 		}
 		if d := asDamaged(path, err); d != nil && existed {
 			return nil, d
