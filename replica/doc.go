@@ -13,6 +13,21 @@
 // PostgreSQL/PostGIS database (storage/postgres): the same tables, _ploti
 // state and rules; r.DB() is then a database/sql handle on it.
 //
+// r.DB() is the writer's handle: a service may keep tables of its own on
+// it, beside the replica's. r.ReadOnly() is a handle for queries that
+// must not write (a service's users' SQL): each query runs in a read-only
+// transaction, sees whole versions only, and a write fails with
+// ErrReadOnly. In a DuckDB file it takes one SELECT-like statement per
+// query. The process that holds a Replica of a file cannot open the file
+// again (OpenReader's ErrLocked, and DuckDB refuses an application's own
+// sql.Open("duckdb", path) with "different configuration than existing
+// connections"): query it through ReadOnly() or DB().
+//
+// r.QueryArrow reads a query's rows as Arrow record batches (duckdb-go's,
+// github.com/apache/arrow-go/v18), with ReadOnly()'s rules, from a
+// DuckDB file only; it exists only in a build with -tags duckdb_arrow,
+// which turns on duckdb-go's Arrow interface.
+//
 // The walk (Sync):
 //
 //	if no cursor:                           bootstrap
