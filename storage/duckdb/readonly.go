@@ -48,16 +48,10 @@ func (db *DB) ReadOnlySQL() *sql.DB {
 	return db.ro.db
 }
 
-// closeReadOnly closes the read-only handle, if one was made, before the
-// connector it shares.
-func (db *DB) closeReadOnly() error {
-	var err error
-	db.ro.once.Do(func() {}) // none made from now on
-	if db.ro.db != nil {
-		err = db.ro.db.Close()
-	}
-	return err
-}
+// closeReadOnly closes the read-only handle before the connector it
+// shares (one made now, never connected, is closed too: ReadOnlySQL
+// after Close is a closed *sql.DB, not nil).
+func (db *DB) closeReadOnly() error { return db.ReadOnlySQL().Close() }
 
 // roConnector makes the handle's connections from the engine's connector.
 // It has no Close: the engine closes the connector.
@@ -85,8 +79,49 @@ const parseSQL = `SELECT coalesce((j->>'error')::BOOLEAN, true), coalesce(j->>'e
 // readsOnly refuses, with an error wrapping storage.ErrReadOnly, a query
 // that DuckDB's parser does not read as exactly one SELECT-like
 // statement; a syntax error is DuckDB's, as running the query would say.
-// It runs the parse on c.
+// It runs the parse on c, once per query text (readQueries).
 func readsOnly(ctx context.Context, c *ddb.Conn, q string) error {
+	if readQueries.has(q) {
+		return nil
+	}
+	if err := parseOne(ctx, c, q); err != nil {
+		return err
+	}
+	readQueries.add(q)
+	return nil
+}
+
+// readQueries are query texts the parser read as one SELECT-like
+// statement, which it always will: a service asks the same few again and
+// again, and the parse is a third of a small query's time.
+var readQueries = queryCache{seen: map[string]struct{}{}}
+
+// queryCache is a set of query texts, emptied when it reaches maxQueries.
+type queryCache struct {
+	mu   sync.Mutex
+	seen map[string]struct{}
+}
+
+const maxQueries = 1024
+
+func (c *queryCache) has(q string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.seen[q]
+	return ok
+}
+
+func (c *queryCache) add(q string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.seen) >= maxQueries {
+		clear(c.seen)
+	}
+	c.seen[q] = struct{}{}
+}
+
+// parseOne is readsOnly's parse.
+func parseOne(ctx context.Context, c *ddb.Conn, q string) error {
 	rows, err := c.QueryContext(ctx, parseSQL, []driver.NamedValue{{Ordinal: 1, Value: q}})
 	if err != nil {
 		return fmt.Errorf("read-only handle: parse the query: %w", err)

@@ -50,14 +50,10 @@ func (b backend) ReadOnlySQL() *sql.DB {
 	return db.ro.db
 }
 
-// closeReadOnly closes the read-only pool, if one was made.
-func (db *DB) closeReadOnly() error {
-	db.ro.once.Do(func() {}) // none made from now on
-	if db.ro.db != nil {
-		return db.ro.db.Close()
-	}
-	return nil
-}
+// closeReadOnly closes the read-only pool (one made now, never
+// connected, is closed too: ReadOnlySQL after Close is a closed *sql.DB,
+// not nil).
+func (db *DB) closeReadOnly() error { return backend{db}.ReadOnlySQL().Close() }
 
 // roConnector makes the read-only pool's sessions.
 type roConnector struct{ inner driver.Connector }
