@@ -1,32 +1,79 @@
-// Package replica keeps a local DuckDB file current with a Ploti Data Feeds
-// subscription: one table per dataset, always at a released version, never
-// half-applied.
+// Package replica keeps a local DuckDB file, or a PostgreSQL/PostGIS
+// database, current with a Ploti Data Feeds subscription and with the
+// datasets a member watches: one table per dataset, always at a released
+// version, never half-applied.
 //
-//	r, err := replica.Open(ctx, "feeds.duckdb", replica.Options{APIKey: key, SubscriptionID: "sub_1"})
-//	res, err := r.Sync(ctx)    // bootstrap or catch up
-//	rows, err := r.DB().QueryContext(ctx, "SELECT * FROM ds_fl_orange_permits")
-//	st, err := r.Status(ctx)   // versions, statuses, holds, cursor
-//	err = r.Release(ctx, "ds_x") // end a review hold: reload from current
-//	err = r.Close()
+// # Open, sync, read
+//
+//	r, err := replica.Open(ctx, "feeds.duckdb", replica.Options{
+//		APIKey:         key,           // a secret: never logged
+//		SubscriptionID: "sub_1",       // and/or Watch: true
+//		Logger:         slog.Default(), // nil: no logs
+//	})
+//	res, err := r.Sync(ctx) // bootstrap or catch up; ErrPartial: res.Failures says why
+//	rows, err := r.ReadOnly().QueryContext(ctx, "SELECT * FROM ds_fl_orange_permits")
+//	st, err := r.Status(ctx) // versions, statuses, holds, cursor
+//	err = r.Close()          // every later call: ErrClosed
 //
 // Open takes a postgres:// URL instead of a path to keep the replica in a
-// PostgreSQL/PostGIS database (storage/postgres): the same tables, _ploti
-// state and rules; r.DB() is then a database/sql handle on it.
+// PostgreSQL/PostGIS database: the same tables, _ploti state and rules.
 //
-// r.DB() is the writer's handle: a service may keep tables of its own on
-// it, beside the replica's. r.ReadOnly() is a handle for queries that
-// must not write (a service's users' SQL): each query runs in a read-only
-// transaction, sees whole versions only, and a write fails with
-// ErrReadOnly. In a DuckDB file it takes one SELECT-like statement per
-// query. The process that holds a Replica of a file cannot open the file
-// again (OpenReader's ErrLocked, and DuckDB refuses an application's own
-// sql.Open("duckdb", path) with "different configuration than existing
-// connections"): query it through ReadOnly() or DB().
+// SyncResult says what a sync did: the counts, each dataset's move from
+// one version to another (Moves), the datasets that failed and why
+// (Failures: their last good version stays), and the holds the file has
+// at its end, Ploti's and its own review holds (Holds).
 //
-// r.QueryArrow reads a query's rows as Arrow record batches (duckdb-go's,
-// github.com/apache/arrow-go/v18), with ReadOnly()'s rules, from a
-// DuckDB file only; it exists only in a build with -tags duckdb_arrow,
-// which turns on duckdb-go's Arrow interface.
+// # Keep it current
+//
+// Run syncs at start, every RunOptions.Interval after, at once on each
+// RunOptions.Signal (a webhook.Trigger's), with a backoff after a failed
+// sync, until its context ends; it returns on an error no retry can mend
+// (another subscription's file, a foreign cursor, the subscription gone
+// twice in a row). RunFile does the same for a file other processes read
+// between syncs: it opens the file for each sync only. A webhook.Handler
+// with HandlerOptions.Wants set to r.Wants lets a member's
+// dataset.changed start a sync for the datasets the replica keeps.
+//
+//	h, _ := webhook.NewHandler(webhook.HandlerOptions{Verifier: v, Trigger: trig, Wants: r.Wants})
+//	err = r.Run(ctx, replica.RunOptions{Interval: time.Minute, Signal: trig.C(),
+//		OnSync: func(res replica.SyncResult, err error) { … }})
+//
+// StopSync asks the sync under way to stop at its next commit point (it
+// returns ErrStopped); the next one runs as usual. Cancelling a sync's
+// context instead rolls its open transaction back. Close stops the sync
+// under way the same way and waits for it.
+//
+// # Reading while it syncs
+//
+// Readers in the process see whole versions only, also while a sync runs.
+// ReadOnly is the handle to give a service's users: on a DuckDB file it
+// lets one SELECT-like statement per query through (on PostgreSQL, any
+// query), each in a read-only transaction, and a write fails with
+// ErrReadOnly (BeginTx gives one snapshot for several queries); DB is the
+// writer's handle, for tables of your own beside the replica's. Another
+// process opens a Reader (OpenReader), which never writes and calls no
+// API. A DuckDB file is open in one place at a time: a second Open or
+// OpenReader of it, in this process or another, waits for the first's
+// Close (Options.LockTimeout) and then fails with ErrLocked; an
+// application's own sql.Open of the file while a Replica holds it gets
+// DuckDB's "different configuration" error, so share the Replica's
+// handles instead.
+//
+// Built with -tags duckdb_arrow (duckdb-go's Arrow interface, and
+// github.com/apache/arrow-go/v18), QueryArrow reads a query's rows as
+// Arrow record batches, with ReadOnly's rules, without a row-by-row scan;
+// a batch's values are freed at the reader's next Next or Release, so copy
+// what you keep. It reads a DuckDB file only.
+//
+// # Errors and logs
+//
+// Errors say what failed and where (the dataset, the version, the file,
+// the endpoint) and wrap the sentinels of errors.go (errors.Is): ErrLocked,
+// ErrPartial, ErrStopped, ErrClosed, ErrSubscriptionGone,
+// ErrForeignCursor, ErrReadOnly, …; fetch's (ErrRateLimited, ErrNotFound,
+// …) come through as they are. No error or log line holds the API key, a
+// webhook secret or a signed link's signature. Logs go to Options.Logger,
+// a *slog.Logger.
 //
 // The walk (Sync):
 //
