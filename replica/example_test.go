@@ -2,12 +2,14 @@ package replica_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/ploti-replica/ploti-replica/emulator"
 	"github.com/ploti-replica/ploti-replica/replica"
@@ -133,5 +135,64 @@ func ExampleReplica_Run() {
 	// Output:
 	// first sync: loaded 3 datasets
 	// after the webhook: ds_fl_orange_permits version 1 → 2
+	// Run returned <nil>
+}
+
+// Read while it syncs: ReadOnly is the handle to give a service's users.
+// It sees whole versions only, also while Run applies a new one, and it
+// cannot write.
+func ExampleReplica_ReadOnly() {
+	d, dir, done := demo()
+	defer done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	r, err := replica.Open(ctx, filepath.Join(dir, "feeds.duckdb"), replica.Options{
+		APIURL: d.Emulator.URL(), APIKey: d.Emulator.APIKey(), SubscriptionID: d.SubscriptionID,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer r.Close()
+
+	synced := make(chan replica.SyncResult, 10)
+	ran := make(chan error, 1)
+	go func() {
+		ran <- r.Run(ctx, replica.RunOptions{Interval: 10 * time.Millisecond,
+			OnSync: func(res replica.SyncResult, _ error) {
+				select {
+				case synced <- res:
+				default: // nobody is waiting: Run must not
+				}
+			}})
+	}()
+	<-synced // the first sync: version 1 of each dataset
+
+	db := r.ReadOnly()
+	first := func() (permit string) { // the version's first permit
+		if err := db.QueryRowContext(ctx, `SELECT min(permit_number) FROM ds_fl_orange_permits`).Scan(&permit); err != nil {
+			log.Fatal(err)
+		}
+		return permit
+	}
+	fmt.Println("first permit at version 1:", first())
+	if err := d.Next(ctx); err != nil { // Ploti publishes version 2 while Run goes on
+		log.Fatal(err)
+	}
+	for moved := false; !moved; {
+		for _, m := range (<-synced).Moves {
+			moved = moved || m.DatasetID == emulator.DemoPermits
+		}
+	}
+	fmt.Println("first permit at version 2:", first())
+
+	_, err = db.ExecContext(ctx, `DELETE FROM ds_fl_orange_permits`)
+	fmt.Println("a write:", errors.Is(err, replica.ErrReadOnly))
+	cancel()
+	fmt.Println("Run returned", <-ran)
+	// Output:
+	// first permit at version 1: BP-0001
+	// first permit at version 2: BP-0002
+	// a write: true
 	// Run returned <nil>
 }
