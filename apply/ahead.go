@@ -31,7 +31,7 @@ const aheadFetchers = 4
 
 // ahead fetches a page's small merges (their version, their changes files,
 // and the files' columns, read on a connection of their own)
-// while the batch applies the events before them (issue 18: the walk
+// while the batch applies the events before them (the walk
 // asked, downloaded and probed each merge's file in turn, one core busy
 // and the wire idle between). It only reads: the batch's registry rows
 // are read once, before it starts, and its results are taken, or thrown

@@ -100,7 +100,7 @@ func aheadFixture(t *testing.T, ids []string, changes func(i int) string) (*stor
 	return db, x, src, events
 }
 
-// Issue 18, item 2: the walk fetches "the next page's merges' files while
+// The walk fetches "the next page's merges' files while
 // this page commits", with the spool bounded ("Memory and spool stay
 // bounded and configurable"). A page of twenty updates: with no event
 // applied yet, Ahead downloads no more than aheadFiles changes files, or

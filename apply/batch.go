@@ -14,7 +14,7 @@ import (
 // the bookkeeping it holds back until Flush: a page of state-only events
 // then costs a handful of statements in all, not several per event. (A
 // DuckDB statement costs a few hundred microseconds even on a table of
-// fifty rows; issue 6 measured 150 events a second with one read and one
+// fifty rows; a measurement found 150 events a second with one read and one
 // write per statement.) Every write still lands in the batch's open
 // transaction, before its commit. The cache outlives a commit: the walk
 // is the file's one writer, and a heavy action, which writes a dataset's
@@ -75,7 +75,7 @@ func (b *Batch) cached(ctx context.Context) (*pageCache, error) {
 
 // dataset returns a copy of a registry row (nil when there is none) and of
 // its holds.
-// A warm cache answers without opening a transaction (issue 6: in a run
+// A warm cache answers without opening a transaction (in a run
 // of updates, each merge's Flush committed an empty one).
 func (b *Batch) dataset(ctx context.Context, id string) (*storage.Dataset, []storage.Hold, error) {
 	c := b.cache
@@ -121,7 +121,7 @@ func (b *Batch) forget(id string) {
 }
 
 // remember puts a dataset's row, as a transaction of its own committed it
-// with no holds, into the cache (issue 6: reading it back cost two
+// with no holds, into the cache (reading it back cost two
 // statements per update in a catch-up of small updates).
 func (b *Batch) remember(d *storage.Dataset) {
 	if c := b.cache; c != nil {
@@ -289,7 +289,7 @@ func (b *Batch) Describe(info *ploti.Dataset) {
 // Scope makes the batch read the registry rows and holds of these
 // datasets only (a page's), with one query each, when it first needs
 // them, and any other one when asked for it: a page costs the same
-// however many datasets the file holds (issue 18: the whole registry,
+// however many datasets the file holds (the whole registry,
 // read for each page, was 2,000 rows and their columns' JSON). Call it
 // before the batch reads anything.
 func (b *Batch) Scope(ids []string) {

@@ -14,7 +14,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
-// Issue 6: a page's bookkeeping is held in the batch and written once, at
+// A page's bookkeeping is held in the batch and written once, at
 // Flush. A page applied in one batch must end exactly where the same
 // events applied one batch each end.
 func TestBatch_OnePageEqualsOneBatchPerEvent(t *testing.T) {
@@ -146,7 +146,7 @@ func dump(t *testing.T, db *storage.DB) string {
 	return string(b)
 }
 
-// Issue 6: the batch's cache outlives the commit before a heavy action. The
+// The batch's cache outlives the commit before a heavy action. The
 // events after it must still be recorded, and the loaded dataset read again.
 func TestBatch_HeavyActionInThePage(t *testing.T) {
 	at := time.Date(2026, 11, 2, 3, 4, 5, 0, time.UTC)
@@ -211,7 +211,7 @@ func TestBatch_HeavyActionInThePage(t *testing.T) {
 	}
 }
 
-// Issue 18: "nothing scans all tables per event or per page". A batch
+// "nothing scans all tables per event or per page". A batch
 // scoped to a page's datasets reads their registry rows and holds only,
 // and any other dataset's when an event asks for it, and ends exactly
 // where a batch that reads the whole registry ends. ds_b's row is made
@@ -294,7 +294,7 @@ func TestBatch_ScopeReadsThePagesDatasetsOnly(t *testing.T) {
 	}
 }
 
-// Issue 18: a page's rows whose title, schema and the like did not change
+// A page's rows whose title, schema and the like did not change
 // have their states written alone (storage.PutDatasetStates). What the
 // batch takes for "as the registry holds it" must follow every write: a
 // title a page gives, and the old title given back on the next page, in

@@ -71,7 +71,7 @@ type State struct {
 // A watched dataset (source watch) is one the feed has not held: its
 // version numbers are Ploti's own, not Data Feeds'. The feed's first event
 // for it loads it as any new dataset, and it is the feed's from then on
-// (issue 12: a dataset both in the subscription and watched is kept from
+// (a dataset both in the subscription and watched is kept from
 // the feed).
 func StateOf(d *storage.Dataset, holds []storage.Hold) State {
 	if d == nil || d.Source == storage.SourceWatch {

@@ -71,7 +71,7 @@ func (e *Error) Unwrap() error { return e.Err }
 // notGone reads an ErrGone from anything but the version an event named
 // (the dataset's current version in a reload, a version followed back
 // for its id map) as an error of the dataset: the text stays, the meaning
-// "the dataset has left" does not (docs/wire.md 8.5; issue 13).
+// "the dataset has left" does not (docs/wire.md 8.5).
 func notGone(err error) error {
 	if errors.Is(err, ErrGone) {
 		return errors.New(err.Error())

@@ -264,7 +264,7 @@ func (x *Executor) onMajor() string {
 func (x *Executor) light(ctx context.Context, b *Batch, tx *storage.Tx, d *storage.Dataset, a Action, ev ploti.Event) error {
 	switch a.Kind {
 	case Pending:
-		// No API call for a state-only event (issue 18): the walk describes
+		// No API call for a state-only event: the walk describes
 		// the page's new datasets together (Batch.Undescribed).
 		d.Status, d.StatusReason, d.SkipUntilRemoved = storage.StatusPending, storage.ReasonAwaitingFirstVersion, false
 		d.Version, d.PreviousVersion = 0, 0
@@ -455,7 +455,7 @@ func (x *Executor) heavy(ctx context.Context, ah *ahead, d *storage.Dataset, a A
 // fetch ahead (ah, Executor.Ahead) had for the version, if it asked (a
 // fault it met is this event's; wait is ahead.version's), else the API's.
 // A version of the schema version the dataset holds has the columns and
-// key the registry keeps, so its schema file is not fetched (issue 18: a
+// key the registry keeps, so its schema file is not fetched (a
 // request each, 40 ms over a good office link; schemas-and-holds.txt: "A
 // new dataset version with the same columns keeps the same schema
 // version", and "a number is never reused for a different shape").

@@ -47,7 +47,7 @@ type Prepared struct {
 const duckBlock = 256 << 10
 
 // Footprint is about the bytes the prepared table takes in the file: its
-// snapshot's, and at least one of DuckDB's 256 KiB blocks (issue 18: a
+// snapshot's, and at least one of DuckDB's 256 KiB blocks (a
 // table of 1,000 rows took 280 KiB, DuckDB alone's too).
 func (p *Prepared) Footprint() int64 { return max(p.Bytes, duckBlock) }
 
@@ -155,7 +155,7 @@ func (x *Executor) loadOne(ctx context.Context, p *Prepared, eventID string) (in
 func (x *Executor) loadOnce(ctx context.Context, p *Prepared, eventID string) (rows int64, streamErr, err error) {
 	d, v, schema := p.Dataset, p.Version, p.schema
 	// Once the table holds the snapshot, its files are removed while the
-	// commit writes (issue 6: unlinking a 484 MiB file took 0.15 s of a
+	// commit writes (unlinking a 484 MiB file took 0.15 s of a
 	// 10M-row load when it came after).
 	var discard sync.WaitGroup
 	defer discard.Wait()
@@ -249,9 +249,9 @@ const checkpointFreedMin = 4 << 20
 // checkpointFreedMin or an eighth of the file. A replaced table's blocks
 // are free for reuse only after a checkpoint: a large swap checkpoints at
 // once, so that the next reuses them and the file stays near twice the
-// table while a replica stays open (issue 6: without it, each reload in a
+// table while a replica stays open (without it, each reload in a
 // session added the table's size). A checkpoint costs time in the number
-// of tables (issue 18: 0.1–0.3 s at 5,000), so small swaps wait until
+// of tables (0.1–0.3 s at 5,000), so small swaps wait until
 // they add up: the file then grows by at most an eighth between
 // checkpoints. Best effort: DuckDB refuses while another transaction runs.
 func (x *Executor) swapped(ctx context.Context, id string, bytes int64) {
@@ -277,7 +277,7 @@ func (x *Executor) swapped(ctx context.Context, id string, bytes int64) {
 }
 
 // LoadPrepared loads prepared snapshots, all in one transaction when
-// there are several (issue 18: a commit each cost more than loading a
+// there are several (a commit each cost more than loading a
 // small table), each with its registry row and the end of its holds; a
 // version to review is held instead. If the shared transaction fails, each
 // is loaded again in a transaction of its own, so that a bad file costs

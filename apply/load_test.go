@@ -35,7 +35,7 @@ func (s *fileSource) Download(_ context.Context, _ *ploti.Version, kind string) 
 }
 func (s *fileSource) Discard([]string) {}
 
-// Issue 6: a replaced table's blocks are reused only after a checkpoint.
+// A replaced table's blocks are reused only after a checkpoint.
 // Reloads in one open session must keep the file near twice the table, not
 // add the table's size each time.
 func TestLoad_ReloadsInOneSessionKeepTheFileBounded(t *testing.T) {

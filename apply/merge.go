@@ -38,7 +38,7 @@ func shareable(d *storage.Dataset, a Action, v *ploti.Version, schema *ploti.Sch
 
 // sharedMerge merges a small changes file in the batch's transaction, so
 // that a run of updates shares the page's commit and bookkeeping instead of
-// paying a commit each (issue 6: about a sixth of a 100-row update). The
+// paying a commit each (about a sixth of a 100-row update). The
 // version, its registry row and its event id still commit together, with
 // the page's cursor. Errors from the API and downloads leave the batch as
 // it was; an error in the transaction returns ErrRetryPage. schema is in
@@ -85,7 +85,7 @@ func (x *Executor) sharedMerge(ctx context.Context, b *Batch, d *storage.Dataset
 		return total, retry(err)
 	}
 	// The registry row, the end of its holds and the event id are written
-	// at the batch's Flush, with the other rows of the page (issue 6: a
+	// at the batch's Flush, with the other rows of the page (a
 	// statement each cost 2 ms an update in a catch-up of small updates).
 	heldVersion(d, v, schema, total.Rows)
 	if !noHolds {

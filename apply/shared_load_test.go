@@ -87,7 +87,7 @@ func prepareAll(t *testing.T, db *storage.DB, x *Executor, ids ...string) []*Pre
 	return ps
 }
 
-// Invariant 4 with shared loads (issue 18): datasets loaded in one
+// Invariant 4 with shared loads: datasets loaded in one
 // transaction still fail one by one. A bad file, whether the check refuses
 // it or its statement fails and aborts the transaction, costs only its
 // dataset; the others load with their registry rows. Without the junk
@@ -151,7 +151,7 @@ func TestLoadPrepared_neverReplacesATableMadeSinceItsNameWasChosen(t *testing.T)
 	}
 }
 
-// A checkpoint costs time in the number of tables (issue 18: 0.1–0.3 s at
+// A checkpoint costs time in the number of tables (0.1–0.3 s at
 // 5,000), and a load that replaces no table frees nothing for it to give
 // back: first loads leave their commits in the WAL.
 func TestLoad_firstLoadsDoNotCheckpoint(t *testing.T) {

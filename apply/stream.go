@@ -18,7 +18,7 @@ type Stream interface {
 }
 
 // Streamer is a Source that can hand over a version's snapshot before its
-// download ends (issue 18: a load that waited for the whole file cost the
+// download ends (a load that waited for the whole file cost the
 // download plus the load). Stream returns nil and no error when the
 // version's snapshot is not one to stream (several parts, too small, no
 // size given); an error means the link would not stream it (its server

@@ -93,7 +93,7 @@ func TestPlanWatch(t *testing.T) {
 	}
 }
 
-// Issue 12, "Bad input": an id listed twice, a change of an id a version
+// "Bad input": an id listed twice, a change of an id a version
 // before took away, a kind of change the docs do not name.
 func TestPlanWatch_refusesWhatTheVersionsCannotMean(t *testing.T) {
 	for _, tc := range []struct {

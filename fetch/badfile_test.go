@@ -12,7 +12,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/ploti"
 )
 
-// Issue 4, "truncated and corrupt bodies": a file damaged on the way is
+// "truncated and corrupt bodies": a file damaged on the way is
 // fetched again through a fresh link and the download succeeds; a file
 // that is bad at the source is refused after maxBadFileRetries more tries,
 // with the verification error.

@@ -15,7 +15,7 @@ import (
 // It is a scanner, not a parser: it finds where each value ends (strings
 // and their escapes, nesting) without building anything, at several
 // hundred megabytes a second, where encoding/json took 2.6 s of CPU for
-// the 300 MB of a 1M-row read (issue 12: the client's share of a whole
+// the 300 MB of a 1M-row read (the client's share of a whole
 // read was a third of the CPU). Each row must be an object; a string may
 // not hold a raw control character (JSON forbids it), so any line break
 // inside a row is insignificant whitespace and becomes a space. Whatever

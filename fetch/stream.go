@@ -30,7 +30,7 @@ import (
 const streamTail = 256 << 10
 
 // Stream is a Parquet file downloaded in order while its reader reads the
-// parts already on disk (issue 18: a load that waited for the whole file
+// parts already on disk (a load that waited for the whole file
 // cost the download plus the load). Client.Stream fetches the file's
 // footer first with a Range request and writes it at the end of a file of
 // the full size in the spool dir; a goroutine then fetches the body from

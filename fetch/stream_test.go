@@ -92,7 +92,7 @@ func streamAll(t *testing.T, c *fetch.Client, f ploti.File, name string, refresh
 	return b, derr
 }
 
-// Issue 18: a snapshot is loaded as it downloads when its link serves
+// A snapshot is loaded as it downloads when its link serves
 // byte ranges: the footer first, then the body in order, the same bytes
 // as a whole download, verified against the link's sha256.
 func TestStream_servesTheFileFooterFirst(t *testing.T) {

@@ -175,7 +175,7 @@ func TestClient_WatchEndpoints(t *testing.T) {
 }
 
 // The 101st watch and the 21st webhook come back as sentinels, with the
-// server's words in the error (issue 12, "Bad input").
+// server's words in the error ("Bad input").
 func TestClient_WatchAndWebhookLimits(t *testing.T) {
 	srv := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/watch") {

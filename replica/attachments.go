@@ -61,7 +61,7 @@ func (r *Replica) keepAttachmentsOnce(ctx context.Context, res *SyncResult) erro
 	if err != nil {
 		return err
 	}
-	// What is kept, read once for all (issue 18: a query a dataset).
+	// What is kept, read once for all (a query a dataset).
 	kept, err := r.db.AttachmentsOf(ctx, ids, true)
 	if err != nil {
 		return err

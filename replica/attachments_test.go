@@ -39,7 +39,7 @@ func keptAttachments(t *testing.T, r *Replica, datasetID string) map[string]stor
 // the files Ploti holds for the dataset"; "Attachments are in whatever
 // format Ploti stored them, named by contentType." They are downloaded,
 // verified and kept in _ploti.attachments: inline up to a limit, as a file
-// beside the replica above it (issue 13).
+// beside the replica above it.
 func TestScenario_Attachments(t *testing.T) {
 	ctx := context.Background()
 	em := mustEmulator(t)

@@ -153,7 +153,7 @@ var badInputs = []badInput{
 		wantFile: "ds_permits-v2-idMap-0.parquet", wantProblem: "0 repeated from_id and 1 repeated to_id (two ids mapped to one)"},
 }
 
-// Invariant 4 and issue 4, "Bad input": each bad file or answer fails its
+// Invariant 4, "Bad input": each bad file or answer fails its
 // dataset with a reason naming the file and the problem, leaves the last
 // good version exactly as it was, lets the other dataset go on, is tried
 // again on the next sync and recovers once the input is good.

@@ -18,7 +18,7 @@ import (
 // bootstrap loads every dataset the manifest lists, registers the
 // unavailable ones as pending, marks held datasets the manifest no longer
 // lists as removed, and stores the manifest's eventCursor. It makes no API
-// call per dataset beyond its files (issue 18: a call each made a
+// call per dataset beyond its files (a call each made a
 // statewide subscription wait on the rate limit): titles, places and
 // topics come from the datasets list, 200 a page, and the registry is read
 // once.
@@ -144,7 +144,7 @@ func (r *Replica) registry(ctx context.Context) (map[string]*storage.Dataset, er
 //
 // A dataset that keeps history needs its version's publishedAt, which a
 // manifest does not give: its history's _at macro places the version's
-// rows and ends by it (issue 16; a reload at an unknown time showed a
+// rows and ends by it (a reload at an unknown time showed a
 // record's rows before and after it at once). The list gives it
 // (current.publishedAt, when current is the version loaded), so it is
 // read whenever such a dataset is loaded from the manifest.
@@ -202,9 +202,9 @@ func (r *Replica) nameTables(ctx context.Context, jobs []*loadJob) error {
 // registerPending writes, in one transaction before any load, a pending
 // row for each listed dataset the registry does not know yet, so that a
 // bootstrap stopped half way (a signal, a crash, a failure of the API)
-// leaves status listing what it did not load, never a silent partial set
-// (issue 14). The loads then write over these rows; the next sync, with
-// no cursor stored, bootstraps again and loads them.
+// leaves status listing what it did not load, never a silent partial set.
+// The loads then write over these rows; the next sync, with no cursor
+// stored, bootstraps again and loads them.
 func (r *Replica) registerPending(ctx context.Context, jobs []*loadJob) error {
 	var rows []*storage.Dataset
 	for _, j := range jobs {

@@ -136,7 +136,7 @@ func seedMany(t *testing.T, em *emulator.Emulator, n int) (sub string, ids []str
 	return sub, ids
 }
 
-// Issue 18: "a bootstrap needs no API call per dataset beyond what the
+// "a bootstrap needs no API call per dataset beyond what the
 // manifest gives: titles, places and topics come from the datasets list,
 // 200 a page". A statewide subscription bootstraps in one manifest call
 // and one datasets list call for every 200 datasets, and every table
@@ -170,7 +170,7 @@ func TestBootstrap_noCallPerDataset(t *testing.T) {
 	}
 }
 
-// Issue 18, item 2: downloads run ahead of the loads with "a bounded
+// Downloads run ahead of the loads with "a bounded
 // spool size on disk". With a spool limit of about three datasets and
 // eight downloads allowed at once, the spool never holds more than the
 // limit (and the schema files of the downloads in flight), and every
@@ -203,7 +203,7 @@ func TestBootstrap_spoolStaysWithinItsLimit(t *testing.T) {
 	}
 }
 
-// Issue 18: "Calls per applied version ≤ 1.0 and no call for a state-only
+// "Calls per applied version ≤ 1.0 and no call for a state-only
 // event": a catch-up of one update per dataset and a round of stale
 // events makes one version call per update (through the event's own
 // links.version) and one call per events page, and downloads only the
@@ -240,7 +240,7 @@ func TestSync_callsPerVersion(t *testing.T) {
 	}
 }
 
-// A state-only event makes no API call (issue 18), and a dataset that
+// A state-only event makes no API call, and a dataset that
 // joins with no version yet still gets its title: the page's new datasets
 // are described together before it commits, here 20 with one datasets
 // list call instead of 20.
@@ -284,7 +284,7 @@ func (e *expiringAPI) Manifest(ctx context.Context, sub, asOf string) (*ploti.Ma
 	return m, err
 }
 
-// Issue 18: "one links call for several files". Links that expired are
+// "one links call for several files". Links that expired are
 // signed again for every file of the version at once: a snapshot of
 // three parts and its schema cost one links call, not four.
 func TestBootstrap_oneLinksCallForAVersionsFiles(t *testing.T) {

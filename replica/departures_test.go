@@ -17,7 +17,7 @@ import (
 
 // feed-events.txt: "A 409 ... or a 404 from links.version while you apply
 // older events means the dataset has since left your subscriptions." Only
-// there, or for the version the event names (issue 13): a 404 from GET
+// there, or for the version the event names: a 404 from GET
 // dataset, or for a current version later than the event's, while
 // reloading from the current version fails the dataset, and the next sync
 // repairs it; before, the dataset skipped every event until a

@@ -202,7 +202,7 @@ func faultySyncs(t *testing.T, mods ...func(*Options)) *faultRun {
 	return f
 }
 
-// Issue 4, "Emulator fault injection": bursts of 429, 500 and 503 on each
+// "Emulator fault injection": bursts of 429, 500 and 503 on each
 // endpoint, connection resets, truncated, cut-off and corrupt bodies, slow
 // answers and links that expire early; every sync still ends with exactly
 // the truth, without a failed dataset or a second sync.
@@ -251,7 +251,7 @@ func TestSync_FaultInjection(t *testing.T) {
 	}
 }
 
-// Issue 18: the same faults with every snapshot loaded as it downloads
+// The same faults with every snapshot loaded as it downloads
 // (StreamMin 1): a fault on a footer's Range request downloads the file
 // whole, one on its body resumes it or rolls the load back and downloads
 // it whole; every sync still ends with exactly the truth, and the key
@@ -267,7 +267,7 @@ func TestSync_FaultInjectionStreamed(t *testing.T) {
 	}
 }
 
-// docs/design.md invariant 5 and issue 4, "Secrets": after faulty syncs, some
+// docs/design.md invariant 5, "Secrets": after faulty syncs, some
 // failing, neither the API key nor the signature of any signed link the
 // client used appears in a log line (at debug), an error, the status, the
 // registry, or the replica (the DuckDB file, or the database's rows).

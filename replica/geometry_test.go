@@ -26,7 +26,7 @@ func geometryColumns(tb testing.TB, r *Replica, table string) map[string][2]stri
 	return out
 }
 
-// Issue 14, item 1: with Options.Geometry wkb every path that writes a
+// With Options.Geometry wkb every path that writes a
 // table (bootstrap, merge, a MINOR change that adds a geometry column, a
 // MAJOR change reloaded, an id map) stores standard WKB and names each
 // geometry column's CRS in its comment; the rows match the emulator's

@@ -13,7 +13,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/storage"
 )
 
-// Issue 16, done when: "after merges, reloads, id replacements, MINOR and
+// Done when: "after merges, reloads, id replacements, MINOR and
 // MAJOR schema changes and a removal, every dataset's history equals what
 // the emulator's truth says each version held". TestHistory_EveryVersion-
 // MatchesTheTruth reloads on record_ids_changed, a MAJOR change under

@@ -113,7 +113,7 @@ func assertHistoryMatchesTruth(tb testing.TB, r *Replica, em *emulator.Emulator,
 	}
 }
 
-// Issue 16, done when: "after merges, reloads, id replacements, MINOR and
+// Done when: "after merges, reloads, id replacements, MINOR and
 // MAJOR schema changes and a removal, every dataset's history equals what
 // the emulator's truth says each version held (as-of queries compared row
 // by row for every version), and diff between any two versions equals the

@@ -12,7 +12,7 @@ import (
 // hold, which stays current meanwhile". A dataset that failed on that very
 // version, and that the next sync repairs by loading it, still waits for
 // Ploti's review of the next: the repair keeps the server hold and its
-// reason (the crash soak found it lost, issue 15).
+// reason (the crash soak found it lost).
 func TestSync_RepairKeepsPlotisHoldOnTheNextVersion(t *testing.T) {
 	ctx := context.Background()
 	em := mustEmulator(t)

@@ -34,7 +34,7 @@ type behind struct {
 
 // catchUpFromManifest loads datasets that the log has moved past their
 // held version from the subscription's manifest, when that costs fewer API
-// calls than walking to their versions one by one (issue 18: under the
+// calls than walking to their versions one by one (under the
 // rate limit of 120 calls a minute, one version call for each of 2,000
 // updated datasets is 17 minutes; the manifest is one call). It reads the
 // log ahead first, up to lookAheadPages, and keeps the pages for the walk.

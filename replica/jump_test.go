@@ -13,7 +13,7 @@ import (
 )
 
 // noRateLimit turns the client's rate limiter off: the walk then merges
-// every version, as before issue 18.
+// every version, as it used to.
 func noRateLimit(o *Options) {
 	o.FetchOptions = func(fo *fetch.Options) { fo.DisableRateLimit = true }
 }
@@ -54,7 +54,7 @@ func fileState(t *testing.T, r *Replica) string {
 	return b.String()
 }
 
-// Issue 18: "Calls per applied version ≤ 1.0 … the manifest where a
+// "Calls per applied version ≤ 1.0 … the manifest where a
 // dataset is far behind". Under the client's rate limit, a catch-up that
 // would make more calls than the limiter's burst loads the datasets the
 // log moved past from one manifest call, and ends where the walk that
@@ -148,7 +148,7 @@ func TestSync_catchUpFromTheManifestLeavesSchemaChangesToTheWalk(t *testing.T) {
 	}
 }
 
-// Issue 18: "the file is 284 MB for those 500k small rows, against 136 MB
+// "the file is 284 MB for those 500k small rows, against 136 MB
 // for DuckDB alone". A catch-up that replaces every table from the
 // manifest commits them in groups of an eighth of the file, each followed
 // by a checkpoint that frees the replaced tables' blocks for the next: the

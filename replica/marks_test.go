@@ -64,7 +64,7 @@ func assertChangesMatchTruth(tb testing.TB, r *Replica, em *emulator.Emulator, d
 	}
 }
 
-// Issue 16: "moves it only with --advance, after the output is written, so
+// "moves it only with --advance, after the output is written, so
 // a consumer that dies in between sees the same changes again".
 func TestMarks_ReadDieReadAgainThenAdvance(t *testing.T) {
 	onlyInAFile(t, "marks")

@@ -11,7 +11,7 @@ import (
 )
 
 // sharedLoadBytes bounds the snapshots loaded in one transaction: small
-// datasets share a commit (issue 18: a commit each cost more than loading
+// datasets share a commit (a commit each cost more than loading
 // a 1,000-row table), and a failure sends at most this much to be loaded
 // again, each dataset on its own.
 const sharedLoadBytes = 64 << 20

@@ -24,13 +24,13 @@ const (
 	DefaultPageSize = 500
 	// DefaultPrefetch is how many datasets' files a bootstrap downloads at
 	// once, ahead of the loads: over a link with latency, small files are
-	// fetched many at a time (issue 18).
+	// fetched many at a time.
 	DefaultPrefetch = 16
 	// DefaultSpoolLimit bounds the bytes of snapshots downloaded ahead and
 	// not yet loaded.
 	DefaultSpoolLimit = 256 << 20
 	// DefaultStreamMin is the least size of a snapshot loaded while it
-	// downloads, when its link serves byte ranges (issue 18).
+	// downloads, when its link serves byte ranges.
 	DefaultStreamMin = 64 << 20
 )
 

@@ -149,7 +149,7 @@ func versionFiles(v *ploti.Version, kind string) []ploti.File {
 }
 
 // refresh asks the API for a fresh link to the same file. One links call
-// signs every file of the version (issue 18: "one links call for several
+// signs every file of the version ("one links call for several
 // files"), and the answer serves the version's other files whose links
 // fail after it, until one of its own links fails too.
 func (s *source) refresh(v *ploti.Version, kind string, i int) func(ctx context.Context) (ploti.File, error) {

@@ -42,7 +42,7 @@ func TestSync_stop(t *testing.T) {
 	if st.Cursor != "" || st.LastRun == nil || st.LastRun.Result != "stopped" {
 		t.Fatalf("after the stop: cursor %q, last run %+v; want no cursor and a stopped run", st.Cursor, st.LastRun)
 	}
-	// Issue 14: the dataset the stopped bootstrap did not load is listed
+	// The dataset the stopped bootstrap did not load is listed
 	// as pending, never silently missing.
 	byStatus := map[string]string{}
 	for _, d := range st.Datasets {

@@ -135,7 +135,7 @@ func newTap() *rangeTap {
 	return &rangeTap{base: http.DefaultTransport.(*http.Transport).Clone()}
 }
 
-// Issue 18: a snapshot loads as it downloads when its link serves byte
+// A snapshot loads as it downloads when its link serves byte
 // ranges, and whole when it does not (Ploti's documentation does not say
 // that signed links serve ranges: "You fetch files yourself with signed
 // links from the manifest and from each version"); both load the same

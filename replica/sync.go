@@ -133,7 +133,7 @@ func (r *Replica) pruneChanges(ctx context.Context) {
 		r.log.Debug("pruned _ploti.changes", slog.Int64("rows", n), slog.Int("keep_versions", r.opts.KeepChanges))
 	}
 	// A mark keeps what its consumer has not seen, whatever the count
-	// says, and says so (issue 16): a mark nobody reads any more would
+	// says, and says so: a mark nobody reads any more would
 	// otherwise keep the log growing without a word.
 	for _, h := range held {
 		r.log.Warn("_ploti.changes keeps versions past --keep-changes that this mark has not seen; advance it, or forget it (changes --mark NAME --forget)",
@@ -347,7 +347,7 @@ func (r *Replica) readAhead(ctx context.Context, subID, cursor string) *ploti.Ev
 
 // finish records, in tx, that the sync has read the log to its end: the
 // cursor, the time of the last sync and the run's row, so that a sync's
-// last commit is its only one after its data (issue 6: three commits and a
+// last commit is its only one after its data (three commits and a
 // second checkpoint at the close cost 0.04–0.05 s of a 1% merge at 10M
 // rows). Sync sets res.Cursor from sub once the walk is done.
 func (r *Replica) finish(ctx context.Context, tx *storage.Tx, sub *storage.Subscription, cursor string, res *SyncResult, end *syncEnd) error {
@@ -360,8 +360,8 @@ func (r *Replica) finish(ctx context.Context, tx *storage.Tx, sub *storage.Subsc
 		return err
 	}
 	if r.opts.APIURL != "" && r.opts.APIURL != sub.APIURL {
-		// The URL of the last successful run is the one to keep (issue 14:
-		// a first sync against a wrong --api-url stored it for good).
+		// The URL of the last successful run is the one to keep
+		// (a first sync against a wrong --api-url stored it for good).
 		if err := tx.SetAPIURL(ctx, r.opts.APIURL); err != nil {
 			return err
 		}

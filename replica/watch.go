@@ -76,7 +76,7 @@ func (s *watchSource) Rows(ctx context.Context, datasetID string, ids []string) 
 
 func (s *watchSource) Discard(paths []string) { s.src.Discard(paths) }
 
-// syncWatches keeps each watched dataset current (issue 12): one call
+// syncWatches keeps each watched dataset current: one call
 // lists every watch with its dataset's version now, and each dataset that
 // moved is caught up (apply.Executor.SyncWatched). A dataset the feed
 // keeps is left to it: the watch is only a signal for it. A watched

@@ -55,7 +55,7 @@ func firstRow(page map[string]any) map[string]any {
 	return nil
 }
 
-// Issue 12, "Bad input": a changes page whose rows do not fit the schema,
+// "Bad input": a changes page whose rows do not fit the schema,
 // an id listed twice, a renamed whose old id is not held, a value that
 // cannot be cast, an unknown changeLog: the dataset fails with the
 // dataset, the version and the problem in its reason, its last good

@@ -182,7 +182,7 @@ func TestWatch_Renames(t *testing.T) {
 	}
 }
 
-// Issue 12: "A dataset that is both in the subscription and watched is
+// "A dataset that is both in the subscription and watched is
 // kept from the feed once; the watch is only a signal for it." And a
 // dataset watched first is the feed's once the subscription delivers it.
 func TestWatch_AlsoInTheSubscription(t *testing.T) {

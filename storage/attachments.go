@@ -83,7 +83,7 @@ func (db *DB) AttachmentSyncs(ctx context.Context) (map[string]AttachmentSync, e
 }
 
 // AttachmentsOf reads the attachments kept for the given datasets, by
-// dataset, with one query (issue 18: a query a dataset cost a bootstrap
+// dataset, with one query (a query a dataset cost a bootstrap
 // of 2,000 datasets seconds); content reads the inline files too.
 func (db *DB) AttachmentsOf(ctx context.Context, ids []string, content bool) (map[string][]Attachment, error) {
 	out := map[string][]Attachment{}
@@ -218,7 +218,7 @@ func (tx *Tx) attachmentParts(sets []AttachmentSet) [][]AttachmentSet {
 // DuckDB file one JSON text (jsonRows): DuckDB's binding grows with the
 // square of the parameters, and a VALUES list of four a row, for a
 // bootstrap page's 500 datasets, cost 0.5–0.9 s in a traced run at load
-// 10–12 (issue 18); BenchmarkTx_PutAttachmentSets_500, at load 3: 65 ms a
+// 10–12; BenchmarkTx_PutAttachmentSets_500, at load 3: 65 ms a
 // call that way, 17 ms this way.
 func (tx *Tx) syncRows(sets []AttachmentSet) (string, []any, error) {
 	if tx.db.rowsInParts() {

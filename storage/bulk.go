@@ -10,7 +10,7 @@ import (
 // FreeTableNames chooses a table name for each dataset id, as PutDataset
 // does for one (the id's TableName, or with _2, _3 … when a dataset or a
 // user's table or view has it), with one read of the registry and of
-// the engine's tables and views (Dialect.TakenNamesSQL) for all of them. Issue 18: DuckDB lists its
+// the engine's tables and views (Dialect.TakenNamesSQL) for all of them. DuckDB lists its
 // tables in time that grows with their number (70–190 ms at 5,000 tables),
 // and a check per new dataset made a bootstrap quadratic. The names are
 // free when read: a caller that creates the tables later uses

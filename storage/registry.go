@@ -175,7 +175,7 @@ func (tx *Tx) CountDatasets(ctx context.Context) (int, error) {
 
 // DatasetsOf reads the registry rows of the given datasets (those that
 // have one) and their holds, in the transaction: what a page of events
-// needs, whatever the number of datasets (issue 18).
+// needs, whatever the number of datasets.
 func (tx *Tx) DatasetsOf(ctx context.Context, ids []string) ([]*Dataset, []Hold, error) {
 	if ids == nil {
 		ids = []string{}
@@ -215,7 +215,7 @@ func (tx *Tx) PutDataset(ctx context.Context, d *Dataset) error {
 			skip_until_removed = ?, stale_last_checked_at = ?, stale_next_check_by = ?, last_error = ?, failed_at = ?, source = ?
 			WHERE dataset_id = ?`
 	// A row that has its table name is most often there already: try the
-	// UPDATE alone, and INSERT when it changed nothing (issue 6: each
+	// UPDATE alone, and INSERT when it changed nothing (each
 	// statement costs a few hundred microseconds, and the walk writes a
 	// row for each dataset it touches).
 	exists := false
@@ -380,9 +380,9 @@ func (tx *Tx) rowDefaults(d *Dataset) {
 }
 
 // PutDatasets writes registry rows as PutDataset does, with one UPDATE for
-// all the rows that are there already (issue 6: an UPDATE a row cost
+// all the rows that are there already (an UPDATE a row cost
 // 1.1–1.4 ms in a catch-up of 50 small updates, which writes 50 rows) and
-// one INSERT for the new ones (issue 18: a bootstrap writes thousands).
+// one INSERT for the new ones (a bootstrap writes thousands).
 // Rows without a table name go one by one, through PutDataset.
 func (tx *Tx) PutDatasets(ctx context.Context, ds []*Dataset) error {
 	if tx.db.rowsInParts() && len(ds) > backendRows {
@@ -404,7 +404,7 @@ func (tx *Tx) PutDatasets(ctx context.Context, ds []*Dataset) error {
 	// seldom-changing ones (the schema's columns as JSON above all) only in
 	// rows where one differs. DuckDB logs every value an UPDATE sets: a
 	// page of 500 state-only events wrote 1.18 MB of WAL with all columns
-	// set, 15 KB with these two statements (issue 18;
+	// set, 15 KB with these two statements (
 	// TestTx_PutDatasets_logsSchemasOnlyWhereTheyChange).
 	res, err := tx.putStates(ctx, values, args)
 	if err != nil {
@@ -465,7 +465,7 @@ func (tx *Tx) putStates(ctx context.Context, values string, args []any) (sql.Res
 // as the registry holds them (SameDescription with the row as read or
 // last written): their versions and states alone, with PutDatasets' first
 // UPDATE, not its second, which compares every row's columns (the schema
-// as JSON above all) to find none changed (issue 18: 0.59 s of the
+// as JSON above all) to find none changed (0.59 s of the
 // 2,000-dataset catch-up's CPU, one such UPDATE a page of ~500 rows).
 // Rows the registry does not hold are written whole, as PutDatasets does.
 func (tx *Tx) PutDatasetStates(ctx context.Context, ds []*Dataset) error {

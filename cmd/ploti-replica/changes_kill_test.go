@@ -50,7 +50,7 @@ func cliProcess(t *testing.T, vars map[string]string, args ...string) (*exec.Cmd
 	return cmd, out
 }
 
-// Issue 16, done when: "a consumer that reads, dies before --advance, and
+// Done when: "a consumer that reads, dies before --advance, and
 // reads again gets the same rows; after --advance, only newer ones". The
 // consumer is a real process, `changes --mark agent --json --advance`,
 // whose reader takes the first part of its output and stops reading: the

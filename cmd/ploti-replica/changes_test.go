@@ -33,7 +33,7 @@ func countChanges(cs *replica.ChangeSet) (n int) {
 	return n
 }
 
-// Issue 16: "moves it only with --advance, after the output is written, so
+// "moves it only with --advance, after the output is written, so
 // a consumer that dies in between sees the same changes again".
 func TestChanges_MarkMovesOnlyAfterTheOutputIsWritten(t *testing.T) {
 	ctx := context.Background()

@@ -202,15 +202,15 @@ func TestDemo(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("demo: exit %d\n%s\n%s", code, out, errs)
 	}
-	// issue 13: the demo starts from discovery: find a place, preview,
+	// the demo starts from discovery: find a place, preview,
 	// subscribe, sync.
 	for _, want := range []string{"$ ploti-replica places --state fl", "fl-counties", "$ ploti-replica subscriptions preview --place fl-counties",
 		"would deliver 3 dataset(s)", "$ ploti-replica subscriptions create --name 'Central Florida' --place fl-counties", "export PLOTI_SUBSCRIPTION=sub_1",
 		"bootstrapped", "3 changes file(s) merged", emulator.DemoParcels, "issued permits worth",
 		"data-dictionary.csv (text/csv, 225 bytes, kept inline)", "duckdb -readonly",
-		// issue 12: it shows a watched dataset too
+		// it shows a watched dataset too
 		"$ ploti-replica watch add " + demoWatched, "watches: 1 dataset(s) watched, 1 merged", demoWatched + "  watch",
-		// issue 16: it keeps history and ends with a record's story and a
+		// it keeps history and ends with a record's story and a
 		// diff between the first version and the last
 		"$ ploti-replica sync --history all", "$ ploti-replica history " + emulator.DemoPermits + " rec_", "version(s) in the history\nfirst    v1 → v2",
 		"$ ploti-replica diff " + emulator.DemoPermits + " --from 1 --to 3\n" + emulator.DemoPermits + " (table " + emulator.DemoPermits + "), v1 → v3: 2 added, ",
@@ -242,7 +242,7 @@ func TestCommands_readTheStoredSubscription(t *testing.T) {
 	}
 }
 
-// Issue 2: the file the demo leaves opens read-only in another client, and
+// The file the demo leaves opens read-only in another client, and
 // each table equals the emulator's truth for the version it holds. The demo
 // world is deterministic, so a second emulator seeded the same way holds the
 // same truth.

@@ -51,7 +51,7 @@ func (c *connFlags) registerWatch(cmd *cobra.Command) {
 }
 
 // flagSet picks which of the shared flags a command takes, so that its
-// help shows only flags it reads (issue 14: `webhooks list` offered
+// help shows only flags it reads (`webhooks list` offered
 // --on-major).
 type flagSet int
 

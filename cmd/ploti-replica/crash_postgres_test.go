@@ -12,7 +12,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
-// The crash harness with the replica in PostgreSQL (issue 17: "the crash
+// The crash harness with the replica in PostgreSQL ("the crash
 // harness (kills of the client; PostgreSQL itself survives)"): the same
 // world and kill plans as TestCrash, fewer scenarios. A sync process is
 // killed (SIGKILL) at planned moments of its requests, resumed, killed

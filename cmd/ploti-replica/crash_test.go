@@ -22,7 +22,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
-// The crash harness (issue 4, "Crash safety"; docs/design.md invariant 3): it
+// The crash harness ("Crash safety"; docs/design.md invariant 3): it
 // runs the real binary's `sync` against an emulator through a proxy that
 // sees every API call and file download, SIGKILLs the child at chosen
 // moments (while it waits for an answer, halfway through a download, and

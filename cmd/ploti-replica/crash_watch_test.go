@@ -14,7 +14,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
-// The crash harness for watched datasets (issue 12, "Done when"): the same
+// The crash harness for watched datasets ("Done when"): the same
 // binary, proxy and kills as TestCrash, on a file that keeps two watched
 // datasets and no subscription. The catch-up merges one of them through
 // three recorded versions (walked back by previousVersion, a renamed

@@ -15,7 +15,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
-// A damaged file (issue 15): bytes overwritten in a copy of a replica
+// A damaged file: bytes overwritten in a copy of a replica
 // file, in a table's blocks or its header, the file cut short, or a
 // write-ahead log beside it that is not this file's state: every command
 // fails with an error that names the file and says how to rebuild it,

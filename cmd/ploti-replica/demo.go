@@ -139,7 +139,7 @@ func (d *demoCmd) startWorld(em *emulator.Emulator, db bool) (*emulator.Demo, er
 // rounds publishes three versions of each dataset, syncing after each.
 func (d *demoCmd) rounds(ctx context.Context, em *emulator.Emulator, world *emulator.Demo, db bool, start time.Time) error {
 	w := d.env.Stdout
-	// The demo keeps history for its datasets (issue 16): it ends with a
+	// The demo keeps history for its datasets: it ends with a
 	// record's story and what changed between the first and last version.
 	opts := replica.Options{APIURL: em.URL(), APIKey: em.APIKey(), SubscriptionID: world.SubscriptionID, Watch: true, Geometry: d.Geometry,
 		History: []string{replica.HistoryAll}}
@@ -328,7 +328,7 @@ func markDemoFile(ctx context.Context, path string) error {
 }
 
 // checkDemoFile refuses to replace a file that is not an earlier demo's
-// (issue 14: demo replaced a user's DuckDB file, or a text file, silently).
+// (demo replaced a user's DuckDB file, or a text file, silently).
 func checkDemoFile(ctx context.Context, path string) error {
 	exists, err := replica.FileExists(path)
 	if err == nil && !exists {

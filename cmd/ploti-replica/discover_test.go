@@ -143,7 +143,7 @@ func must(t *testing.T, err error) {
 	}
 }
 
-// Every command puts a 429 and a 503 in words (issue 13: "every error the
+// Every command puts a 429 and a 503 in words ("every error the
 // docs name ... shown to the user in words").
 func TestCommands_rateLimitAndPlanInWords(t *testing.T) {
 	em, d, vars := demoWorld(t)

@@ -14,7 +14,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
-// Disk full (issue 15): a sync whose file's folder, or whose spool
+// Disk full: a sync whose file's folder, or whose spool
 // folder, runs out of space fails in words that say the disk is full and
 // where, keeps every table at its last good version, leaves no partial
 // spool file, and the next sync after space is freed completes.

@@ -8,7 +8,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/replica"
 )
 
-// Issue 14, item 1: --geometry wkb stores standard WKB, the file
+// --geometry wkb stores standard WKB, the file
 // remembers it (a later sync without the flag keeps it), status says how
 // the file stores geometry and who reads it, and another value is a usage
 // error.

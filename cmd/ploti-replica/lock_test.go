@@ -72,7 +72,7 @@ func holdFile(t *testing.T, path string, d time.Duration) (pid int, done <-chan 
 	return 0, nil
 }
 
-// Issue 4, "Other readers" and docs/design.md ("waits (with backoff, and says
+// "Other readers" and docs/design.md ("waits (with backoff, and says
 // so) while a reader holds it"): while another process holds the file,
 // `sync` says once which process it is, waits up to --lock-timeout, and
 // then gives up with exit code 4; when the holder lets go within the

@@ -14,7 +14,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/storage/postgres"
 )
 
-// The demo, status and holds against a PostgreSQL database (issue 17):
+// The demo, status and holds against a PostgreSQL database:
 // --db takes a postgres:// URL, and the output says how psql and QGIS
 // read it. A second demo replaces the first's replica; a database with a
 // replica the demo did not write is refused.
@@ -54,7 +54,7 @@ func TestDemo_postgres(t *testing.T) {
 }
 
 // "One writer per database and subscription: a PostgreSQL advisory lock,
-// with the same --lock-timeout message and exit 4" (issue 17).
+// with the same --lock-timeout message and exit 4".
 func TestSync_postgresLocked(t *testing.T) {
 	_, _, vars := demoWorld(t)
 	// A password in the URL (the test cluster trusts its socket, so any

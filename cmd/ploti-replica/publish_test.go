@@ -124,7 +124,7 @@ func readWhole(path string) (version int, torn string, err error) {
 	return all[0].version, "", nil
 }
 
-// Issue 14, "Dashboards beside a running sync": with --publish PATH, a
+// "Dashboards beside a running sync": with --publish PATH, a
 // process that opens PATH read-only in a loop, without retrying, never
 // fails (it never meets the writer's lock) and always sees one whole sync,
 // while syncs run back to back.

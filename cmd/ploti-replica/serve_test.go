@@ -298,7 +298,7 @@ func signed(t *testing.T, secret, msgID string, ts time.Time, body []byte) http.
 	return h
 }
 
-// TestServe_webhookSignal is issue 5's end-to-end test: with polling off,
+// TestServe_webhookSignal is the end-to-end test: with polling off,
 // each version is applied through the webhook (about a second on idle
 // cores, logged); lost
 // webhooks are made good by the next one; the file is closed between syncs;
@@ -425,7 +425,7 @@ func (w *serveWorld) acceptedDeliveries() int {
 	return n
 }
 
-// TestServe_rejects guards issue 5's "Done when": unsigned, wrongly signed,
+// TestServe_rejects guards the "Done when": unsigned, wrongly signed,
 // too old, too far ahead and oversized requests get 4xx, are counted and
 // start no sync; a repeated delivery gets 2xx and starts no second sync.
 func TestServe_rejects(t *testing.T) {

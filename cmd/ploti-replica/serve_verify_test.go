@@ -11,7 +11,7 @@ import (
 
 // serve --verify-every runs verify on its schedule, waking a sync for it
 // when no poll would, and exports the result in /metrics: a table changed
-// by hand between two runs shows as a dataset that differs (issue 15).
+// by hand between two runs shows as a dataset that differs.
 func TestServe_verifyEvery(t *testing.T) {
 	w := newServeWorld(t)
 	w.start(t, time.Second, "--poll", "0", "--verify-every", "300ms")

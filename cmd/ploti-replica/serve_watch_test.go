@@ -138,7 +138,7 @@ func (w *serveWorld) tryHeldVersion(t *testing.T) (int, bool) {
 
 // Request events are kept before the answer and recorded in _ploti.inbox
 // once each by the next sync; `inbox` lists them (watch-and-webhooks.txt,
-// "Request events"; issue 12 part 4).
+// "Request events").
 func TestServe_requestEventsGoToTheInbox(t *testing.T) {
 	w := newMemberServeWorld(t)
 	w.start(t, time.Second, "--poll", "0")

@@ -1,6 +1,6 @@
 package main
 
-// Issue 14, "The CLI": each behaviour a user meets at the shell, tested
+// "The CLI": each behaviour a user meets at the shell, tested
 // against the built binary (items 5 to 16; item 13 is in manage_test.go).
 
 import (

@@ -16,7 +16,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/emulator"
 )
 
-// The crash harness's soak (issue 15): the quick run above is CI's; the
+// The crash harness's soak: the quick run above is CI's; the
 // soak runs outside it, as long as one asks:
 //
 //	go test ./cmd/ploti-replica -run 'TestCrash$' -v -timeout 0 -args \
@@ -37,7 +37,7 @@ var (
 	soakFaultRate = flag.Float64("crash.faults", 0.3, "soak: share of a resumed run's requests given a transport fault")
 	soakLarge     = flag.Int("crash.large-every", 8, "soak: one scenario in this many runs in the large world")
 	// crashFull runs the crash harnesses' whole plans (TestCrash's 42
-	// scenarios and 50 kills or more, issue 4); without it `go test ./...`
+	// scenarios and 50 kills or more); without it `go test ./...`
 	// plays about a third of each plan, spread over the same requests, so
 	// the package stays well inside go test's default ten minutes on two
 	// shared cores. .ci/run runs the whole plans on a line of their own.

@@ -11,7 +11,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/replica"
 )
 
-// Issue 3: `status` shows each dataset's state with its reason, holds, stale
+// `status` shows each dataset's state with its reason, holds, stale
 // and delayed details. One file with every state at once.
 func TestStatus_everyState(t *testing.T) {
 	ctx := context.Background()

@@ -95,7 +95,7 @@ func TestSubscriptions_errorsInWords(t *testing.T) {
 }
 
 // "A retry with the same key within a day returns the first answer
-// instead of creating twice" (issue 13: a create whose connection is cut
+// instead of creating twice" (a create whose connection is cut
 // after the request was sent, then retried, leaves exactly one).
 func TestSubscriptionsCreate_connectionCutAfterSending(t *testing.T) {
 	em, _, vars := demoWorld(t)

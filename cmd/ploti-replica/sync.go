@@ -85,7 +85,7 @@ func (s *syncCmd) run(ctx context.Context) error {
 
 // preflight asks the API about the subscription before sync creates a
 // new file, so that a wrong key, URL or subscription id leaves no empty
-// replica file behind (issue 14). An existing file is left to the sync.
+// replica file behind. An existing file is left to the sync.
 func preflight(ctx context.Context, path string, opts replica.Options) error {
 	exists, err := replica.FileExists(path)
 	if err != nil || exists {

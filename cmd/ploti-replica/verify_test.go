@@ -32,7 +32,7 @@ func tamper(t *testing.T, path string, stmts ...string) {
 
 // verify finds a row changed, a row deleted, a row added and a column
 // altered by hand, says which in words, and --repair restores each; on a
-// clean file it reports all verified (issue 15).
+// clean file it reports all verified.
 func TestVerify(t *testing.T) {
 	_, _, vars := demoWorld(t)
 	if code, out, errs := cli(t, vars, "sync"); code != exitOK {

@@ -14,7 +14,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/emulator"
 )
 
-// issue 14, item 13: "webhooks create --secret-file F never overwrites an
+// "webhooks create --secret-file F never overwrites an
 // existing F (the only copy of an older secret) and checks F is writable
 // before it creates the webhook."
 func TestWebhooksCreate_secretFile(t *testing.T) {

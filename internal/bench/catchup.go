@@ -315,7 +315,7 @@ func (r *run) smallUpdates(ctx context.Context, em *emulator.Emulator) error {
 	r.rep.target(Line{What: "3b. log catch-up: small updates, one merge each", Size: size, Engine: engine,
 		Versus: "DuckDB alone, a transaction each: " + raw.String(), Ratio: ratio, CPURatio: cpu}, 1.5, true)
 	// The engine merges small files in the page's transaction: DuckDB alone
-	// with one commit for all is its bound (issue 18).
+	// with one commit for all is its bound.
 	oneRatio, oneCPU := ratios(eng, one)
 	r.rep.target(Line{What: "3b. the same, against one transaction for all", Size: size, Engine: engine,
 		Versus: "DuckDB alone, one transaction: " + one.String(), Ratio: oneRatio, CPURatio: oneCPU}, 1.3, true)

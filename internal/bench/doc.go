@@ -1,11 +1,11 @@
 // Package bench measures ploti-replica against DuckDB's own ceiling, side
-// by side in one run (issue 6): a snapshot load against a bare CREATE TABLE
+// by side in one run: a snapshot load against a bare CREATE TABLE
 // AS SELECT from read_parquet, a changes merge against a full reload and
 // against the bare DELETE and INSERT, a catch-up of the event log, the peak
 // memory of a load (in child processes), the file's size over reloads, and
 // the demo's time to the first answer.
 //
-// With a PostgreSQL (Config.Postgres, a superuser's URL; issue 17) the
+// With a PostgreSQL (Config.Postgres, a superuser's URL) the
 // postgres section measures a replica kept there against PostgreSQL alone:
 // the bootstrap against the same DDL and COPY of a CSV of the same rows,
 // a 1% merge against its DELETE and INSERT from a COPY'd temporary table,

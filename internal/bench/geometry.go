@@ -15,7 +15,7 @@ import (
 const DefaultGeometryRows = 1000000
 
 // geometryWays are the ways of storing the permits' point that the
-// geometry section compares (issue 14, item 1: DuckDB 1.1–1.4 without the
+// geometry section compares (item 1: DuckDB 1.1–1.4 without the
 // spatial extension read no coordinates from GEOMETRY). DuckDB alone runs
 // each as a select list over the snapshot or changes file; the engine
 // runs the first two through Options.Geometry.

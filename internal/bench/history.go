@@ -10,7 +10,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/storage"
 )
 
-// historyMerge measures history's cost (issue 16): from a file at the
+// historyMerge measures history's cost: from a file at the
 // dataset's version, a 1% merge with --history on against the same merge
 // from a file without history (each file read back whole first, untimed,
 // as the engine's previous sync leaves it), the whole read apart, and how

@@ -17,7 +17,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/storage/duckdb"
 )
 
-// Defaults of the many-datasets section (issue 18: a statewide
+// Defaults of the many-datasets section (a statewide
 // subscription).
 const (
 	// DefaultManyDatasets is how many datasets the subscription holds.

@@ -16,7 +16,7 @@ import (
 )
 
 // DefaultPostgresRows is the size of the PostgreSQL section's snapshot
-// (issue 17: a 1M-row load).
+// (a 1M-row load).
 const DefaultPostgresRows = 1000000
 
 // PostgresHint is what a run without a PostgreSQL says.
@@ -38,7 +38,7 @@ type pgBench struct {
 	server time.Duration
 }
 
-// postgres measures a replica kept in PostgreSQL (issue 17, item 4): the
+// postgres measures a replica kept in PostgreSQL (item 4): the
 // bootstrap of a PostgresRows-row snapshot against PostgreSQL's own COPY
 // of the same rows from a CSV file, a 1% merge against the raw SQL of a
 // merge, and a reader's latency while the engine merges and reloads.

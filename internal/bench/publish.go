@@ -10,7 +10,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/storage/duckdb"
 )
 
-// publish measures `--publish` on the largest file (issue 14: a
+// publish measures `--publish` on the largest file (a
 // checkpointed read-only copy renamed over the readers' path after each
 // sync): the writer's Publish, from its checkpoint to the rename, against
 // the plain copy of the closed file and its fsync (copyDB), which is the

@@ -18,7 +18,7 @@ import (
 )
 
 // DefaultManyTables is how many small tables the catalog measure builds
-// (issue 18: "Measure DuckDB with 5,000 tables").
+// ("Measure DuckDB with 5,000 tables").
 const DefaultManyTables = 5000
 
 // tablesChunk is how many loads the engine shares a transaction with, as

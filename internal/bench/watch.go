@@ -16,7 +16,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/storage/duckread"
 )
 
-// DefaultWatchRows is the size of the watched dataset (issue 12: a 1M-row
+// DefaultWatchRows is the size of the watched dataset (a 1M-row
 // table).
 const DefaultWatchRows = 1000000
 
@@ -189,7 +189,7 @@ func (r *run) watchMerges(ctx context.Context, f *watchFixture) error {
 			}
 			if kind == "engine" {
 				// The file is read back whole once per process before its
-				// first write (issue 15's check, decision 31): that is not
+				// first write (the read-back check, decision 31): that is not
 				// the merge's, and this process reads it here, untimed.
 				if err := readOnce(ctx, p); err != nil {
 					return err

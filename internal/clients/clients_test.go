@@ -31,7 +31,7 @@ type view struct {
 	Counts           map[string]int64        `json:"counts"`
 	Datasets         []dataset               `json:"datasets"`
 	Geometry         map[string][]geometryAt `json:"geometry"`
-	// History is what the history's view and macros answer (issue 16):
+	// History is what the history's view and macros answer:
 	// row counts by the query read.mjs names them with.
 	History map[string]int64 `json:"history"`
 }
@@ -290,7 +290,7 @@ func js(v any) string {
 	return string(b)
 }
 
-// Issue 14, items 1 and 4: the demo file, in both geometry encodings, as
+// The demo file, in both geometry encodings, as
 // every client sees it. With WKB (the demo's default), DuckDB 1.1 and 1.4
 // without the spatial extension read standard WKB from the tables in
 // main, which decodes to the coordinates DuckDB 1.5 reads; with GEOMETRY
@@ -327,7 +327,7 @@ func TestClients_demoFile(t *testing.T) {
 	}
 }
 
-// Issue 14, item 4: a file after a MINOR change that adds a geometry
+// A file after a MINOR change that adds a geometry
 // column, a MAJOR change reloaded and an id map, as every client sees it.
 func TestClients_afterSchemaChangesAndIDMaps(t *testing.T) {
 	node, clientsDir := setupNode(t)

@@ -157,7 +157,7 @@ func fmtAll(v []any) string {
 }
 
 // A bootstrap's page records the attachments of its 500 datasets in one
-// PutAttachmentSets (issue 18: with its syncs as a VALUES list of 2,000
+// PutAttachmentSets (with its syncs as a VALUES list of 2,000
 // parameters, 65 ms a call at load 3; as one JSON text, 17 ms).
 func BenchmarkTx_PutAttachmentSets_500(b *testing.B) {
 	ctx := context.Background()

@@ -7,7 +7,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/storage"
 )
 
-// Issue 6: repeats are found through sorted hashes first; the counts must
+// Repeats are found through sorted hashes first; the counts must
 // stay the exact ones count(DISTINCT) gave.
 func TestTx_checkRecordIDs(t *testing.T) {
 	ctx := context.Background()

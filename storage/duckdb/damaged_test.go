@@ -14,7 +14,7 @@ import (
 
 // A file this process wrote and closed is not read whole again at its
 // next open here, unless something changed it since: damage done after
-// the close is found (issue 15).
+// the close is found.
 func TestOpen_readsAFileChangedSinceItsCloseAgain(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "f.duckdb")

@@ -10,7 +10,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/storage"
 )
 
-// Issue 4, "the failed one is tried again": a file downloaded again under
+// "the failed one is tried again": a file downloaded again under
 // the same spool name (the repair after a bad download) is read afresh.
 // DuckDB's external file cache served the bad file's bytes for the good one
 // of the same path and size, so the repair failed with the old error.

@@ -64,7 +64,7 @@ func TestInspect(t *testing.T) {
 	}
 }
 
-// issue 14 item 8: a file that needs an extension made DuckDB download it.
+// A file that needs an extension made DuckDB download it.
 func TestOpen_neverInstallsOrLoadsExtensions(t *testing.T) {
 	db := mustOpen(t)
 	defer db.Close()

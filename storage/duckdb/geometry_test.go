@@ -50,7 +50,7 @@ func TestGeometryComment(t *testing.T) {
 	}
 }
 
-// Issue 14, item 1: a geometry column's CRS is where any reader finds it,
+// A geometry column's CRS is where any reader finds it,
 // the column's comment, after every way a table is made or grows: a
 // snapshot load, watched rows, an empty watched table, added columns.
 func TestTx_geometryColumnsCarryTheirCRS(t *testing.T) {
@@ -93,7 +93,7 @@ func TestTx_geometryColumnsCarryTheirCRS(t *testing.T) {
 	}
 }
 
-// Issue 14, item 1: the file remembers how it stores geometry; a writing
+// The file remembers how it stores geometry; a writing
 // open with the other encoding converts every dataset table's geometry
 // columns (and their comments) in one go, and the values survive the
 // round trip.

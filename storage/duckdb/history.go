@@ -11,7 +11,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/storage"
 )
 
-// A dataset's history (issue 16; docs/decisions.md 45) is kept in two
+// A dataset's history (docs/decisions.md 45) is kept in two
 // places, both append-only, so that a merge writes its history without
 // reading the history back:
 //

@@ -33,7 +33,7 @@ type fileFacts struct {
 // never the tables), and keeps them for the merges that read the files
 // next (MergeDeferred and MergeChanges check them against the schema),
 // which then need not. The walk runs it for the next merges of a page
-// while the page's transaction applies the ones before them (issue 18: a
+// while the page's transaction applies the ones before them (a
 // small merge's probe was 2–2.5 ms of its time, with one core idle). It
 // reads no rows: the counts of a page's files cost least in one read of
 // them all (FinishMerged), a read of each file on its own cost 10 ms. A

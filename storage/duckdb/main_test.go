@@ -16,7 +16,7 @@ var testGeometry = os.Getenv("PLOTI_TEST_GEOMETRY")
 
 // TestMain runs the package's tests twice: with geometry stored as
 // DuckDB's GEOMETRY, then, in a child process of this test binary, as WKB
-// (issue 14: loads, merges, id maps, schema changes, watched rows and the
+// (loads, merges, id maps, schema changes, watched rows and the
 // refusals of bad input all work both ways). Fuzzing, benchmarks and
 // listings run once.
 func TestMain(m *testing.M) {

@@ -14,7 +14,7 @@ import (
 // The merge's MERGE gives DuckDB a filtering build side, so that the join
 // pushes a Bloom filter of the file's ids into the table's scan and the
 // scan hands the join about as many rows as the file has, not every row of
-// the table (issue 6: at 1% of 10M rows the join took 0.26 s of CPU without
+// the table (at 1% of 10M rows the join took 0.26 s of CPU without
 // it, 0.05 s with it). The test reads the executed plan's profile. If a
 // DuckDB upgrade changes how it decides on join filters, this is where it
 // shows.

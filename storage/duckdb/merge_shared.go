@@ -15,7 +15,7 @@ import (
 // leaves the file's checks (null, repeated and unknown ids and kinds, and
 // that every changed or removed id was held) and its lines in
 // _ploti.changes to FinishMerged, which a caller runs once for the
-// files of many merges before it commits: issue 18 measured a small
+// files of many merges before it commits: a measurement found a small
 // merge's check at 1.8 ms and its log at 1.5 ms, against 0.2 ms each for
 // forty files at once. A file that does not fit leaves the table wrong
 // until FinishMerged refuses it, so the caller must then roll back. An

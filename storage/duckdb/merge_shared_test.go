@@ -11,7 +11,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/storage"
 )
 
-// Deferred merges (issue 18) refuse what MergeChanges refuses, only later:
+// Deferred merges refuse what MergeChanges refuses, only later:
 // FinishMerged reads every file once and names the first that does not
 // fit (a repeated id, an unknown kind, a changed id not held), and the
 // caller rolls back. Files that fit are logged as MergeChanges logs them.

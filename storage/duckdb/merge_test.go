@@ -9,7 +9,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/storage"
 )
 
-// Issue 6: the merge deletes by the row ids one join found. Row ids must
+// The merge deletes by the row ids one join found. Row ids must
 // also name the right rows when the transaction already changed the table:
 // a MINOR schema change added a column, and a second changes file of the
 // same version changes a row the first added.
@@ -62,7 +62,7 @@ func TestTx_MergeChanges_afterChangesInTheSameTransaction(t *testing.T) {
 }
 
 // A changes file's columns are read without a cast only where the file has
-// them in the table's type (issue 18): a file whose record ids, kinds of
+// them in the table's type: a file whose record ids, kinds of
 // change and values come in other types is merged, checked and logged as
 // one of the table's own types is, by MergeChanges and by MergeDeferred.
 func TestTx_MergeChanges_fileOfOtherTypes(t *testing.T) {

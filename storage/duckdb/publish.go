@@ -17,8 +17,8 @@ const publishChunk = 64 << 20
 
 // Publish writes a read-only copy of the file, checkpointed, to dst and
 // renames it over dst: a reader that opens dst gets the whole previous
-// copy or the whole new one, and never meets this writer's lock (issue 14:
-// dashboards beside a running sync). The copy is a reflink where the
+// copy or the whole new one, and never meets this writer's lock
+// (dashboards beside a running sync). The copy is a reflink where the
 // filesystem has them (Btrfs, XFS), a plain copy otherwise, made in dst's
 // folder, synced to disk and opened read-only as a replica before the
 // rename. A reader that holds dst open keeps the copy it opened (its

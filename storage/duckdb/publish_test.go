@@ -23,7 +23,7 @@ func mustRows(tb testing.TB, db *storage.DB, table string) int {
 	return n
 }
 
-// Issue 14, "Dashboards beside a running sync": the published copy is a
+// "Dashboards beside a running sync": the published copy is a
 // whole, checkpointed, read-only replica; it replaces the last one by a
 // rename, so a reader that holds the old copy open keeps reading it (its
 // inode) and a reader that opens the path again gets the new one.

@@ -13,7 +13,7 @@ var _ storage.SnapshotIDChecker = (*Tx)(nil)
 // idCounts are a snapshot's rows, null record ids and repeated ones.
 type idCounts struct{ n, nulls, dups int64 }
 
-// CheckSnapshotIDs is SnapshotIDChecker's, for the DuckDB file. Issue 18:
+// CheckSnapshotIDs is SnapshotIDChecker's, for the DuckDB file.
 // a bootstrap's shared load of 400 small snapshots (1k–20k rows) spent
 // 1.8–2.0 s in their checks one statement each, about 4.5 ms a snapshot,
 // a third of the engine's statements; read together they took 0.8–1.0 s

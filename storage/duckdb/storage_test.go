@@ -430,7 +430,7 @@ func TestTx_PutDatasets_writesWhatPutDatasetWrites(t *testing.T) {
 
 // A page of state-only events rewrites its datasets' states, not their
 // schemas: PutDatasets logs the columns that changed, so the WAL of 500
-// rows whose schemas did not change stays small (issue 18: 320 KB a page
+// rows whose schemas did not change stays small (320 KB a page
 // with every column set made DuckDB checkpoint every ~8 pages), and grows
 // when the schemas do change.
 func TestTx_PutDatasets_logsSchemasOnlyWhereTheyChange(t *testing.T) {
@@ -479,9 +479,9 @@ func TestTx_PutDatasets_logsSchemasOnlyWhereTheyChange(t *testing.T) {
 }
 
 // Small commits go to the WAL until it holds CheckpointThreshold (a
-// catch-up's pages of small merges are checkpointed together, issue 18),
+// catch-up's pages of small merges are checkpointed together),
 // and a commit that adds more than BulkCommit to it is checkpointed as it
-// commits (issue 6: a large merge's rows are not written twice).
+// commits (a large merge's rows are not written twice).
 func TestTx_Commit_checkpointsBulkCommitsAndLetsSmallOnesGather(t *testing.T) {
 	ctx := context.Background()
 	db := mustOpen(t)
@@ -539,7 +539,7 @@ func TestTx_Commit_checkpointsBulkCommitsAndLetsSmallOnesGather(t *testing.T) {
 }
 
 // DatasetsOf reads the rows and holds of the datasets asked for and of no
-// other (issue 18: a page of events reads its own datasets, however many
+// other (a page of events reads its own datasets, however many
 // the file holds); CountDatasets counts them all.
 func TestTx_DatasetsOf_readsTheGivenDatasetsOnly(t *testing.T) {
 	ctx := context.Background()

@@ -15,7 +15,7 @@ import (
 // A summary is what a reader of the file (status) needs, kept beside it
 // by the writer at its clean close, so that a reader need not open the
 // file with DuckDB: DuckDB reads its whole catalog at open, 0.5 s for
-// 2,000 tables on an idle machine (issue 18). docs/decisions.md 51.
+// 2,000 tables on an idle machine. docs/decisions.md 51.
 //
 // The summary carries the file's state at the writer's close: its stamp
 // (readback.go: device, inode, size, modification and change times, no

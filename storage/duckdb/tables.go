@@ -48,7 +48,7 @@ func (tx *Tx) loadSnapshot(ctx context.Context, table string, cols []ploti.Colum
 	}
 	// The ids are checked in the files, before the load: the check's sort
 	// is done and its memory free before the load fills DuckDB's buffers
-	// (issue 6: checking the loaded table added a sixth to the peak RSS).
+	// (checking the loaded table added a sixth to the peak RSS).
 	src := duckread.ParquetSource(files)
 	n, nulls, dups, err := tx.snapshotIDs(ctx, files)
 	if err != nil {
@@ -125,7 +125,7 @@ func (tx *Tx) checkRecordIDs(ctx context.Context, rel string) (n, nulls, dups in
 // and only then does DuckDB push a Bloom filter of the file's ids into the
 // table's scan (its join filter pushdown asks for a filter on the build
 // side): the scan hands the join about as many rows as the file has,
-// instead of every row of the table. Issue 6: the join's CPU time at 1% of
+// instead of every row of the table. The join's CPU time at 1% of
 // 10M rows fell from 0.26 s to 0.05 s; DuckDB alone's DELETE ... WHERE id
 // IN (SELECT ... WHERE change <> 'added') has the filter by chance.
 func mergeDeleteSQL(t, ids string) string {
@@ -155,7 +155,7 @@ func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, t
 	}
 	id, change, t := storage.Ident(storage.ColRecordID), storage.Ident(storage.ColChange), "main."+storage.Ident(table)
 	// The file's ids and changes, read from the file by each statement
-	// that needs them, as DuckDB alone would (issue 6: a temporary table of
+	// that needs them, as DuckDB alone would (a temporary table of
 	// them cost 0.02–0.03 s of a 1% merge at 10M rows, a copy of every
 	// column a tenth of it; reading two columns again costs less).
 	ids := duckread.ChangesIDsSQL(cf.src, cf.types)

@@ -15,7 +15,7 @@ import (
 // workers for each of the page's statements, and on a machine of few
 // cores they take the core that the page's downloads, the changes files'
 // column reads on the side connection and the server's answers need.
-// Issue 18: the catch-up of 1,800 merges of ~46 rows over 2,000 tables of
+// The catch-up of 1,800 merges of ~46 rows over 2,000 tables of
 // 1k–20k rows, its engine in a process of its own, took 84.2 s and 106 s
 // of CPU on two cores with DuckDB's default of two threads, and 65.4 s
 // and 73.2 s with one (DuckDB alone, two threads, 63.0 s and 74.6 s);

@@ -19,7 +19,7 @@ import (
 const commitLogKeep = 1000
 
 // chainCommit appends the transaction's link to _ploti.commit_log, inside
-// it (issue 15: see checkWAL). It reports the new row's seq.
+// it (see checkWAL). It reports the new row's seq.
 func (tx *Tx) chainCommit() (int64, error) {
 	var seq int64
 	err := tx.tx.QueryRow(`INSERT INTO _ploti.commit_log
@@ -43,7 +43,7 @@ func (db *DB) pruneCommitLog(seq int64) {
 type commitLink struct{ token, prev int64 }
 
 // checkWAL refuses a write-ahead log beside path that does not continue
-// the file's last commit, before DuckDB replays it (issue 15). DuckDB
+// the file's last commit, before DuckDB replays it. DuckDB
 // replays any log it finds beside a file; at storage v1.0.0 the log
 // carries nothing that tells a crash's log from one of an older state. So
 // the file is opened read-only twice through hard links, once without its

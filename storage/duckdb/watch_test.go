@@ -92,7 +92,7 @@ func TestTx_LoadRows_valuesBecomeTheirTypesExactly(t *testing.T) {
 	}
 }
 
-// Issue 12, "Bad input": a value that cannot be cast, rows that do not fit
+// "Bad input": a value that cannot be cast, rows that do not fit
 // the schema, repeated or null ids: refused, naming the problem, and the
 // table held before stays as it was.
 func TestTx_LoadRows_refusesWhatDoesNotFit(t *testing.T) {
@@ -234,7 +234,7 @@ func TestTx_MergeWatch(t *testing.T) {
 	}
 }
 
-// Issue 12, "Bad input": an id the versions added that is held, a renamed
+// "Bad input": an id the versions added that is held, a renamed
 // (or changed, or removed) one that is not, a row that does not come, one
 // that does not fit: each refused with what and where, nothing changed.
 func TestTx_MergeWatch_refusesWhatDoesNotFit(t *testing.T) {

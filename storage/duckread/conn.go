@@ -25,7 +25,7 @@ func NewConnector(path string, opts storage.Options) (*duckdb.Connector, error) 
 	// SQLite file makes DuckDB fetch sqlite_scanner) is refused instead.
 	q.Set("autoinstall_known_extensions", "false")
 	q.Set("autoload_known_extensions", "false")
-	// New files in the storage every DuckDB 1.x client reads (issue 14),
+	// New files in the storage every DuckDB 1.x client reads,
 	// whatever a later DuckDB's default.
 	q.Set("storage_compatibility_version", "v1.0.0")
 	if opts.ReadOnly {

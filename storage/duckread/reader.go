@@ -98,7 +98,7 @@ func FileIDsSQL(src string) string {
 }
 
 // ChangesIDsSQL is fileIDsSQL for a file whose column types are known:
-// without the casts when both columns are VARCHAR already (issue 18: the
+// without the casts when both columns are VARCHAR already (the
 // casts cost a small merge's MERGE 0.4–1.1 ms).
 func ChangesIDsSQL(src string, types map[string]string) string {
 	if types[storage.ColRecordID] != "VARCHAR" || types[storage.ColChange] != "VARCHAR" {

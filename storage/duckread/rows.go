@@ -38,7 +38,7 @@ import (
 // level fewer than JSON has (a position has none). A 2D Point [1,2] is
 // "POINT (1 2)", a Polygon [[[0,0],[1,0],[1,1],[0,0]]] "POLYGON ((0 0, 1 0,
 // 1 1, 0 0))"; three numbers a position add the Z tag. Measured on one
-// core (issue 12): 1M points take about 2.0 s either way (reading the JSON
+// core: 1M points take about 2.0 s either way (reading the JSON
 // alone 0.4 s), 200k polygons of five vertices 1.1 s by replacement
 // against 3.2–3.7 s building the text from lists of doubles with lambdas.
 
@@ -119,7 +119,7 @@ func geoFlat(coords string) string {
 // (f) to the lambda variable v for body: a one-item list_transform is
 // SQL's let. The flattened text is then
 // built once per value; as a subquery's column, DuckDB merged it into each
-// of its uses and built it seven times (issue 12: 1M points cost 5.4 s of
+// of its uses and built it seven times (1M points cost 5.4 s of
 // CPU that way, 2.2 s bound).
 func geoBind(v, typ, coords, body string) string {
 	return fmt.Sprintf("list_transform([{'t': %s, 'f': %s}], %s -> %s)[1]", typ, geoFlat(coords), v, body)

@@ -61,7 +61,7 @@ func SelectList(cols []ploti.Column, fileTypes map[string]string) (string, error
 // ChangesSelectList is selectList without the casts of columns the file
 // already has in the table's type, for a changes file's INSERT: a cast to
 // the same type changes nothing, and a merge's INSERT of 46 rows took 3.3–4.4
-// ms with every column cast against 2.4–2.8 ms with none (issue 18; a
+// ms with every column cast against 2.4–2.8 ms with none (a
 // snapshot's load of millions of rows pays nothing for them).
 func ChangesSelectList(cols []ploti.Column, fileTypes map[string]string) (string, error) {
 	return selectColumns(cols, fileTypes, false)

@@ -1,5 +1,5 @@
 // Package postgres keeps the replica in a PostgreSQL database with
-// PostGIS (issue 17): the same dataset tables and the same _ploti state as
+// PostGIS: the same dataset tables and the same _ploti state as
 // a DuckDB file (package storage), for teams whose readers are on other
 // machines (QGIS, BI servers, psql) and must never wait for the writer.
 //

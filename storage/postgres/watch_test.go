@@ -11,7 +11,7 @@ import (
 	"github.com/ploti-replica/ploti-replica/storage"
 )
 
-// Issue 12, "Bad input", on PostgreSQL: rows that do not fit are refused
+// "Bad input", on PostgreSQL: rows that do not fit are refused
 // in the DuckDB engine's words, naming the file, and the held table stays.
 func TestTx_LoadRows_refusesWhatDoesNotFit(t *testing.T) {
 	ctx := context.Background()
