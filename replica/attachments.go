@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -142,6 +143,7 @@ func (r *Replica) putAttachmentPlans(ctx context.Context, res *SyncResult, plans
 	for _, p := range plans {
 		if p.err != nil {
 			res.AttachmentsFailed = appendOnce(res.AttachmentsFailed, p.d.ID)
+			res.AttachmentFailures = append(res.AttachmentFailures, Failure{DatasetID: p.d.ID, Reason: p.err.Error()})
 			r.log.Warn("attachments not kept; the next sync tries again",
 				slog.String("dataset", p.d.ID), slog.Int("version", p.d.Version), logs.Err(p.err))
 			continue
@@ -154,7 +156,10 @@ func (r *Replica) putAttachmentPlans(ctx context.Context, res *SyncResult, plans
 // attachmentsOf gives the attachments to keep for the version d holds,
 // from its links (asked for when not seen this sync): those kept already
 // with the same name and sha256 stay as they are, the others are
-// downloaded. changed tells whether the rows differ from those kept.
+// downloaded. changed tells whether the rows differ from those kept. An
+// attachment whose download fails is left out (or keeps the row kept
+// before under its name), and the error names it beside a list of the
+// others: a list and an error together are kept as far as they go.
 func (r *Replica) attachmentsOf(ctx context.Context, d *storage.Dataset, links []ploti.Attachment, seen bool, kept []storage.Attachment) (list []storage.Attachment, changed bool, err error) {
 	if !seen {
 		if links, err = r.freshAttachmentLinks(ctx, d.ID, d.Version); err != nil {
@@ -162,6 +167,7 @@ func (r *Replica) attachmentsOf(ctx context.Context, d *storage.Dataset, links [
 		}
 	}
 	out := []storage.Attachment{}
+	var failed []error
 	names := map[string]bool{}
 	for i, a := range links {
 		if a.Name == "" || names[a.Name] {
@@ -174,7 +180,17 @@ func (r *Replica) attachmentsOf(ctx context.Context, d *storage.Dataset, links [
 		}
 		got, err := r.fetchAttachment(ctx, d, i, a)
 		if err != nil {
-			return nil, false, err
+			if ctx.Err() != nil {
+				return nil, false, err
+			}
+			// This one fails alone: the version's others are kept, and
+			// the one kept before under its name (an older version's)
+			// stays until a sync fetches it whole.
+			failed = append(failed, err)
+			if k, ok := keptNamed(kept, a.Name); ok {
+				out = append(out, k)
+			}
+			continue
 		}
 		if k, ok := reusable(kept, got.Name, got.SHA256); ok && k.ContentType == got.ContentType {
 			if got.Path != k.Path {
@@ -185,7 +201,20 @@ func (r *Replica) attachmentsOf(ctx context.Context, d *storage.Dataset, links [
 		}
 		out, changed = append(out, got), true
 	}
+	if len(failed) > 0 {
+		return out, true, fmt.Errorf("attachments of %s v%d: %d of %d not kept, the others are: %w", d.ID, d.Version, len(failed), len(links), errors.Join(failed...))
+	}
 	return out, changed || len(out) != len(kept), nil
+}
+
+// keptNamed finds the kept attachment of a name, of whatever version.
+func keptNamed(kept []storage.Attachment, name string) (storage.Attachment, bool) {
+	for _, k := range kept {
+		if k.Name == name {
+			return k, true
+		}
+	}
+	return storage.Attachment{}, false
 }
 
 // reusable finds a kept attachment of the same name and content: its

@@ -153,3 +153,55 @@ func TestScenario_AttachmentsWhoseNamesReadTheSame(t *testing.T) {
 		}
 	}
 }
+
+// One bad attachment fails alone: a version lists two, one's sha256 never
+// matches; the good one of that version is kept, the bad one keeps the
+// row kept before under its name, and the sync's result and status say
+// which failed and why.
+func TestScenario_OneBadAttachmentFailsAlone(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	dict, notes := []byte("column,meaning\npermit,the permit\n"), []byte("notes v1\n")
+	em.AddPlace(emulator.Place{ID: "fl-orange", Name: "Orange County, FL", Kind: "county", State: "fl"})
+	must(t, em.AddDataset(emulator.DatasetSpec{ID: "ds_permits", Title: "Permits", PlaceID: "fl-orange", KeyColumns: []string{"permit"},
+		Columns: permitCols[:1], Attachments: []emulator.Attachment{
+			{Name: "dictionary.csv", ContentType: "text/csv", Data: dict}, {Name: "notes.txt", ContentType: "text/plain", Data: notes}}}))
+	sub, err := em.CreateSubscription(emulator.SubscriptionSpec{Places: []string{"fl-orange"}})
+	must(t, err)
+	_, err = em.Publish(ctx, "ds_permits", []emulator.Row{{"permit": "P-1"}})
+	must(t, err)
+	r := mustOpen(t, em, sub, "")
+	mustSync(t, r)
+
+	dict2, notes2 := []byte("column,meaning\npermit,the permit's number\n"), []byte("notes v2\n")
+	must(t, em.SetAttachments("ds_permits", []emulator.Attachment{
+		{Name: "dictionary.csv", ContentType: "text/csv", Data: dict2}, {Name: "notes.txt", ContentType: "text/plain", Data: notes2}}))
+	_, err = em.Publish(ctx, "ds_permits", []emulator.Row{{"permit": "P-1"}, {"permit": "P-2"}})
+	must(t, err)
+	em.Inject(emulator.Fault{Match: "/files/d1/attachments/*/*-notes.txt", Kind: emulator.FaultCorrupt, Count: -1})
+	res := mustSync(t, r)
+	kept := keptAttachments(t, r, "ds_permits")
+	if d := kept["dictionary.csv"]; !bytes.Equal(d.Content, dict2) || d.Version != 2 {
+		t.Fatalf("the good attachment of v2: v%d %q, want v2's", d.Version, d.Content)
+	}
+	if n := kept["notes.txt"]; !bytes.Equal(n.Content, notes) || n.Version != 1 {
+		t.Fatalf("the bad one: v%d %q, want the one kept before (v1)", n.Version, n.Content)
+	}
+	if len(res.AttachmentFailures) != 1 || !strings.Contains(res.AttachmentFailures[0].Reason, `"notes.txt"`) ||
+		!strings.Contains(res.AttachmentFailures[0].Reason, "1 of 2 not kept") {
+		t.Fatalf("the sync's result: %+v, want notes.txt named as the one not kept", res.AttachmentFailures)
+	}
+	st, err := r.Status(ctx)
+	must(t, err)
+	if e := st.Datasets[0].AttachmentsError; !strings.Contains(e, `"notes.txt"`) {
+		t.Fatalf("status says %q of the attachments, want notes.txt named", e)
+	}
+	em.ClearFaults()
+	mustSync(t, r)
+	if n := keptAttachments(t, r, "ds_permits")["notes.txt"]; !bytes.Equal(n.Content, notes2) || n.Version != 2 {
+		t.Fatalf("after the fault: notes v%d %q, want v2's", n.Version, n.Content)
+	}
+	if st, _ := r.Status(ctx); st.Datasets[0].AttachmentsError != "" {
+		t.Fatalf("status still says %q after the next sync kept them all", st.Datasets[0].AttachmentsError)
+	}
+}

@@ -31,9 +31,11 @@ type SyncResult struct {
 	HeldForReview []string `json:"heldForReview"`
 	// AttachmentsFailed are datasets whose version's attachments could not
 	// be kept this sync (their data is applied; the next sync tries again).
-	AttachmentsFailed []string      `json:"attachmentsFailed,omitempty"`
-	Cursor            string        `json:"cursor,omitempty"` // the stored cursor after the sync
-	Duration          time.Duration `json:"-"`                // wall time (JSON: durationSeconds)
+	AttachmentsFailed []string `json:"attachmentsFailed,omitempty"`
+	// AttachmentFailures say why, for each of AttachmentsFailed.
+	AttachmentFailures []Failure     `json:"attachmentFailures,omitempty"`
+	Cursor             string        `json:"cursor,omitempty"` // the stored cursor after the sync
+	Duration           time.Duration `json:"-"`                // wall time (JSON: durationSeconds)
 	// Published is the copy Options.Publish asked for.
 	Published *Published `json:"published,omitempty"`
 

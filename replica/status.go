@@ -34,6 +34,9 @@ type DatasetStatus struct {
 	LastError     string     `json:"lastError,omitempty"`
 	UpdatedAt     time.Time  `json:"updatedAt"`
 	Holds         []Hold     `json:"holds,omitempty"`
+	// AttachmentsError is why the attachments of the version held are
+	// not all kept (the table is not affected; the next sync tries again).
+	AttachmentsError string `json:"attachmentsError,omitempty"`
 }
 
 // Hold is a held version: a server delay or a local review hold.
@@ -106,11 +109,18 @@ func readStatus(ctx context.Context, db *storage.DB) (*Status, error) {
 	for _, h := range holds {
 		byDS[h.DatasetID] = append(byDS[h.DatasetID], Hold(h))
 	}
+	attSyncs, err := db.AttachmentSyncs(ctx)
+	if err != nil {
+		return nil, err
+	}
 	for _, d := range ds {
 		st.Datasets = append(st.Datasets, DatasetStatus{DatasetID: d.ID, Table: d.Table, Title: d.Title, Source: d.Source, PlaceID: d.PlaceID,
 			Topic: d.Topic, Version: d.Version, SchemaVersion: d.SchemaVersion, KeyColumns: d.KeyColumns, Rows: d.RowCount,
 			Status: d.Status, Reason: d.StatusReason, Stale: d.Status != storage.StatusRemoved && (d.StaleNextCheckBy != nil || d.StaleLastCheckedAt != nil),
 			NextCheckBy: d.StaleNextCheckBy, LastError: d.LastError, UpdatedAt: d.UpdatedAt, Holds: byDS[d.ID]})
+		if a := attSyncs[d.ID]; a.Error != "" && a.Version == d.Version {
+			st.Datasets[len(st.Datasets)-1].AttachmentsError = a.Error
+		}
 		st.Datasets[len(st.Datasets)-1].Detail = explain(st.Datasets[len(st.Datasets)-1])
 	}
 	return st, nil

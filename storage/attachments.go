@@ -121,7 +121,8 @@ type AttachmentSet struct {
 
 // PutAttachmentSets writes sets: for each, the attachments of its version
 // (replacing the dataset's), or the error that kept them from being kept
-// (the rows kept stay), with four statements for all of them.
+// (with no List, the rows kept stay; with one, the List is kept as far as
+// it went and the error recorded), with four statements for all of them.
 func (tx *Tx) PutAttachmentSets(ctx context.Context, sets []AttachmentSet) error {
 	if len(sets) == 0 {
 		return nil
@@ -133,8 +134,8 @@ func (tx *Tx) PutAttachmentSets(ctx context.Context, sets []AttachmentSet) error
 	var args []any
 	for _, s := range sets {
 		all = append(all, s.DatasetID)
-		if s.Err != "" {
-			continue
+		if s.Err != "" && s.List == nil {
+			continue // nothing kept: the rows kept before stay
 		}
 		kept = append(kept, s.DatasetID)
 		for _, a := range s.List {

@@ -350,7 +350,7 @@ func TestSync_summaryNamesAttachmentsNotKept(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("sync: exit %d, want %d (an attachment does not fail its dataset)\n%s\n%s", code, exitOK, out, errs)
 	}
-	if want := "attachments not kept: " + emulator.DemoPermits; !strings.Contains(out, want) {
+	if want := "attachments not all kept: " + emulator.DemoPermits + ": attachments of " + emulator.DemoPermits; !strings.Contains(out, want) {
 		t.Fatalf("the summary does not say %q:\n%s", want, out)
 	}
 }

@@ -152,6 +152,15 @@ func printStatus(w io.Writer, path string, st *replica.Status) {
 	if len(holds) > 0 {
 		fmt.Fprintf(w, "\nholds:\n  %s\n", strings.Join(holds, "\n  "))
 	}
+	var atts []string
+	for _, d := range st.Datasets {
+		if d.AttachmentsError != "" {
+			atts = append(atts, d.DatasetID+": "+d.AttachmentsError)
+		}
+	}
+	if len(atts) > 0 {
+		fmt.Fprintf(w, "\nattachments not all kept (tables not affected; the next sync tries again):\n  %s\n", strings.Join(atts, "\n  "))
+	}
 }
 
 // geometryWords says how the file stores geometry and who reads it.

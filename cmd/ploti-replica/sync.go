@@ -160,8 +160,8 @@ func printSync(w io.Writer, path string, res replica.SyncResult) {
 	for _, d := range res.HeldForReview {
 		fmt.Fprintf(w, "  held for review: %s stays at its version after a MAJOR schema change (`ploti-replica status`); review it, then `ploti-replica holds release %s`\n", d, d)
 	}
-	for _, d := range res.AttachmentsFailed {
-		fmt.Fprintf(w, "  attachments not kept: %s (its table is not affected; the next sync tries again; see _ploti.attachment_syncs)\n", d)
+	for _, f := range res.AttachmentFailures {
+		fmt.Fprintf(w, "  attachments not all kept: %s: %s (its table is not affected; the next sync tries again; `ploti-replica status` shows it)\n", f.DatasetID, f.Reason)
 	}
 	if p := res.Published; p != nil {
 		how := "copied"
