@@ -136,7 +136,7 @@ func (d *Daemon) webhookHandler(w Webhook) (http.Handler, error) {
 	if v == nil || err != nil {
 		return nil, err
 	}
-	return webhook.NewHandler(webhook.HandlerOptions{Verifier: v, Trigger: d.trig, Observe: d.metrics.observeWebhook,
+	return webhook.NewHandler(webhook.HandlerOptions{Verifier: v, Trigger: d.trig, Observe: d.metrics.observeWebhook, MaxBody: w.MaxBody,
 		Logger: d.log, OnEvent: d.noteEvent, Keep: d.inbox.Keep, OnOther: d.noteOther, Wants: d.wants})
 }
 

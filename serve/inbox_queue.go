@@ -2,10 +2,12 @@ package serve
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -145,20 +147,27 @@ func (q *InboxQueue) take() (string, []replica.InboxEvent, error) {
 	}
 	defer f.Close()
 	var evs []replica.InboxEvent
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, webhook.DefaultMaxBody*2)
-	for n := 1; sc.Scan(); n++ {
-		var ev replica.InboxEvent
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil || ev.ID == "" {
-			// A line cut short by a crash while it was written: its
-			// delivery was not answered 2xx, and comes again.
-			q.log.Warn("skipping an unreadable line of the inbox queue", slog.String("file", taking), slog.Int("line", n))
-			continue
+	// Lines as long as the deliveries taken (Webhook.MaxBody): no line
+	// length limit, which would leave a large event waiting for good.
+	br := bufio.NewReader(f)
+	for n := 1; ; n++ {
+		line, err := br.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			var ev replica.InboxEvent
+			if jerr := json.Unmarshal(line, &ev); jerr != nil || ev.ID == "" {
+				// A line cut short by a crash while it was written: its
+				// delivery was not answered 2xx, and comes again.
+				q.log.Warn("skipping an unreadable line of the inbox queue", slog.String("file", taking), slog.Int("line", n))
+			} else {
+				evs = append(evs, ev)
+			}
 		}
-		evs = append(evs, ev)
-	}
-	if err := sc.Err(); err != nil {
-		return "", nil, fmt.Errorf("read the inbox queue: %w", err)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return "", nil, fmt.Errorf("read the inbox queue: %w", err)
+		}
 	}
 	return taking, evs, nil
 }

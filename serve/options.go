@@ -30,6 +30,11 @@ const (
 	// never longer than Poll when polling).
 	DefaultRetryMin = 5 * time.Second
 	DefaultRetryMax = 5 * time.Minute
+	// DefaultMaxBody is the largest delivery a webhook takes: request
+	// events carry a research request's answer, and Ploti never retries
+	// a 413 ("An answer of 413 is not retried"), so a larger event
+	// refused would be lost. Either webhook may be the member's.
+	DefaultMaxBody = 32 << 20
 )
 
 // Options configure a Daemon.
@@ -96,6 +101,9 @@ type Webhook struct {
 	// created (whsec_…); Verifier, when set, is used instead.
 	Secret   string
 	Verifier *webhook.Verifier
+	// MaxBody is the largest delivery taken (larger ones get 413, which
+	// Ploti does not retry); 0: DefaultMaxBody.
+	MaxBody int64
 }
 
 func (w Webhook) on() bool { return w.Verifier != nil || w.Secret != "" }
@@ -129,6 +137,11 @@ func (o *Options) check() error {
 	}
 	if o.MemberWebhook.Path == "" {
 		o.MemberWebhook.Path = DefaultMemberPath
+	}
+	for _, w := range []*Webhook{&o.Webhook, &o.MemberWebhook} {
+		if w.MaxBody <= 0 {
+			w.MaxBody = DefaultMaxBody
+		}
 	}
 	if o.RetryMin <= 0 {
 		o.RetryMin = DefaultRetryMin

@@ -22,18 +22,25 @@ func attachmentsInlineMax(s string) (int64, error) {
 	if s == "" {
 		return 0, nil
 	}
+	n, err := parseSize("--attachments-inline-max", s)
+	if n == 0 {
+		return -1, err
+	}
+	return n, err
+}
+
+// parseSize reads a size given to flag: a whole number of bytes, or one
+// with a unit (KB, MB, GB, KiB, MiB, GiB).
+func parseSize(flag, s string) (int64, error) {
 	m := sizeRE.FindStringSubmatch(s)
 	if m == nil {
-		return 0, &usageError{fmt.Errorf("--attachments-inline-max %q: want a size such as 1MiB, 500KB or 0", s)}
+		return 0, &usageError{fmt.Errorf("%s %q: want a size such as 1MiB, 500KB or 0", flag, s)}
 	}
 	n, err := strconv.ParseInt(m[1], 10, 64)
 	if err != nil {
-		return 0, &usageError{fmt.Errorf("--attachments-inline-max %q: %w", s, err)}
+		return 0, &usageError{fmt.Errorf("%s %q: %w", flag, s, err)}
 	}
 	unit := map[string]int64{"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30}[strings.ToLower(m[2])]
-	if n == 0 {
-		return -1, nil
-	}
 	return n * unit, nil
 }
 

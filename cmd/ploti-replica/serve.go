@@ -30,6 +30,7 @@ type serveCmd struct {
 	// feed's and the member's (watches, request events) are both used:
 	// each webhook has its own secret.
 	MemberPath       string
+	MaxBody          string
 	MemberSecretFile string
 	Poll             time.Duration
 	ShutdownTimeout  time.Duration
@@ -91,6 +92,7 @@ func newServe(env *Env) (*serveCmd, *cobra.Command) {
 	f.StringVar(&s.SecretFile, "webhook-secret-file", "", "file holding the webhook's signing secret, whsec_… (env PLOTI_WEBHOOK_SECRET_FILE)")
 	f.StringVar(&s.MemberSecretFile, "member-webhook-secret-file", "", "file holding a second webhook's secret: a member webhook (watches' dataset.changed, request events) beside the subscription's")
 	f.StringVar(&s.MemberPath, "member-webhook-path", serve.DefaultMemberPath, "path that receives the member webhook's POSTs, with --member-webhook-secret-file")
+	f.StringVar(&s.MaxBody, "webhook-max-body", "32MiB", "the largest webhook delivery taken (a request event carries its answer); Ploti does not retry the 413 a larger one gets")
 	f.DurationVar(&s.Poll, "poll", serve.DefaultPoll, "also sync this long after the last sync; 0 turns polling off")
 	f.DurationVar(&s.VerifyEvery, "verify-every", 0, "also check every table against the version it holds this often (as `verify`, in the sync that comes when due), with the result in /metrics; 0: never")
 	f.DurationVar(&s.ShutdownTimeout, "shutdown-timeout", serve.DefaultShutdownTimeout,
@@ -126,14 +128,18 @@ func (s *serveCmd) run(ctx context.Context) error {
 	if verifier == nil && member == nil && s.Poll == 0 {
 		return &usageError{errors.New("nothing would start a sync: give --webhook-secret-file (or PLOTI_WEBHOOK_SECRET_FILE), or a --poll above 0")}
 	}
+	maxBody, err := parseSize("--webhook-max-body", s.MaxBody)
+	if err != nil {
+		return err
+	}
 	opts.Progress = s.progress
 	listen := s.Listen
 	if listen == "" {
 		listen = ":0" // what net.Listen makes of "": every interface, a port the system picks (serve.Options' "" serves no HTTP)
 	}
 	d, err := serve.New(serve.Options{DB: s.conn.DB, Replica: opts, Now: now,
-		Webhook:       serve.Webhook{Path: s.WebhookPath, Verifier: verifier},
-		MemberWebhook: serve.Webhook{Path: s.MemberPath, Verifier: member},
+		Webhook:       serve.Webhook{Path: s.WebhookPath, Verifier: verifier, MaxBody: maxBody},
+		MemberWebhook: serve.Webhook{Path: s.MemberPath, Verifier: member, MaxBody: maxBody},
 		Poll:          s.Poll, VerifyEvery: s.VerifyEvery, ShutdownTimeout: s.ShutdownTimeout, RetryMin: s.retryMin,
 		Listen: listen, Listener: s.listener})
 	if err != nil {

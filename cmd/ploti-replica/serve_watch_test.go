@@ -190,6 +190,33 @@ func TestServe_requestEventsGoToTheInbox(t *testing.T) {
 	}
 }
 
+// A request event larger than a feed event ever is (a research answer of
+// 2 MiB) is taken: Ploti never retries a 413 (feed-events.txt: "An
+// answer of 413 is not retried"), so a refused one would be lost.
+func TestServe_aLargeRequestEventIsTaken(t *testing.T) {
+	w := newMemberServeWorld(t)
+	w.start(t, time.Second, "--poll", "0")
+	answer := strings.Repeat("the answer, at length. ", 2<<20/23)
+	id, err := w.em.EmitRequestEvent("research_request.answered", map[string]any{"requestId": "req_9", "answer": map[string]any{"text": answer}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.waitDeliveries(t)
+	for _, d := range w.em.Deliveries() {
+		if d.EventID == id && !d.OK() {
+			t.Fatalf("the 2 MiB request event was refused: %d %s", d.Status, d.Err)
+		}
+	}
+	w.waitIdle(t, 2)
+	if err := w.shutdown(t); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := cli(t, map[string]string{"PLOTI_DB": w.db}, "inbox", "--json")
+	if code != exitOK || !strings.Contains(out, id) {
+		t.Fatalf("inbox --json: exit %d, want the large event %s: %.300s%s", code, id, out, errs)
+	}
+}
+
 // README: request events are "written to disk before the answer and
 // recorded by the next sync in _ploti.inbox, once each". serve answers a
 // request event while another process holds the file (its own sync fails
