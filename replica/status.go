@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -173,8 +174,47 @@ func readHolds(ctx context.Context, db *storage.DB) ([]Hold, error) {
 	out := make([]Hold, len(hs))
 	for i, h := range hs {
 		out[i] = Hold(h)
+		out[i].Detail = withoutNulls(h.Detail)
 	}
 	return out, nil
+}
+
+// withoutNulls is a JSON document with its null members left out, as the
+// JSON this package gives leaves out what Ploti left null; a document
+// that does not decode is given as it is.
+func withoutNulls(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return raw
+	}
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber() // numbers as they are written
+	if err := dec.Decode(&v); err != nil {
+		return raw
+	}
+	out, err := json.Marshal(dropNulls(v))
+	if err != nil {
+		return raw
+	}
+	return out
+}
+
+func dropNulls(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, x := range t {
+			if x == nil {
+				delete(t, k)
+			} else {
+				t[k] = dropNulls(x)
+			}
+		}
+	case []any:
+		for i, x := range t {
+			t[i] = dropNulls(x)
+		}
+	}
+	return v
 }
 
 // Release ends a local review hold: the dataset is reloaded from its
