@@ -3,6 +3,7 @@ package emulator
 import (
 	"context"
 	"fmt"
+	"sync"
 )
 
 // The demo world's dataset ids.
@@ -18,14 +19,21 @@ const (
 )
 
 // Demo is a small seeded world: two Florida counties, three datasets and one
-// subscription to both counties, each dataset at version Round.
+// subscription to both counties, each dataset at version Round; with
+// AddWatched (SeedDemoWorld) also a statewide dataset the subscription does
+// not deliver, for watching. Its methods may be called from several
+// goroutines.
 type Demo struct {
 	// Emulator is the emulator it seeded.
 	Emulator *Emulator
 	// SubscriptionID is the subscription that delivers the three datasets.
 	SubscriptionID string
-	// Round is the version each dataset is at.
+	// Round counts the rounds Next and Step published over the whole world.
 	Round int
+
+	mu       sync.Mutex
+	ids      []string              // its datasets, in the order a round publishes them
+	datasets map[string]*demoState // by id
 }
 
 // DemoDictionary is the data dictionary attached to the demo permits.
@@ -35,9 +43,25 @@ const DemoDictionary = "column,meaning\npermit_number,the permit's number\nstatu
 // SeedDemo adds the demo places, topics and datasets to em, subscribes to
 // them and publishes version 1 of each. It is deterministic.
 func SeedDemo(ctx context.Context, em *Emulator) (*Demo, error) {
+	return seedDemo(ctx, em, false)
+}
+
+// SeedDemoWorld is SeedDemo with DemoWatched too: the world `ploti-replica
+// demo` walks through and `ploti-replica emulator` serves. The
+// subscription does not deliver DemoWatched; a member watches it.
+func SeedDemoWorld(ctx context.Context, em *Emulator) (*Demo, error) {
+	return seedDemo(ctx, em, true)
+}
+
+func seedDemo(ctx context.Context, em *Emulator, watched bool) (*Demo, error) {
 	d, err := SeedDemoCatalog(em)
 	if err != nil {
 		return nil, err
+	}
+	if watched {
+		if err := d.AddWatched(); err != nil {
+			return nil, err
+		}
 	}
 	if d.SubscriptionID, err = em.CreateSubscription(SubscriptionSpec{Name: "Central Florida", Places: []string{"fl-counties"}}); err != nil {
 		return nil, fmt.Errorf("seed demo: %w", err)
@@ -58,66 +82,27 @@ func SeedDemoCatalog(em *Emulator) (*Demo, error) {
 	em.AddTopic("development-activity", "Development activity")
 	em.AddTopic("parcels-property", "Parcels and property")
 	em.AddTopic("health-safety", "Health and safety")
-	specs := []DatasetSpec{
-		{ID: DemoPermits, Title: "Orange County Building Permits", PlaceID: "fl-orange", Topic: "development-activity",
-			Publisher: "Orange County", SourceURL: "https://example.org/orange/permits", KeyColumns: []string{"permit_number"},
-			Columns: []Column{{Name: "permit_number", Type: "string"}, {Name: "status", Type: "string"},
-				{Name: "valuation", Type: "decimal", Precision: &Precision{Precision: 14, Scale: 2}},
-				{Name: "issued", Type: "date"}, {Name: "units", Type: "integer"},
-				{Name: "geometry", Type: "geometry", Geometry: &GeometryInfo{CRS: "EPSG:4326", Types: []string{"Point"}}}}},
-		{ID: DemoParcels, Title: "Seminole County Parcels", PlaceID: "fl-seminole", Topic: "parcels-property",
-			Publisher: "Seminole County Property Appraiser", KeyColumns: []string{"parcel_id"},
-			Columns: []Column{{Name: "parcel_id", Type: "string"}, {Name: "owner", Type: "string"}, {Name: "land_use", Type: "string"},
-				{Name: "assessed_value", Type: "decimal", Precision: &Precision{Precision: 14, Scale: 2}},
-				{Name: "acres", Type: "number"}, {Name: "attributes", Type: "json"},
-				{Name: "geometry", Type: "geometry", Geometry: &GeometryInfo{CRS: "EPSG:4326", Types: []string{"Polygon"}}}}},
-		{ID: DemoInspections, Title: "Orange County Restaurant Inspections", PlaceID: "fl-orange", Topic: "health-safety",
-			Publisher: "Florida DBPR", KeyColumns: []string{"inspection_id"},
-			Columns: []Column{{Name: "inspection_id", Type: "string"}, {Name: "establishment", Type: "string"},
-				{Name: "inspected_on", Type: "date"}, {Name: "recorded_at", Type: "timestamp"},
-				{Name: "score", Type: "decimal", Precision: &Precision{Precision: 5, Scale: 1}}, {Name: "passed", Type: "boolean"},
-				{Name: "violations", Type: "list", Items: &Column{Type: "string"}}}},
-	}
-	specs[0].Attachments = []Attachment{{Name: "data-dictionary.csv", ContentType: "text/csv", Data: []byte(DemoDictionary)}}
-	for _, s := range specs {
-		if err := em.AddDataset(s); err != nil {
-			return nil, fmt.Errorf("seed demo: %w", err)
+	d := &Demo{Emulator: em, datasets: map[string]*demoState{}}
+	for _, spec := range demoSpecs() {
+		if err := d.add(spec); err != nil {
+			return nil, err
 		}
 	}
-	return &Demo{Emulator: em}, nil
+	em.setDemo(d)
+	return d, nil
 }
 
 // Next publishes the next version of each demo dataset: one row removed, one
 // added and a few changed, so each version arrives as feed.dataset.updated
-// with a changes file.
+// with a changes file. It never changes a schema or ids (Step does).
 func (d *Demo) Next(ctx context.Context) error {
-	r := d.Round + 1
-	queries := map[string]string{
-		DemoPermits: fmt.Sprintf(`SELECT 'BP-' || lpad(i::VARCHAR, 4, '0') AS permit_number,
-	CASE WHEN (i + %[1]d) %% 3 = 0 THEN 'issued' WHEN i %% 3 = 1 THEN 'applied' ELSE 'under_review' END AS status,
-	(1000 * i + CASE WHEN i %% 5 = %[1]d %% 5 THEN %[1]d * 10 ELSE 0 END + 0.25)::DECIMAL(14,2) AS valuation,
-	DATE '2026-10-01' + i::INTEGER AS issued, (i %% 4) + 1 AS units,
-	'POINT (' || (-81.38 + i * 0.001) || ' ' || (28.54 + i * 0.0005) || ')' AS geometry
-FROM range(%[1]d, %[1]d + 20) t(i)`, r),
-		DemoParcels: fmt.Sprintf(`SELECT 'SEM-' || lpad(i::VARCHAR, 5, '0') AS parcel_id,
-	'Owner ' || (i + CASE WHEN i %% 4 = %[1]d %% 4 THEN 100 ELSE 0 END) AS owner,
-	CASE WHEN i %% 2 = 0 THEN 'residential' ELSE 'commercial' END AS land_use,
-	(150000 + 1000 * i)::DECIMAL(14,2) AS assessed_value, 0.25 + i / 100.0 AS acres,
-	'{"zone": "R' || (i %% 3) || '"}' AS attributes,
-	'POLYGON ((' || (-81.30 + i * 0.01) || ' 28.70, ' || (-81.29 + i * 0.01) || ' 28.70, ' || (-81.29 + i * 0.01) || ' 28.71, ' ||
-	(-81.30 + i * 0.01) || ' 28.71, ' || (-81.30 + i * 0.01) || ' 28.70))' AS geometry
-FROM range(%[1]d, %[1]d + 15) t(i)`, r),
-		DemoInspections: fmt.Sprintf(`SELECT 'INS-' || i AS inspection_id, 'Restaurant ' || i AS establishment,
-	DATE '2026-09-01' + i::INTEGER AS inspected_on, TIMESTAMPTZ '2026-09-01 12:00:00+00' + to_hours(i) AS recorded_at,
-	(80 + (i %% 20) + CASE WHEN i %% 3 = %[1]d %% 3 THEN 0.5 ELSE 0 END)::DECIMAL(5,1) AS score, i %% 5 <> 0 AS passed,
-	CASE WHEN i %% 5 = 0 THEN ['handwashing', 'storage'] ELSE []::VARCHAR[] END AS violations
-FROM range(%[1]d, %[1]d + 12) t(i)`, r),
-	}
-	for _, id := range []string{DemoPermits, DemoParcels, DemoInspections} {
-		if _, err := d.Emulator.PublishQuery(ctx, id, queries[id]); err != nil {
-			return fmt.Errorf("demo round %d: %w", r, err)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, id := range d.ids {
+		if _, err := d.publishLocked(ctx, id, DemoUpdate); err != nil {
+			return fmt.Errorf("demo round %d: %w", d.Round+1, err)
 		}
 	}
-	d.Round = r
+	d.Round++
 	return nil
 }

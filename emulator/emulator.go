@@ -132,6 +132,8 @@ type Emulator struct {
 	truthN       int                                     // numbers WatchTruth's work (watchtruth.go)
 	watchSpoil   map[string]func(string, map[string]any) // SpoilWatch's, by dataset id
 
+	demo *Demo // the demo world seeded into it, for PublishNext and the control endpoints (drive.go)
+
 	apiSrv, fileSrv *http.Server
 	apiURL, fileURL string
 	serveWG         sync.WaitGroup
