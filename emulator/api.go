@@ -49,6 +49,7 @@ func (e *Emulator) apiMux() http.Handler {
 	for _, rt := range routes {
 		mux.Handle(rt.pattern, e.wrap(rt.strict, rt.h))
 	}
+	mux.Handle(ControlPrefix, e.controlMux()) // beside /v1, never under it (control.go)
 	mux.Handle("/", e.wrap(false, func(*http.Request) (int, any, error) {
 		return 0, nil, &apiError{http.StatusNotFound, "not_found", "no such endpoint"}
 	}))
