@@ -209,7 +209,7 @@ func TestDemo(t *testing.T) {
 		"bootstrapped", "3 changes file(s) merged", emulator.DemoParcels, "issued permits worth",
 		"data-dictionary.csv (text/csv, 225 bytes, kept inline)", "duckdb -readonly",
 		// it shows a watched dataset too
-		"$ ploti-replica watch add " + demoWatched, "watches: 1 dataset(s) watched, 1 merged", demoWatched + "  watch",
+		"$ ploti-replica watch add " + emulator.DemoWatched, "watches: 1 dataset(s) watched, 1 merged", emulator.DemoWatched + "  watch",
 		// it keeps history and ends with a record's story and a
 		// diff between the first version and the last
 		"$ ploti-replica sync --history all", "$ ploti-replica history " + emulator.DemoPermits + " rec_", "version(s) in the history\nfirst    v1 → v2",
@@ -252,26 +252,27 @@ func TestDemo_fileMatchesTruth(t *testing.T) {
 		t.Fatalf("demo: exit %d\n%s\n%s", code, out, errs)
 	}
 	em, d, _ := demoWorld(t)
-	if err := em.AddDataset(demoWatchedSpec); err != nil {
+	if err := d.AddWatched(); err != nil {
 		t.Fatal(err)
 	}
-	var synced []int // the demo syncs once a round
-	for round := 0; round < 3; round++ {
-		if d.Round <= round { // SeedDemo publishes the first round already
-			if err := d.Next(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-		}
-		rel, err := em.PublishQuery(context.Background(), demoWatched, demoWatchedRows(round))
-		if err != nil {
+	// SeedDemo published the first round before the watched dataset
+	// joined: its first version, then the demo's two more rounds.
+	if _, err := em.PublishNext(context.Background(), emulator.DemoWatched); err != nil {
+		t.Fatal(err)
+	}
+	for d.Round < 3 {
+		if err := d.Next(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		synced = append(synced, rel.PlotiVersion)
+	}
+	var synced []int // the demo syncs once a round
+	for _, pv := range em.PlotiVersions(emulator.DemoWatched) {
+		synced = append(synced, pv.Version)
 	}
 	if bad := truthMismatches(t, path, em); len(bad) > 0 {
 		t.Fatalf("the demo's file differs from the truth:\n%s", strings.Join(bad, "\n"))
 	}
-	if bad := watchTruthMismatches(t, path, em, map[string][]int{demoWatched: synced}); len(bad) > 0 {
+	if bad := watchTruthMismatches(t, path, em, map[string][]int{emulator.DemoWatched: synced}); len(bad) > 0 {
 		t.Fatalf("the demo's watched dataset differs from the truth:\n%s", strings.Join(bad, "\n"))
 	}
 	_, out, _ := cli(t, map[string]string{"PLOTI_DB": path}, "status", "--json")

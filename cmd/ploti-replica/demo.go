@@ -70,7 +70,7 @@ func (d *demoCmd) run(ctx context.Context) error {
 		return err
 	}
 	if err := d.step(ctx, em, "watch a statewide dataset the subscription does not deliver (watching is open on any plan):",
-		"watch", "add", demoWatched); err != nil {
+		"watch", "add", emulator.DemoWatched); err != nil {
 		return err
 	}
 	if err := markDemoFile(ctx, d.DB); err != nil {
@@ -124,7 +124,7 @@ func (d *demoCmd) startWorld(em *emulator.Emulator, db bool) (*emulator.Demo, er
 	if err != nil {
 		return nil, err
 	}
-	if err := em.AddDataset(demoWatchedSpec); err != nil {
+	if err := world.AddWatched(); err != nil {
 		return nil, err
 	}
 	if db {
@@ -150,10 +150,7 @@ func (d *demoCmd) rounds(ctx context.Context, em *emulator.Emulator, world *emul
 		opts.History, syncFlags = nil, "--db "+name
 	}
 	for round := 0; round < 3; round++ {
-		if err := world.Next(ctx); err != nil {
-			return err
-		}
-		if _, err := em.PublishQuery(ctx, demoWatched, demoWatchedRows(round)); err != nil {
+		if err := world.Next(ctx); err != nil { // the watched dataset too
 			return err
 		}
 		if round == 0 {
@@ -189,26 +186,6 @@ Query it (the file is closed now, so any client may open it):
   go run ./cmd/ploti-replica changes --mark me --db %[1]s                        # what changed since you last looked
   go run ./cmd/ploti-replica status --db %[1]s
 `, d.DB, sel, why)
-}
-
-// demoWatched is a statewide dataset outside the demo's subscription (which
-// names Florida's counties): the demo watches it.
-const demoWatched = "ds_fl_contractor_licenses"
-
-var demoWatchedSpec = emulator.DatasetSpec{ID: demoWatched, Title: "Florida Contractor Licenses", PlaceID: "fl",
-	Topic: "development-activity", Publisher: "Florida DBPR", KeyColumns: []string{"license_number"},
-	Columns: []emulator.Column{{Name: "license_number", Type: "string"}, {Name: "holder", Type: "string"},
-		{Name: "status", Type: "string"}, {Name: "expires", Type: "date"}, {Name: "bond", Type: "decimal", Precision: &emulator.Precision{Precision: 12, Scale: 2}},
-		{Name: "office", Type: "geometry", Geometry: &emulator.GeometryInfo{CRS: "EPSG:4326", Types: []string{"Point"}}}}}
-
-// demoWatchedRows are the watched dataset's rows at a round: one license
-// lapses, one is issued and a few change status each round.
-func demoWatchedRows(round int) string {
-	return fmt.Sprintf(`SELECT 'CGC' || (1500000 + i) AS license_number, 'Builder ' || i AS holder,
-	CASE WHEN (i + %[1]d) %% 4 = 0 THEN 'delinquent' ELSE 'active' END AS status,
-	DATE '2027-08-31' + (i * 30)::INTEGER AS expires, (10000 + 2500 * (i %% 4))::DECIMAL(12,2) AS bond,
-	'POINT (' || (-82.45 + i * 0.01) || ' ' || (27.95 + i * 0.01) || ')' AS office
-FROM range(%[1]d, %[1]d + 25) t(i)`, round)
 }
 
 // demoGeometryQuery is the demo's hint for reading a geometry column: the

@@ -25,7 +25,7 @@ func TestDemo_postgres(t *testing.T) {
 		t.Fatalf("demo: exit %d\n%s\n%s", code, out, errs)
 	}
 	for _, want := range []string{"bootstrapped", "3 changes file(s) merged", "issued permits worth", "database:      " + postgres.Redact(u),
-		"PostGIS geometry in SRID 4326", "watches: 1 dataset(s) watched, 1 merged", demoWatched + "  watch", "psql '", "Add PostGIS Layers"} {
+		"PostGIS geometry in SRID 4326", "watches: 1 dataset(s) watched, 1 merged", emulator.DemoWatched + "  watch", "psql '", "Add PostGIS Layers"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("demo output lacks %q:\n%s", want, out)
 		}
