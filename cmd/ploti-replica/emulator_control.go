@@ -230,8 +230,12 @@ func newEmulatorRequestEventCmd(env *Env) *cobra.Command {
 	var request, data string
 	cmd := &cobra.Command{
 		Use:   "request-event TYPE",
-		Short: "Send a request event to the member's webhooks: " + strings.Join(emulator.RequestEventTypes(), ", "),
-		Args:  cobra.ExactArgs(1),
+		Short: "Send a request event (data_request.*, research_request.*) to the member's webhooks",
+		Long: `Send a request event to the member's webhooks (those of no subscription).
+TYPE is one of ` + strings.Join(emulator.RequestEventTypes(), ", ") + `.
+What the type needs and --data lacks is made up: a request id, questions
+(research_request.question), an answer (research_request.answered).`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			q := url.Values{"type": {args[0]}}
 			if request != "" {
