@@ -430,7 +430,7 @@ func (w *serveWorld) acceptedDeliveries() int {
 // start no sync; a repeated delivery gets 2xx and starts no second sync.
 func TestServe_rejects(t *testing.T) {
 	w := newServeWorld(t)
-	w.start(t, time.Second, "--poll", "0")
+	w.start(t, time.Second, "--poll", "0", "--webhook-max-body", "1MiB") // the oversized body is 1 MiB and more
 	w.publish(t)
 	h := w.waitIdle(t, 2)
 	w.waitDeliveries(t)
