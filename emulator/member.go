@@ -62,7 +62,7 @@ func (e *Emulator) emitMemberLocked(typ, datasetID string, data map[string]any) 
 		}
 		w.nextMsg++
 		w.queue = append(w.queue, &message{hook: h, id: fmt.Sprintf("msg_%012d", w.nextMsg), eventID: ev.id, typ: typ,
-			body: body, due: ev.ts})
+			dataset: datasetID, seq: int64(w.nextMsg), body: body, due: ev.ts})
 	}
 	w.notifyLocked()
 	w.wake()

@@ -63,7 +63,8 @@ func (e *Emulator) Deliveries() []Delivery {
 
 // WaitDeliveries waits until no attempt is in flight and no queued message
 // is due on the emulator clock, that is until every delivery that can
-// happen now has happened. Retries due later stay queued.
+// happen now has happened. Retries due later stay queued, and so do the
+// later events of their dataset, which wait for them.
 func (e *Emulator) WaitDeliveries(ctx context.Context) error {
 	for {
 		e.mu.Lock()
@@ -74,7 +75,7 @@ func (e *Emulator) WaitDeliveries(ctx context.Context) error {
 			return nil
 		}
 		w.mu.Lock()
-		idle := !w.busy && !slices.ContainsFunc(w.queue, func(m *message) bool { return !m.due.After(now) })
+		idle := !w.busy && !slices.ContainsFunc(w.queue, func(m *message) bool { return !m.due.After(now) && !w.behindLocked(m) })
 		changed := w.changed
 		w.mu.Unlock()
 		if idle {

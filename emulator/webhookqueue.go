@@ -74,7 +74,7 @@ func (e *Emulator) queueDeliveriesLocked(s *subscription, ev *event) {
 		}
 		w.nextMsg++
 		w.queue = append(w.queue, &message{hook: h, id: fmt.Sprintf("msg_%012d", w.nextMsg), eventID: ev.id, typ: ev.typ,
-			body: body, due: ev.ts})
+			dataset: ev.datasetID, seq: int64(w.nextMsg), body: body, due: ev.ts})
 	}
 	w.notifyLocked()
 	w.wake()
@@ -111,12 +111,17 @@ func (e *Emulator) sendLoop(w *webhookState) {
 
 // next takes the message due earliest, if one is due at now, and marks the
 // sender busy; otherwise it returns how long until the earliest is due
-// (zero: nothing queued).
+// (zero: nothing queued). A message waits, whatever its due time, while
+// an earlier one for the same dataset and webhook is still queued (for
+// its retry): feed-events.txt, "events for one dataset arrive in order".
 func (w *webhookState) next(now time.Time) (*message, time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	best := -1
 	for i, m := range w.queue {
+		if w.behindLocked(m) {
+			continue
+		}
 		if best < 0 || m.due.Before(w.queue[best].due) {
 			best = i
 		}
@@ -132,6 +137,17 @@ func (w *webhookState) next(now time.Time) (*message, time.Duration) {
 	w.busy = true
 	w.notifyLocked()
 	return m, 0
+}
+
+// behindLocked reports whether an earlier message of m's dataset for m's
+// webhook is still queued. Pings name no dataset and wait for nothing.
+func (w *webhookState) behindLocked(m *message) bool {
+	if m.dataset == "" {
+		return false
+	}
+	return slices.ContainsFunc(w.queue, func(o *message) bool {
+		return o != m && o.hook == m.hook && o.dataset == m.dataset && o.seq < m.seq
+	})
 }
 
 // attempt makes one attempt to send m at emulator time now and records it

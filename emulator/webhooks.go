@@ -173,6 +173,8 @@ type message struct {
 	id       string
 	eventID  string
 	typ      string
+	dataset  string // data.datasetId; empty for a ping
+	seq      int64  // queue order, to keep a dataset's events in order
 	body     []byte
 	attempts int
 	due      time.Time
