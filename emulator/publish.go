@@ -297,7 +297,10 @@ func (e *Emulator) resyncReason(d *dataset, p *buildPlan, now time.Time) string 
 		return "first_version"
 	case prevGone && !changed:
 		return "previous_unavailable"
-	case changed && ch != nil && ch.KeyDiff:
+	case changed && ch != nil && ch.KeyDiff && (ch.Bump == "major" || prevGone):
+		// "as schema_changed, when the change includes the key columns":
+		// a MINOR change on its own (a key added where there was none)
+		// arrives as updated.
 		return "key_columns_changed"
 	case changed && ch != nil && ch.Bump == "major", changed && prevGone:
 		return "schema_changed"

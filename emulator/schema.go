@@ -250,10 +250,14 @@ func diffSchema(from *schemaDoc, cols []Column, key []string) *schemaChange {
 	if !slices.Equal(a, b) {
 		ch.KeyDiff, ch.KeyFrom, ch.KeyTo = true, slices.Clone(from.Key), slices.Clone(key)
 	}
+	// schemas-and-holds.txt names as breaking "a column removed or
+	// retyped, or the key changed from one set of columns to another or
+	// dropped (a MAJOR bump)": a key added where there was none is not
+	// one of them, and bumps MINOR as an added column does.
 	switch {
-	case len(ch.Removed) > 0 || len(ch.Retyped) > 0 || ch.KeyDiff:
+	case len(ch.Removed) > 0 || len(ch.Retyped) > 0 || ch.KeyDiff && len(from.Key) > 0:
 		ch.Bump = "major"
-	case len(ch.Added) > 0:
+	case len(ch.Added) > 0 || ch.KeyDiff:
 		ch.Bump = "minor"
 	default:
 		return nil

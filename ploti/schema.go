@@ -71,8 +71,11 @@ type SchemaChange struct {
 }
 
 // IsMajor reports whether the change is a MAJOR bump. A change whose bump
-// is absent is MAJOR when it removes, retypes or rekeys (schemas-and-holds.txt:
-// "a column removed or retyped, or the key changed ... (a MAJOR bump)").
+// is absent is MAJOR when it removes or retypes a column, or changes the
+// key from one set of columns to another or drops it (schemas-and-holds.txt:
+// "a column removed or retyped, or the key changed from one set of columns
+// to another or dropped (a MAJOR bump)"); a key added where there was none
+// is not.
 func (c *SchemaChange) IsMajor() bool {
 	if c == nil {
 		return false
@@ -80,7 +83,7 @@ func (c *SchemaChange) IsMajor() bool {
 	if c.Bump != nil && *c.Bump != "" {
 		return strings.EqualFold(*c.Bump, BumpMajor) // the docs write MAJOR and MINOR
 	}
-	return len(c.Removed) > 0 || len(c.Retyped) > 0 || c.KeyColumns != nil
+	return len(c.Removed) > 0 || len(c.Retyped) > 0 || c.KeyColumns != nil && len(c.KeyColumns.From) > 0
 }
 
 // Schema is GET /v1/feeds/datasets/{dataset}/schema and a version's schema file.
