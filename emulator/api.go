@@ -252,7 +252,7 @@ func (e *Emulator) datasetJSON(d *dataset) map[string]any {
 	}
 	key := d.spec.KeyColumns
 	var current any
-	if v := d.released; v != nil {
+	if v := d.current(); v != nil {
 		key = v.schema.Key
 		current = map[string]any{"version": v.num, "publishedAt": v.publishedAt.Format(time.RFC3339), "schemaVersion": v.schema.Version}
 	}
@@ -301,7 +301,7 @@ func (e *Emulator) listDatasets(r *http.Request) (int, any, error) {
 		case q.Get("place") != "" && !e.placeMatches(q.Get("place"), d):
 		case q.Has("topic") && !topicIs(d, q.Get("topic")):
 		case sub != nil && sub.members[id] == nil:
-		case !since.IsZero() && (d.released == nil || d.released.publishedAt.Before(since)):
+		case !since.IsZero() && (d.current() == nil || d.current().publishedAt.Before(since)):
 		default:
 			all = append(all, d)
 		}

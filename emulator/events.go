@@ -71,8 +71,8 @@ func (e *Emulator) sendDelayed(s *subscription, d *dataset) {
 	}
 	m.delayedFor[d.held.num] = true
 	var v *int
-	if d.released != nil {
-		v = &d.released.num
+	if cur := d.current(); cur != nil {
+		v = &cur.num
 	}
 	e.appendEvent(s, "feed.dataset.delayed", d, map[string]any{
 		"version": v, "since": d.held.builtAt.Format(time.RFC3339), "reason": d.held.delayReason(),

@@ -131,6 +131,10 @@ type dataset struct {
 	// plotiVersions are the watch side's promoted versions, oldest first
 	// (watch.go).
 	plotiVersions []*plotiVersion
+	// feedFirst is the first version Data Feeds sent, nil until a
+	// subscription includes the dataset: "A dataset's files are built
+	// only once a subscription includes it" (feedfirst.go).
+	feedFirst *version
 }
 
 type subscription struct {
@@ -369,11 +373,15 @@ func (e *Emulator) recomputeLocked(s *subscription) {
 		switch {
 		case reason == "" && !have:
 			s.members[id] = &member{delayedFor: map[int]bool{}}
+			build := e.buildForFeedsLocked(d)
 			var v *int
-			if d.released != nil {
-				v = &d.released.num
+			if cur := d.current(); cur != nil && !build {
+				v = &cur.num
 			}
 			e.appendEvent(s, "feed.dataset.added", d, map[string]any{"version": v})
+			if build {
+				e.sendFirstVersion(s, d)
+			}
 			if d.held != nil {
 				e.sendDelayed(s, d)
 			}

@@ -129,15 +129,16 @@ func (e *Emulator) sortPreview(match []*dataset, by string) {
 		slices.SortStableFunc(match, func(a, b *dataset) int { return strings.Compare(e.filedPlace(a), e.filedPlace(b)) })
 	case "updated":
 		slices.SortStableFunc(match, func(a, b *dataset) int {
+			ca, cb := a.current(), b.current()
 			switch {
-			case a.released == nil && b.released == nil:
+			case ca == nil && cb == nil:
 				return 0
-			case a.released == nil:
+			case ca == nil:
 				return 1
-			case b.released == nil:
+			case cb == nil:
 				return -1
 			}
-			return b.released.publishedAt.Compare(a.released.publishedAt)
+			return cb.publishedAt.Compare(ca.publishedAt)
 		})
 	}
 }

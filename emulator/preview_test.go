@@ -68,6 +68,8 @@ func TestEmulator_Preview(t *testing.T) {
 	ctx := context.Background()
 	em := previewWorld(t)
 	// ds_a released last, the permits first: sort=updated puts ds_a first.
+	// A subscription includes both, or their files are not built.
+	mustSub(t, em, SubscriptionSpec{DatasetIDs: []string{dsPermits, "ds_a"}})
 	if _, err := em.Publish(ctx, dsPermits, []Row{permit("P-1", "1.00", 1)}); err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +126,7 @@ func TestEmulator_Preview(t *testing.T) {
 		}
 	}
 	// "The 25-subscription limit does not apply to a preview."
-	for i := 0; i < MaxSubscriptions; i++ {
+	for i := 1; i < MaxSubscriptions; i++ { // the one above, and 24 more
 		mustSub(t, em, SubscriptionSpec{Places: []string{"fl-orange"}})
 	}
 	if st, _ := preview(t, em, "", body); st != 200 {
@@ -182,6 +184,7 @@ func TestEmulator_DatasetsFilters(t *testing.T) {
 	ctx := context.Background()
 	em := previewWorld(t)
 	sub := mustSub(t, em, SubscriptionSpec{Places: []string{"fl-seminole"}})
+	mustSub(t, em, SubscriptionSpec{DatasetIDs: []string{dsPermits}}) // or its files are not built
 	if _, err := em.Publish(ctx, dsPermits, []Row{permit("P-1", "1.00", 1)}); err != nil {
 		t.Fatal(err)
 	}

@@ -134,6 +134,9 @@ type Release struct {
 
 // Publish builds a new version of a dataset from Go rows and, unless a hold
 // applies, releases it to every subscription that delivers the dataset.
+// Until a subscription first includes the dataset, Data Feeds shows none
+// of its versions (status not_built); the first subscription to include it
+// gets the newest as resync_required first_version (feedfirst.go).
 func (e *Emulator) Publish(ctx context.Context, datasetID string, rows []Row, opts ...PublishOption) (Release, error) {
 	return e.publish(ctx, datasetID, opts, func(p *buildPlan) (string, error) {
 		src, err := stageRows(ctx, e.db, p.table("raw"), p.cols, rows)

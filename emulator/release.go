@@ -145,6 +145,9 @@ func (e *Emulator) releaseLocked(d *dataset, v *version) {
 		e.dropVersionTable(d.released)
 	}
 	d.released = v
+	if d.feedFirst == nil && e.deliveredLocked(d) {
+		d.feedFirst = v
+	}
 	d.forceResync, d.matchVersion = false, nil
 	if len(d.schemas) == 0 || d.schemas[len(d.schemas)-1].Version != v.schema.Version {
 		d.schemas = append(d.schemas, v.schema)
@@ -241,14 +244,14 @@ func (e *Emulator) DiscardHeld(datasetID string) error {
 // else why not.
 func (e *Emulator) statusLocked(d *dataset) string {
 	switch {
-	case d.released != nil:
+	case d.current() != nil:
 		return "available"
 	case d.status != "":
 		return d.status
+	case d.feedFirst == nil && !e.deliveredLocked(d):
+		return "not_built" // "not_built until a subscription includes the dataset"
 	case d.held != nil:
 		return "held"
-	case e.deliveredLocked(d):
-		return "building"
 	}
-	return "not_built"
+	return "building"
 }

@@ -270,10 +270,11 @@ func TestEmulator_Manifest_Rebuilding(t *testing.T) {
 // snapshot is past retention", even while the events up to it are kept.
 func TestEmulator_ManifestAsOf_SnapshotPastRetention(t *testing.T) {
 	em := mustEmulator(t)
+	sub := mustSub(t, em, SubscriptionSpec{Places: []string{"fl-orange"}})
 	mustPublish(t, em, permits(2, "P-")) // v1 built on day 0
 	em.Advance(10 * 24 * time.Hour)
-	sub := mustSub(t, em, SubscriptionSpec{Places: []string{"fl-orange"}}) // added v1 on day 10
-	asOf := Cursor(sub, 1)
+	asOf := Cursor(sub, 2) // added, resync_required v1
+
 	mustPublish(t, em, permits(3, "P-")) // v2 on day 10
 	if st := apiGet(t, em, "/v1/feeds/subscriptions/"+sub+"/manifest?asOf="+asOf, nil); st != 200 {
 		t.Fatalf("asOf on day 10: %d", st)

@@ -33,14 +33,18 @@ func (e *Emulator) versionJSON(d *dataset, v *version, l linker, only map[string
 	if want("attachments") {
 		files["attachments"] = l.attachments(d.attachments)
 	}
+	prev, why := v.prev, v.resyncReason
+	if v == d.feedFirst {
+		prev, why = nil, reasonFirstVersion // the first version sent, whatever Ploti built before
+	}
 	var reason any
-	if v.resyncReason != "" {
-		reason = v.resyncReason
+	if why != "" {
+		reason = why
 	}
 	return map[string]any{
-		"datasetId": d.spec.ID, "version": v.num, "previousVersion": intOrNil(v.prev),
+		"datasetId": d.spec.ID, "version": v.num, "previousVersion": intOrNil(prev),
 		"schemaVersion": v.schema.Version, "publishedAt": v.publishedAt.Format(time.RFC3339),
-		"rowCount": v.rowCount, "resyncRequired": v.resyncReason != "", "resyncReason": reason,
+		"rowCount": v.rowCount, "resyncRequired": why != "", "resyncReason": reason,
 		"files": files, "linksExpireAt": l.expires.Format(time.RFC3339),
 	}
 }
@@ -65,7 +69,7 @@ func (e *Emulator) deliverableVersion(r *http.Request) (*dataset, *version, erro
 		return nil, nil, errInvalid("version must be a positive integer")
 	}
 	for _, v := range d.versions {
-		if v.num != n || v.state != "released" {
+		if v.num != n || !d.sentByFeeds(v) {
 			continue
 		}
 		if v.filesGone {
@@ -123,10 +127,10 @@ func (e *Emulator) getSchema(r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if d.released == nil {
+	if d.current() == nil {
 		return 0, nil, errNotFound("the dataset has no released version yet")
 	}
-	s := d.released.schema
+	s := d.current().schema
 	if q := r.URL.Query().Get("version"); q != "" {
 		n, err := strconv.Atoi(q)
 		if err != nil || n < 1 {
@@ -134,7 +138,7 @@ func (e *Emulator) getSchema(r *http.Request) (int, any, error) {
 		}
 		s = nil
 		for _, v := range d.versions {
-			if v.num == n && v.state == "released" {
+			if v.num == n && d.sentByFeeds(v) {
 				s = v.schema
 			}
 		}
