@@ -2,6 +2,7 @@ package emulator
 
 import (
 	"encoding/base64"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -55,7 +56,7 @@ func (e *Emulator) previewSub(r *http.Request) (int, any, error) {
 		return 0, nil, err
 	}
 	tmp := &subscription{places: b.spec.Places, topics: b.spec.Topics, datasetIDs: b.spec.DatasetIDs}
-	byTopic, byPlace := map[string]int{}, map[string]int{}
+	byTopic, byPlace := map[string]int{}, map[string]int{} // "" for none
 	var match []*dataset
 	total := 0
 	for _, id := range e.dsOrder {
@@ -64,8 +65,8 @@ func (e *Emulator) previewSub(r *http.Request) (int, any, error) {
 			continue
 		}
 		total++
-		byTopic[orNone(d.spec.Topic)]++
-		byPlace[orNone(e.filedPlace(d))]++
+		byTopic[d.spec.Topic]++
+		byPlace[e.filedPlace(d)]++
 		if e.previewKeeps(q, tmp, d) {
 			match = append(match, d)
 		}
@@ -81,8 +82,34 @@ func (e *Emulator) previewSub(r *http.Request) (int, any, error) {
 	if offset+limit < len(match) {
 		next = base64.RawURLEncoding.EncodeToString([]byte("pv:" + strconv.Itoa(offset+limit)))
 	}
-	return 200, map[string]any{"total": total, "byTopic": byTopic, "byPlace": byPlace, "datasets": out,
+	return 200, map[string]any{"total": total, "byTopic": countList("topic", byTopic), "byPlace": countList("place", byPlace), "datasets": out,
 		"matching": len(match), "nextCursor": next}, nil
+}
+
+// countList is byTopic or byPlace: "byTopic and byPlace count the same
+// datasets, by primary topic (null for none) and by the place each is
+// filed under". A JSON object cannot key a count by null, so each is a
+// list of {"<field>": id or null, "count": n}, the largest count first,
+// then by id, none last among equals (docs/wire.md 7).
+func countList(field string, counts map[string]int) []map[string]any {
+	ids := slices.Collect(maps.Keys(counts))
+	slices.SortFunc(ids, func(a, b string) int {
+		if counts[a] != counts[b] {
+			return counts[b] - counts[a]
+		}
+		switch {
+		case a == "":
+			return 1
+		case b == "":
+			return -1
+		}
+		return strings.Compare(a, b)
+	})
+	out := make([]map[string]any, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, map[string]any{field: nullIfEmpty(id), "count": counts[id]})
+	}
+	return out
 }
 
 // previewKeeps applies the preview's narrowing parameters to a dataset the

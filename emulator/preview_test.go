@@ -2,6 +2,7 @@ package emulator
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -10,10 +11,16 @@ import (
 )
 
 type previewAnswer struct {
-	Total    int            `json:"total"`
-	ByTopic  map[string]int `json:"byTopic"`
-	ByPlace  map[string]int `json:"byPlace"`
-	Matching int            `json:"matching"`
+	Total   int `json:"total"`
+	ByTopic []struct {
+		Topic *string `json:"topic"`
+		Count int     `json:"count"`
+	} `json:"byTopic"`
+	ByPlace []struct {
+		Place *string `json:"place"`
+		Count int     `json:"count"`
+	} `json:"byPlace"`
+	Matching int `json:"matching"`
 	Datasets []struct {
 		ID        string   `json:"id"`
 		MatchedBy []string `json:"matchedBy"`
@@ -117,8 +124,11 @@ func TestEmulator_Preview(t *testing.T) {
 	}
 	// "byTopic and byPlace count the same datasets, by primary topic (null
 	// for none) and by the place each is filed under."
-	if pv.ByPlace["fl-seminole"] != 2 || pv.ByPlace["fl"] != 1 || pv.ByPlace["fl-orange"] != 1 || pv.ByTopic["none"] != 1 {
-		t.Fatalf("byPlace %v byTopic %v", pv.ByPlace, pv.ByTopic)
+	// A JSON object cannot key by null: each is a list of {id, count}.
+	raw, _ := json.Marshal(map[string]any{"byTopic": pv.ByTopic, "byPlace": pv.ByPlace})
+	if want := `{"byPlace":[{"place":"fl-seminole","count":2},{"place":"fl","count":1},{"place":"fl-orange","count":1}],` +
+		`"byTopic":[{"topic":"development-activity","count":2},{"topic":"parcels-property","count":1},{"topic":null,"count":1}]}`; string(raw) != want {
+		t.Fatalf("byPlace and byTopic\n%s\nwant\n%s", raw, want)
 	}
 	for _, q := range []string{"?sort=size", "?matchedBy=topics", "?cursor=nope", "?limit=201"} {
 		if st, _ := preview(t, em, q, body); st != 400 {

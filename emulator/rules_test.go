@@ -173,14 +173,21 @@ func TestEmulator_DatasetsListAndPreview(t *testing.T) {
 	}
 	// "total is exact: a dataset over several of the places you name counts once."
 	var pv struct {
-		Total    int            `json:"total"`
-		ByTopic  map[string]int `json:"byTopic"`
-		ByPlace  map[string]int `json:"byPlace"`
-		Matching int            `json:"matching"`
+		Total   int `json:"total"`
+		ByTopic []struct {
+			Topic *string `json:"topic"`
+			Count int     `json:"count"`
+		} `json:"byTopic"`
+		ByPlace []struct {
+			Place *string `json:"place"`
+			Count int     `json:"count"`
+		} `json:"byPlace"`
+		Matching int `json:"matching"`
 	}
 	resp := call(t, "POST", em.URL()+"/v1/feeds/subscriptions/preview", em.APIKey(),
 		strings.NewReader(`{"places": ["fl-orange", "fl-seminole"]}`), &pv)
-	if resp.StatusCode != 200 || pv.Total != 3 || pv.ByPlace["fl-seminole"] != 2 || pv.ByTopic["development-activity"] != 2 {
+	if resp.StatusCode != 200 || pv.Total != 3 || len(pv.ByPlace) == 0 || *pv.ByPlace[0].Place != "fl-seminole" || pv.ByPlace[0].Count != 2 ||
+		len(pv.ByTopic) == 0 || *pv.ByTopic[0].Topic != "development-activity" || pv.ByTopic[0].Count != 2 {
 		t.Fatalf("preview: %d %+v", resp.StatusCode, pv)
 	}
 	if st := call(t, "POST", em.URL()+"/v1/feeds/subscriptions/preview", em.APIKey(), strings.NewReader(``), nil).StatusCode; st != 400 {

@@ -267,10 +267,3 @@ func (e *Emulator) deleteSub(r *http.Request) (int, any, error) {
 	e.deleteSubLocked(s.id)
 	return 200, map[string]any{"deleted": true}, nil
 }
-
-func orNone(s string) string {
-	if s == "" {
-		return "none"
-	}
-	return s
-}

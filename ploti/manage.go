@@ -73,13 +73,13 @@ func (p SubscriptionPatch) Body() SubscriptionPatch {
 }
 
 // Preview is POST /v1/feeds/subscriptions/preview: what a subscription
-// would deliver now. Total, ByTopic ("none" for no topic) and ByPlace count
-// every dataset; Datasets is one page of those left after the query's
-// narrowing, Matching how many those are.
+// would deliver now. Total, ByTopic and ByPlace count every dataset
+// (Counts: NoneKey for no topic or place); Datasets is one page of those
+// left after the query's narrowing, Matching how many those are.
 type Preview struct {
 	Total      int              `json:"total"`
-	ByTopic    map[string]int   `json:"byTopic"`
-	ByPlace    map[string]int   `json:"byPlace"`
+	ByTopic    Counts           `json:"byTopic"`
+	ByPlace    Counts           `json:"byPlace"`
 	Datasets   []PreviewDataset `json:"datasets"`
 	Matching   int              `json:"matching"`
 	NextCursor *string          `json:"nextCursor"`

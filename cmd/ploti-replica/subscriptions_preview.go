@@ -29,8 +29,10 @@ datasets (every page, or --limit), each with what selects it (places,
 datasetIds). A preview counts toward Ploti's stricter limit of 20 calls a
 minute; the 25-subscription limit does not apply to it.
 
---json prints {"total", "byTopic", "byPlace", "matching", "datasets"}; each
-dataset as in datasets list --help, with "matchedBy".`,
+--json prints {"total", "byTopic", "byPlace", "matching", "datasets"}:
+byTopic and byPlace map each topic or place to its count, "none" for the
+datasets with none (Ploti counts them under null); each dataset as in
+datasets list --help, with "matchedBy".`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return p.run(c.Context()) },
 	}
@@ -72,7 +74,7 @@ func (p *subscriptionsPreviewCmd) run(ctx context.Context) error {
 		return explain(err, "preview subscription")
 	}
 	if p.JSON {
-		out := previewOut{Total: pv.Total, ByTopic: orEmpty(pv.ByTopic), ByPlace: orEmpty(pv.ByPlace), Matching: pv.Matching, Datasets: make([]datasetOut, len(list))}
+		out := previewOut{Total: pv.Total, ByTopic: noneNamed(pv.ByTopic), ByPlace: noneNamed(pv.ByPlace), Matching: pv.Matching, Datasets: make([]datasetOut, len(list))}
 		for i, d := range list {
 			out.Datasets[i] = newDatasetOut(d.Dataset)
 			out.Datasets[i].MatchedBy = nonNil(d.MatchedBy)
@@ -80,7 +82,7 @@ func (p *subscriptionsPreviewCmd) run(ctx context.Context) error {
 		return p.printJSON(out)
 	}
 	w := p.env.Stdout
-	fmt.Fprintf(w, "would deliver %d dataset(s) now\n  by topic: %s\n  by place: %s\n", pv.Total, countsText(pv.ByTopic), countsText(pv.ByPlace))
+	fmt.Fprintf(w, "would deliver %d dataset(s) now\n  by topic: %s\n  by place: %s\n", pv.Total, countsText(noneNamed(pv.ByTopic)), countsText(noneNamed(pv.ByPlace)))
 	if len(list) == 0 {
 		fmt.Fprintf(w, "\nno datasets listed (%d match the narrowing)\n", pv.Matching)
 		return nil
@@ -126,9 +128,16 @@ func (p *subscriptionsPreviewCmd) fetchAll(ctx context.Context, c *fetch.Client,
 	}
 }
 
-func orEmpty(m map[string]int) map[string]int {
-	if m == nil {
-		return map[string]int{}
+// noneNamed is a preview's counts keyed for printing: the datasets with no
+// topic (or place), which Ploti counts under null, under "none", the word
+// --only-topic takes for them; never nil.
+func noneNamed(c ploti.Counts) map[string]int {
+	out := make(map[string]int, len(c))
+	for k, n := range c {
+		if k == ploti.NoneKey {
+			k = "none"
+		}
+		out[k] += n
 	}
-	return m
+	return out
 }

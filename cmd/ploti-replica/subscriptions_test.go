@@ -320,3 +320,23 @@ func TestSync_aDeletedSubscriptionInWords(t *testing.T) {
 		t.Fatalf("a first sync of a deleted subscription: exit %d %s", code, errs)
 	}
 }
+
+// subscriptions-manifest-files.txt: "byTopic and byPlace count the same
+// datasets, by primary topic (null for none)". Ploti's null reads, and
+// prints as "none", the word --only-topic takes for no topic.
+func TestSubscriptionsPreview_byTopicNullForNone(t *testing.T) {
+	em, _, vars := demoWorld(t)
+	if err := em.AddDataset(emulator.DatasetSpec{ID: "ds_fl_orange_notes", Title: "Notes", PlaceID: "fl-orange",
+		Columns: []emulator.Column{{Name: "note", Type: "string"}}}); err != nil {
+		t.Fatal(err)
+	}
+	var pv previewOut
+	parseJSON(t, mustCLI(t, vars, "subscriptions", "preview", "--place", "fl-orange", "--json"), &pv)
+	if pv.ByTopic["none"] != 1 || pv.Total != 3 {
+		t.Fatalf("preview --json byTopic %v total %d, want none 1 of 3", pv.ByTopic, pv.Total)
+	}
+	out := mustCLI(t, vars, "subscriptions", "preview", "--place", "fl-orange")
+	if !regexp.MustCompile(`by topic: .*none 1`).MatchString(out) {
+		t.Fatalf("preview, by topic without none 1:\n%s", out)
+	}
+}
