@@ -340,3 +340,35 @@ func TestSubscriptionsPreview_byTopicNullForNone(t *testing.T) {
 		t.Fatalf("preview, by topic without none 1:\n%s", out)
 	}
 }
+
+// subscriptions-manifest-files.txt, of GET /v1/places: "Use the ids
+// exactly as it gives them." --place, --topic, --add-place,
+// --remove-place, --add-topic and --remove-topic take an id whole, as
+// --dataset does: one with a comma or a quote in it is not split or parsed.
+func TestSubscriptions_placeAndTopicIDsTakenWhole(t *testing.T) {
+	em, _, vars := demoWorld(t)
+	const place, topic = `fl-odd,"x"`, `odd,topic`
+	em.AddPlace(emulator.Place{ID: place, Name: "Odd County, FL", Kind: "county", State: "fl"})
+	em.AddTopic(topic, "Odd")
+	must(t, em.AddDataset(emulator.DatasetSpec{ID: "ds_fl_odd", Title: "Odd", PlaceID: place, Topic: topic,
+		Columns: []emulator.Column{{Name: "k", Type: "string"}}}))
+	var pv previewOut
+	parseJSON(t, mustCLI(t, vars, "subscriptions", "preview", "--place", place, "--topic", topic, "--json"), &pv)
+	if pv.Total != 1 || pv.Datasets[0].ID != "ds_fl_odd" {
+		t.Fatalf("preview --place %s --topic %s = %+v", place, topic, pv)
+	}
+	var sub subscriptionOut
+	parseJSON(t, mustCLI(t, vars, "subscriptions", "create", "--place", place, "--topic", topic, "--json"), &sub)
+	if strings.Join(sub.Places, "|") != place || strings.Join(sub.Topics, "|") != topic {
+		t.Fatalf("create: places %q topics %q, want [%s] [%s]", sub.Places, sub.Topics, place, topic)
+	}
+	parseJSON(t, mustCLI(t, vars, "subscriptions", "update", sub.ID, "--add-place", "fl-orange", "--remove-place", place,
+		"--remove-topic", topic, "--json"), &sub)
+	if strings.Join(sub.Places, "|") != "fl-orange" || len(sub.Topics) != 0 {
+		t.Fatalf("update --remove-place/--remove-topic: places %q topics %q", sub.Places, sub.Topics)
+	}
+	parseJSON(t, mustCLI(t, vars, "subscriptions", "update", sub.ID, "--add-place", place, "--add-topic", topic, "--json"), &sub)
+	if strings.Join(sub.Places, "|") != "fl-orange|"+place || strings.Join(sub.Topics, "|") != topic {
+		t.Fatalf("update --add-place/--add-topic: places %q topics %q", sub.Places, sub.Topics)
+	}
+}

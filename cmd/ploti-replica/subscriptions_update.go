@@ -51,11 +51,12 @@ subscription as read when it already was as asked.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&u.Name, "name", "", "a new name")
-	f.StringSliceVar(&u.AddPlaces, "add-place", nil, "a place to add (repeatable, or comma-separated)")
-	f.StringSliceVar(&u.RemovePlaces, "remove-place", nil, "a place to remove")
-	f.StringSliceVar(&u.AddTopics, "add-topic", nil, "a topic to add (a subscription with topics keeps only those)")
-	f.StringSliceVar(&u.RemoveTopics, "remove-topic", nil, "a topic to remove")
-	// Dataset ids are opaque: taken whole, as --dataset takes them.
+	// Ids are opaque ("Use the ids exactly as it gives them"): taken
+	// whole, as --place, --topic and --dataset take them.
+	f.StringArrayVar(&u.AddPlaces, "add-place", nil, "a place to add (repeatable)")
+	f.StringArrayVar(&u.RemovePlaces, "remove-place", nil, "a place to remove (repeatable)")
+	f.StringArrayVar(&u.AddTopics, "add-topic", nil, "a topic to add (repeatable; a subscription with topics keeps only those)")
+	f.StringArrayVar(&u.RemoveTopics, "remove-topic", nil, "a topic to remove (repeatable)")
 	f.StringArrayVar(&u.AddDatasets, "add-dataset", nil, "a dataset to include on its own (repeatable)")
 	f.StringArrayVar(&u.RemoveDatasets, "remove-dataset", nil, "a dataset to stop including on its own (repeatable)")
 	u.register(cmd)
