@@ -199,6 +199,11 @@ func decideAdded(s State, version int) Action {
 	if s.Known && s.Version > 0 && version <= s.Version && s.Status != storage.StatusRemoved && !s.SkipUntilRemoved {
 		// Versions only increase along the log: an added at or below the
 		// held version is a replay (invariant 2: replaying changes nothing).
+		// The docs' replay rule names updated, resync_required and
+		// schema_changed only; it is read as covering added too, since
+		// "Only loading a snapshot or applying a changes file changes the
+		// version you hold" and loading one at or below it changes nothing
+		// or goes backwards.
 		return skip(fmt.Sprintf("added for version %d, at or below the held version %d", version, s.Version))
 	}
 	return Action{Kind: Load, Version: version, Review: s.Known && s.Version > 0, Why: "added with a version: load that version's snapshot, replacing any rows"}
