@@ -64,11 +64,12 @@ func (e *Emulator) wrap(strict bool, h func(*http.Request) (int, any, error)) ht
 		e.mu.Lock()
 		e.sweepLocked()
 		e.mu.Unlock()
-		auth := r.Header.Get("Authorization")
-		if key, ok := strings.CutPrefix(auth, "Bearer "); !ok || key != e.apiKey {
+		key := e.keyFor(r.Header.Get("Authorization"))
+		if key == nil {
 			writeError(w, &apiError{http.StatusUnauthorized, "unauthorized", "a valid API key is required: Authorization: Bearer <key>"})
 			return
 		}
+		r = r.WithContext(withCaller(r.Context(), key))
 		done, r := e.applyFault(w, r, false)
 		if done {
 			return

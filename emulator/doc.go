@@ -139,6 +139,18 @@
 // (manifest "rebuilding"), SetDatasetStatus, SetSubscriptionBusy, Check (a
 // source check that finds nothing) and PatchSubscription.
 //
+// # Keys and members
+//
+// The default key (Options.APIKey) is DefaultMember's, with every
+// permission. AddKey adds a key for a member with some of the permissions
+// the API checks (keys.go): a subscription's webhook takes webhooks and
+// feeds, a member webhook webhooks, listing, deleting or testing a
+// subscription's webhook feeds, and creating, changing or deleting a
+// subscription admin; a key without one gets 403 forbidden. Webhooks and
+// watches belong to the member whose key made them (WatchAs, WatchesOf,
+// Webhook.Member). RemoveMember is a member leaving the workspace: their
+// webhooks stop, their watches end and their keys answer 401.
+//
 // # Faults
 //
 // Inject and FailNext make matching requests fail: a status burst (429, 500,

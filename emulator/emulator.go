@@ -125,14 +125,17 @@ type Emulator struct {
 	webhooks *webhookState // webhooks and their delivery queue (webhooks.go); nil until first used
 	wire     wireState     // the imitated network (wire.go); off until SetWire
 
-	watches      map[string]*watch                       // the member's watches by dataset id (watch.go)
-	watchOrder   []string                                // their dataset ids, oldest first
+	watches      map[string]*watch                       // the members' watches by watchKey (watch.go)
+	watchOrder   []string                                // their keys, oldest first
 	memberEvents []*memberEvent                          // dataset.changed and request events, in order (member.go)
 	rowsUse      atomic.Int64                            // counts rows cache uses, for eviction (watchrows.go)
 	truthN       int                                     // numbers WatchTruth's work (watchtruth.go)
 	watchSpoil   map[string]func(string, map[string]any) // SpoilWatch's, by dataset id
 
 	demo *Demo // the demo world seeded into it, for PublishNext and the control endpoints (drive.go)
+
+	keys        map[string]*apiKey // API keys by key (keys.go)
+	membersGone map[string]bool    // members who left the workspace
 
 	apiSrv, fileSrv *http.Server
 	apiURL, fileURL string
@@ -157,6 +160,8 @@ func New(opts Options) (*Emulator, error) {
 	if e.apiKey == "" {
 		e.apiKey = DefaultAPIKey
 	}
+	e.keys = map[string]*apiKey{e.apiKey: {member: DefaultMember, perms: AllPermissions()}}
+	e.membersGone = map[string]bool{}
 	if e.log = opts.Logger; e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}

@@ -40,8 +40,9 @@ type memberEvent struct {
 }
 
 // emitMemberLocked records a member event and queues it for every member
-// webhook whose filter lets it through.
-func (e *Emulator) emitMemberLocked(typ, datasetID string, data map[string]any) (*memberEvent, error) {
+// webhook whose filter lets it through, of the members to (nil: every
+// member).
+func (e *Emulator) emitMemberLocked(typ, datasetID string, data map[string]any, to []string) (*memberEvent, error) {
 	ev := &memberEvent{id: fmt.Sprintf("evt_m%011d", len(e.memberEvents)+1), typ: typ, ts: e.nowLocked(), datasetID: datasetID}
 	body, err := json.Marshal(map[string]any{"id": ev.id, "type": typ, "timestamp": ev.ts.Format(time.RFC3339), "data": data})
 	if err != nil {
@@ -57,7 +58,8 @@ func (e *Emulator) emitMemberLocked(typ, datasetID string, data map[string]any) 
 	defer w.mu.Unlock()
 	for _, id := range w.order {
 		h := w.hooks[id]
-		if h.Disabled || h.SubscriptionID != "" || (len(h.Events) > 0 && !slices.Contains(h.Events, typ)) {
+		if h.Disabled || h.SubscriptionID != "" || (len(h.Events) > 0 && !slices.Contains(h.Events, typ)) ||
+			to != nil && !slices.Contains(to, h.Member) {
 			continue
 		}
 		w.nextMsg++
@@ -69,17 +71,20 @@ func (e *Emulator) emitMemberLocked(typ, datasetID string, data map[string]any) 
 	return ev, nil
 }
 
-// sendDatasetChangedLocked sends dataset.changed for a promotion when the
-// member watches the dataset and the workspace's coverage and plan open it.
+// sendDatasetChangedLocked sends dataset.changed for a promotion to the
+// webhooks of the members who watch the dataset ("each new version sends a
+// dataset.changed event to all your webhooks"), when the workspace's
+// coverage and plan open it.
 func (e *Emulator) sendDatasetChangedLocked(d *dataset, pv *plotiVersion) {
-	if e.watches[d.spec.ID] == nil || e.openErr(d) != nil {
+	watchers := e.watchersLocked(d.spec.ID)
+	if len(watchers) == 0 || e.openErr(d) != nil {
 		return
 	}
 	e.emitMemberLocked("dataset.changed", d.spec.ID, map[string]any{
 		"datasetId": d.spec.ID, "version": pv.num, "promotedAt": pv.promotedAt.Format(time.RFC3339),
 		"counts":        map[string]any{"added": pv.counts.added, "changed": pv.counts.changed, "removed": pv.counts.removed},
 		"provenanceUrl": d.provenanceURL(),
-	})
+	}, watchers)
 }
 
 // EmitRequestEvent sends a request event (one of RequestEventTypes) to the
@@ -113,7 +118,7 @@ func (e *Emulator) EmitRequestEvent(typ string, data map[string]any) (string, er
 	if e.closed {
 		return "", ErrClosed
 	}
-	ev, err := e.emitMemberLocked(typ, "", data)
+	ev, err := e.emitMemberLocked(typ, "", data, nil)
 	if err != nil {
 		return "", err
 	}

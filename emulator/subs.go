@@ -146,7 +146,15 @@ func (e *Emulator) checkSpec(spec SubscriptionSpec) error {
 	return nil
 }
 
+// adminOnly: "Creating, changing and deleting one takes a workspace admin".
+func adminOnly(r *http.Request, what string) error {
+	return needs(r, what+" a subscription takes a workspace admin's API key", PermissionAdmin)
+}
+
 func (e *Emulator) postSub(r *http.Request) (int, any, error) {
+	if err := adminOnly(r, "creating"); err != nil {
+		return 0, nil, err
+	}
 	b, err := readSubBody(r)
 	if err != nil {
 		return 0, nil, err
@@ -181,6 +189,9 @@ func (e *Emulator) postSub(r *http.Request) (int, any, error) {
 }
 
 func (e *Emulator) patchSub(r *http.Request) (int, any, error) {
+	if err := adminOnly(r, "changing"); err != nil {
+		return 0, nil, err
+	}
 	b, err := readSubBody(r)
 	if err != nil {
 		return 0, nil, err
@@ -255,6 +266,9 @@ func (e *Emulator) PatchSubscription(id string, spec SubscriptionSpec) error {
 }
 
 func (e *Emulator) deleteSub(r *http.Request) (int, any, error) {
+	if err := adminOnly(r, "deleting"); err != nil {
+		return 0, nil, err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	s, err := e.lookupSub(r)

@@ -9,6 +9,7 @@ package emulator
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 )
@@ -73,9 +74,10 @@ type rowsCache struct {
 	used int64  // a counter of the last use, for eviction
 }
 
-// watch is one dataset the member watches.
+// watch is one dataset a member watches.
 type watch struct {
 	datasetID string
+	member    string
 	watchedAt time.Time
 }
 
@@ -168,63 +170,112 @@ func (e *Emulator) watchInfoLocked(w *watch) WatchInfo {
 	return info
 }
 
-// Watch makes the member watch a dataset and returns the watch. Watching
-// twice changes nothing (the same WatchedAt). It returns ErrNotFound for an
-// unknown dataset, ErrOutsideCoverage or ErrNotDeliverable when the
-// workspace's coverage or plan does not open it, and ErrLimit past
-// MaxWatches.
+// Watch makes DefaultMember watch a dataset and returns the watch (WatchAs).
 func (e *Emulator) Watch(datasetID string) (WatchInfo, error) {
+	return e.WatchAs(DefaultMember, datasetID)
+}
+
+// WatchAs makes a member watch a dataset and returns the watch. Watching
+// twice changes nothing (the same WatchedAt). It returns ErrNotFound for an
+// unknown dataset or a member who left, ErrOutsideCoverage or
+// ErrNotDeliverable when the workspace's coverage or plan does not open
+// it, and ErrWatchLimit past MaxWatches of the member's.
+func (e *Emulator) WatchAs(member, datasetID string) (WatchInfo, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	d := e.datasets[datasetID]
-	if d == nil {
+	switch {
+	case e.membersGone[member]:
+		return WatchInfo{}, fmt.Errorf("watch %s: member %s left the workspace: %w", datasetID, member, ErrNotFound)
+	case d == nil:
 		return WatchInfo{}, fmt.Errorf("watch %s: %w", datasetID, ErrNotFound)
 	}
 	if err := e.openErr(d); err != nil {
 		return WatchInfo{}, fmt.Errorf("watch %s: %w", datasetID, err)
 	}
-	if w := e.watches[datasetID]; w != nil {
+	k := watchKey(member, datasetID)
+	if w := e.watches[k]; w != nil {
 		return e.watchInfoLocked(w), nil
 	}
-	if len(e.watchOrder) >= MaxWatches {
+	if len(e.watchKeysOf(member)) >= MaxWatches {
 		return WatchInfo{}, fmt.Errorf("watch %s: a member may watch %d datasets: %w", datasetID, MaxWatches, ErrWatchLimit)
 	}
-	w := &watch{datasetID: datasetID, watchedAt: e.nowLocked()}
-	e.watches[datasetID] = w
-	e.watchOrder = append(e.watchOrder, datasetID)
+	w := &watch{datasetID: datasetID, member: member, watchedAt: e.nowLocked()}
+	e.watches[k] = w
+	e.watchOrder = append(e.watchOrder, k)
 	return e.watchInfoLocked(w), nil
 }
 
-// Unwatch stops watching a dataset; it is no error when it was not
-// watched. It returns ErrNotFound for a dataset that is neither watched nor
-// known.
-func (e *Emulator) Unwatch(datasetID string) error {
+// Unwatch stops DefaultMember watching a dataset (UnwatchAs).
+func (e *Emulator) Unwatch(datasetID string) error { return e.UnwatchAs(DefaultMember, datasetID) }
+
+// UnwatchAs stops a member watching a dataset; it is no error when it was
+// not watched. It returns ErrNotFound for a dataset that is neither
+// watched nor known.
+func (e *Emulator) UnwatchAs(member, datasetID string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.watches[datasetID] == nil {
+	k := watchKey(member, datasetID)
+	if e.watches[k] == nil {
 		if e.datasets[datasetID] == nil {
 			return fmt.Errorf("unwatch %s: %w", datasetID, ErrNotFound)
 		}
 		return nil
 	}
-	delete(e.watches, datasetID)
-	for i, id := range e.watchOrder {
-		if id == datasetID {
-			e.watchOrder = append(e.watchOrder[:i:i], e.watchOrder[i+1:]...)
-			break
-		}
-	}
+	e.dropWatchLocked(k)
 	return nil
 }
 
-// Watches lists the member's watches, oldest first, each with its
+// Watches lists DefaultMember's watches (WatchesOf).
+func (e *Emulator) Watches() []WatchInfo { return e.WatchesOf(DefaultMember) }
+
+// WatchesOf lists a member's watches, oldest first, each with its
 // dataset's current Ploti version.
-func (e *Emulator) Watches() []WatchInfo {
+func (e *Emulator) WatchesOf(member string) []WatchInfo {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	out := make([]WatchInfo, 0, len(e.watchOrder))
-	for _, id := range e.watchOrder {
-		out = append(out, e.watchInfoLocked(e.watches[id]))
+	keys := e.watchKeysOf(member)
+	out := make([]WatchInfo, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, e.watchInfoLocked(e.watches[k]))
+	}
+	return out
+}
+
+// watchKey keys a member's watch of a dataset.
+func watchKey(member, datasetID string) string { return member + "\x00" + datasetID }
+
+// watchKeysOf is a member's watch keys, oldest first.
+func (e *Emulator) watchKeysOf(member string) []string {
+	var out []string
+	for _, k := range e.watchOrder {
+		if e.watches[k].member == member {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func (e *Emulator) dropWatchLocked(k string) {
+	delete(e.watches, k)
+	e.watchOrder = slices.DeleteFunc(e.watchOrder, func(x string) bool { return x == k })
+}
+
+// endWatchesLocked ends every watch of a member who left.
+func (e *Emulator) endWatchesLocked(member string) {
+	for _, k := range e.watchKeysOf(member) {
+		e.dropWatchLocked(k)
+	}
+}
+
+// watchersLocked lists the members who watch a dataset, in the order
+// they started.
+func (e *Emulator) watchersLocked(datasetID string) []string {
+	var out []string
+	for _, k := range e.watchOrder {
+		if w := e.watches[k]; w.datasetID == datasetID {
+			out = append(out, w.member)
+		}
 	}
 	return out
 }
@@ -333,7 +384,7 @@ func (e *Emulator) getWatchDataset(r *http.Request) (int, any, error) {
 }
 
 func (e *Emulator) postWatch(r *http.Request) (int, any, error) {
-	w, err := e.Watch(r.PathValue("dataset"))
+	w, err := e.WatchAs(callerOf(r).member, r.PathValue("dataset"))
 	if err != nil {
 		return 0, nil, asAPIError(err)
 	}
@@ -343,15 +394,15 @@ func (e *Emulator) postWatch(r *http.Request) (int, any, error) {
 
 func (e *Emulator) deleteWatch(r *http.Request) (int, any, error) {
 	id := r.PathValue("dataset")
-	if err := e.Unwatch(id); err != nil {
+	if err := e.UnwatchAs(callerOf(r).member, id); err != nil {
 		return 0, nil, asAPIError(err)
 	}
 	return 200, map[string]any{"datasetId": id, "watching": false}, nil
 }
 
-func (e *Emulator) listWatches(*http.Request) (int, any, error) {
+func (e *Emulator) listWatches(r *http.Request) (int, any, error) {
 	out := []map[string]any{}
-	for _, w := range e.Watches() {
+	for _, w := range e.WatchesOf(callerOf(r).member) {
 		out = append(out, map[string]any{"datasetId": w.DatasetID, "title": w.Title,
 			"watchedAt": w.WatchedAt.Format(time.RFC3339), "version": versionOrNil(w.Version), "promotedAt": timeOrNil(w.PromotedAt)})
 	}

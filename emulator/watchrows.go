@@ -281,7 +281,7 @@ func readLines(f *os.File, b *bytes.Buffer, off int64, limit int) (int64, error)
 // for a dataset the member watches, and gives what writing its rows needs.
 func (e *Emulator) promotedRowsLocked(d *dataset, v *version) (rowsPage, bool) {
 	pv := d.latestPloti()
-	if pv == nil || pv.feed != v || e.watches[d.spec.ID] == nil || e.openErr(d) != nil {
+	if pv == nil || pv.feed != v || len(e.watchersLocked(d.spec.ID)) == 0 || e.openErr(d) != nil {
 		return rowsPage{}, false
 	}
 	return rowsPage{d: d, pv: pv, cols: v.schema.Columns, rel: e.versionRel(v)}, true

@@ -72,6 +72,15 @@ func (e *Emulator) postWebhook(r *http.Request) (int, any, error) {
 	if err := dec.Decode(&spec); err != nil {
 		return 0, nil, errInvalid("the body must be a JSON object of url, description, subscriptionId, events and header: " + err.Error())
 	}
+	if spec.SubscriptionID != "" {
+		if err := needs(r, "creating a webhook for a subscription's events takes an API key with both the webhooks and feeds permissions",
+			PermissionWebhooks, PermissionFeeds); err != nil {
+			return 0, nil, err
+		}
+	} else if err := needs(r, "creating a webhook takes an API key with the webhooks permission", PermissionWebhooks); err != nil {
+		return 0, nil, err
+	}
+	spec.Member = callerOf(r).member
 	h, err := e.CreateWebhook(spec)
 	if err != nil {
 		return 0, nil, asAPIError(err)
@@ -79,18 +88,48 @@ func (e *Emulator) postWebhook(r *http.Request) (int, any, error) {
 	return http.StatusCreated, webhookJSON(h), nil
 }
 
+// listWebhooks lists the key's member's webhooks; a subscription's only
+// "for a key with the feeds permission".
 func (e *Emulator) listWebhooks(r *http.Request) (int, any, error) {
 	sub := r.URL.Query().Get("subscriptionId")
+	k := callerOf(r)
+	if sub != "" {
+		if err := needs(r, "a subscription's webhooks show only for an API key with the feeds permission", PermissionFeeds); err != nil {
+			return 0, nil, err
+		}
+	}
 	out := []map[string]any{}
 	for _, h := range e.Webhooks() {
-		if sub == "" || h.SubscriptionID == sub {
+		if h.Member == k.member && (sub == "" || h.SubscriptionID == sub) && (h.SubscriptionID == "" || k.has(PermissionFeeds)) {
 			out = append(out, webhookJSON(h))
 		}
 	}
 	return http.StatusOK, map[string]any{"webhooks": out}, nil
 }
 
+// callersWebhook checks that the request's key may touch a webhook: its
+// member's (404 otherwise, as for one that does not exist), and a
+// subscription's only with the feeds permission (403).
+func (e *Emulator) callersWebhook(r *http.Request, what string) error {
+	id, k := r.PathValue("id"), callerOf(r)
+	for _, h := range e.Webhooks() {
+		switch {
+		case h.ID != id:
+		case h.Member != k.member:
+			return errNotFound("no such webhook")
+		case h.SubscriptionID != "":
+			return needs(r, what+" a subscription's webhook takes an API key with the feeds permission", PermissionFeeds)
+		default:
+			return nil
+		}
+	}
+	return nil // DeleteWebhook and TestWebhook answer 404
+}
+
 func (e *Emulator) deleteWebhook(r *http.Request) (int, any, error) {
+	if err := e.callersWebhook(r, "deleting"); err != nil {
+		return 0, nil, err
+	}
 	if err := e.DeleteWebhook(r.PathValue("id")); err != nil {
 		return 0, nil, asAPIError(err)
 	}
@@ -98,6 +137,9 @@ func (e *Emulator) deleteWebhook(r *http.Request) (int, any, error) {
 }
 
 func (e *Emulator) testWebhook(r *http.Request) (int, any, error) {
+	if err := e.callersWebhook(r, "testing"); err != nil {
+		return 0, nil, err
+	}
 	msgID, err := e.TestWebhook(r.PathValue("id"))
 	if err != nil {
 		return 0, nil, asAPIError(err)

@@ -48,15 +48,22 @@ func (e *Emulator) createWebhookLocked(spec WebhookSpec) (*hook, error) {
 	if err != nil {
 		return nil, err
 	}
+	member := spec.Member
+	if member == "" {
+		member = DefaultMember
+	}
+	if e.membersGone[member] {
+		return nil, fmt.Errorf("member %s left the workspace: %w", member, ErrNotFound)
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if len(w.hooks) >= MaxWebhooks {
+	if w.countOfLocked(member) >= MaxWebhooks {
 		return nil, fmt.Errorf("a member may have %d webhooks: %w", MaxWebhooks, ErrWebhookLimit)
 	}
 	w.nextHook++
 	id := fmt.Sprintf("wh_%06d", w.nextHook)
 	h := &hook{Webhook: Webhook{ID: id, URL: spec.URL, Description: spec.Description, SubscriptionID: spec.SubscriptionID,
-		CreatedAt: e.nowLocked()}, secret: webhookSecret(id)}
+		Member: member, CreatedAt: e.nowLocked()}, secret: webhookSecret(id)}
 	if len(spec.Events) > 0 {
 		h.Events = slices.Clone(spec.Events)
 	}
@@ -205,4 +212,16 @@ func (e *Emulator) TestWebhook(id string) (string, error) {
 	w.notifyLocked()
 	w.wake()
 	return m.id, nil
+}
+
+// countOfLocked is how many webhooks a member has ("A member may have 20
+// webhooks").
+func (w *webhookState) countOfLocked(member string) int {
+	n := 0
+	for _, h := range w.hooks {
+		if h.Member == member {
+			n++
+		}
+	}
+	return n
 }

@@ -75,6 +75,9 @@ type WebhookSpec struct {
 	// Header, if set, is sent with every POST, such as a bearer key the
 	// receiver requires. Its value is never shown again.
 	Header *WebhookHeader `json:"header"`
+	// Member is the member whose key creates it, who owns it (keys.go);
+	// empty means DefaultMember. POST /v1/webhooks sets it from the key.
+	Member string `json:"-"`
 }
 
 // WebhookHeader is a custom header sent with every POST.
@@ -94,6 +97,8 @@ type Webhook struct {
 	Events []string
 	// HeaderName names the custom header, if any; its value is not shown.
 	HeaderName string
+	// Member is the member it belongs to.
+	Member string
 	// Disabled is set when the receiver answered 410 or the subscription
 	// was deleted; DisabledReason says which. Nothing more is sent to it.
 	Disabled       bool
