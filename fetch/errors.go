@@ -23,6 +23,10 @@ var (
 	// ErrUnauthorized is 401, or 403 from the API (not from a file link):
 	// the key is wrong, revoked or lacks a permission.
 	ErrUnauthorized = errors.New("unauthorized")
+	// ErrForbidden is 403 from the API (not from a file link): the key
+	// lacks a permission the call needs (PermissionNeeded says which). It
+	// matches ErrUnauthorized too.
+	ErrForbidden = fmt.Errorf("forbidden: %w", ErrUnauthorized)
 	// ErrNotFound is 404 from the API (or, through ErrFileNotFound, from a
 	// file host).
 	ErrNotFound = errors.New("not found")
@@ -225,7 +229,7 @@ func sentinelFor(status int, code string, file bool) error {
 		}
 		return ErrLinkExpired
 	case status == http.StatusForbidden:
-		return ErrUnauthorized
+		return ErrForbidden
 	case status == http.StatusNotFound && file:
 		return ErrFileNotFound
 	case status == http.StatusNotFound:

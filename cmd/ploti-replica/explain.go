@@ -37,6 +37,14 @@ func explain(err error, what string) error {
 	switch {
 	case errors.Is(err, fetch.ErrInvalidInput):
 		return say("%s: Ploti refused the request as invalid (400 %s)", what, orDash(ae.Code))
+	case errors.Is(err, fetch.ErrForbidden):
+		need := fetch.PermissionNeeded(ae.Method, ae.Path)
+		if need == "" {
+			need = "check the key's permissions in Ploti"
+		} else {
+			need = "it takes " + need
+		}
+		return say("%s: Ploti refused it: the API key lacks a permission (403 %s); %s", what, orDash(ae.Code), need)
 	case errors.Is(err, fetch.ErrUnauthorized):
 		return say("%s: Ploti refused the API key (%d): check PLOTI_API_KEY, and that the key has the feeds permission (creating, changing and deleting a subscription takes a workspace admin)", what, ae.Status)
 	case errors.Is(err, fetch.ErrNotFound):
