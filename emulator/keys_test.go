@@ -156,3 +156,31 @@ func TestKeys_itStopsWhenThatMemberLeavesTheWorkspace(t *testing.T) {
 		t.Fatalf("bob's key after bob left: %d, want 401", st)
 	}
 }
+
+// watch-and-webhooks.txt: "each new version sends a dataset.changed event
+// to all your webhooks": the webhooks of the members who watch it, not
+// another member's.
+func TestKeys_datasetChangedGoesToTheWebhooksOfTheMembersWhoWatch(t *testing.T) {
+	em := mustEmulator(t)
+	mustSub(t, em, SubscriptionSpec{Places: []string{"fl-orange"}})
+	if err := em.AddKey("k_bob", "mem_bob", AllPermissions()...); err != nil {
+		t.Fatal(err)
+	}
+	bobs, mine := mustReceiver(t, nil), mustReceiver(t, nil)
+	if st, _ := do(t, em, "k_bob", "POST", "/v1/webhooks", fmt.Sprintf(`{"url": %q}`, bobs.srv.URL)); st != 201 {
+		t.Fatalf("bob's member webhook: %d", st)
+	}
+	mustWebhook(t, em, WebhookSpec{URL: mine.srv.URL})
+	if _, err := em.WatchAs("mem_bob", dsPermits); err != nil {
+		t.Fatal(err)
+	}
+	mustPublish(t, em, permits(2, "P-"))
+	mustWait(t, em)
+	if len(bobs.requests()) != 1 || len(mine.requests()) != 0 {
+		t.Fatalf("dataset.changed: bob's webhook got %d, the default member's %d; want 1 and 0 (only bob watches)",
+			len(bobs.requests()), len(mine.requests()))
+	}
+	if got := em.Watches(); len(got) != 0 {
+		t.Fatalf("the default member's watches %+v, want none: bob's are bob's", got)
+	}
+}
