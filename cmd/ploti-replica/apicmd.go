@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -53,9 +52,7 @@ func (a *apiCmd) client() (*fetch.Client, error) {
 
 // printJSON writes v as indented JSON to stdout.
 func (a *apiCmd) printJSON(v any) error {
-	enc := json.NewEncoder(a.env.Stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	return writeJSON(a.env.Stdout, v)
 }
 
 // nonNil makes a nil list an empty one, for JSON's [].

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -38,8 +37,10 @@ same changes again. A mark never moved starts before the oldest change kept.
 "fromVersion", "newMark", "toVersion", "fromHistory", "counts": {"added",
 "changed", "removed", "renamed"}, "changes": [{"change", "recordId",
 "previousRecordId", "row", "before", "columns": [{"name", "old", "new"}]}]}]};
-rows are JSON objects, geometry as WKT text; before and columns (each
-changed column's old and new value as text) come from a dataset's history.`,
+rows are JSON objects, geometry as WKT text, every value typed as its
+column (decimals with their scale, timestamps in RFC 3339 UTC, a NULL left
+out); before and columns (each changed column's old and new value) come
+from a dataset's history.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return c.run(cmd.Context()) },
 	}
@@ -81,7 +82,7 @@ func (c *changesCmd) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := c.print(cs); err != nil {
+	if err := c.print(typedChanges(ctx, cs, newTableTyping(rd))); err != nil {
 		return err
 	}
 	if !c.Advance {
@@ -110,13 +111,11 @@ func (c *changesCmd) forget(ctx context.Context, rd *replica.Reader) error {
 
 // print writes the changes read, as JSON or for people; an error means
 // the consumer did not get them all, and the mark must stay.
-func (c *changesCmd) print(cs *replica.ChangeSet) error {
+func (c *changesCmd) print(cs changeSetOut) error {
 	w := bufio.NewWriter(c.env.Stdout)
 	var err error
 	if c.JSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(cs)
+		err = writeJSON(w, cs)
 	} else {
 		err = printChanges(w, cs, c.Advance)
 	}
@@ -132,7 +131,7 @@ func (c *changesCmd) print(cs *replica.ChangeSet) error {
 
 // printChanges writes a change set for people: a line per dataset, then a
 // line per record with its row.
-func printChanges(w io.Writer, cs *replica.ChangeSet, advance bool) error {
+func printChanges(w io.Writer, cs changeSetOut, advance bool) error {
 	if len(cs.Datasets) == 0 {
 		fmt.Fprintf(w, "mark %s: the file holds no dataset yet\n", cs.Mark)
 	}
@@ -154,14 +153,14 @@ func printChanges(w io.Writer, cs *replica.ChangeSet, advance bool) error {
 			}
 			switch {
 			case ch.Row != nil:
-				fmt.Fprintf(w, "  %-8s %s %s\n", ch.Change, id, ch.Row)
+				fmt.Fprintf(w, "  %-8s %s %s\n", ch.Change, id, keyValues(ch.Row, replica.ColRecordID))
 			case ch.Before != nil:
-				fmt.Fprintf(w, "  %-8s %s, was %s\n", ch.Change, id, ch.Before)
+				fmt.Fprintf(w, "  %-8s %s, was %s\n", ch.Change, id, keyValues(ch.Before, replica.ColRecordID))
 			default:
 				fmt.Fprintf(w, "  %-8s %s\n", ch.Change, id)
 			}
 			if ch.Row != nil && ch.Before != nil {
-				fmt.Fprintf(w, "  %-8s %s\n", "", "was "+string(ch.Before))
+				fmt.Fprintf(w, "  %-8s %s\n", "", "was "+keyValues(ch.Before, replica.ColRecordID))
 			}
 		}
 	}

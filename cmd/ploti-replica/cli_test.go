@@ -153,7 +153,7 @@ func TestHolds_listAndRelease(t *testing.T) {
 		t.Fatalf("sync --json heldForReview = %v", res.HeldForReview)
 	}
 	_, out, _ := cli(t, vars, "holds", "list")
-	if !strings.Contains(out, emulator.DemoInspections+"  local  schema_review  held at version 1") {
+	if !tableRow(out, emulator.DemoInspections, "local", "schema_review", "at version 1") {
 		t.Fatalf("holds list should show the local review hold:\n%s", out)
 	}
 	_, out, _ = cli(t, vars, "status")
@@ -187,7 +187,7 @@ func TestHolds_listAndRelease(t *testing.T) {
 	cli(t, vars, "sync")
 	// feed-events.txt: "version is the version you hold, which stays
 	// current meanwhile": the line says so, not that it is the one held.
-	if _, out, _ := cli(t, vars, "holds", "list"); !strings.Contains(out, emulator.DemoPermits+"  server  data_check  version 1 stays current, Ploti holds the next") {
+	if _, out, _ := cli(t, vars, "holds", "list"); !tableRow(out, emulator.DemoPermits, "server", "data_check", "version 1 stays current, Ploti holds the next") {
 		t.Fatalf("holds list should show Ploti's hold:\n%s", out)
 	}
 	code, _, errs = cli(t, vars, "holds", "release", emulator.DemoPermits)

@@ -107,7 +107,7 @@ func printDatasets(env *Env, list []ploti.Dataset, matchedBy [][]string) error {
 		}
 		if ds.Current != nil {
 			version = strconv.Itoa(ds.Current.Version)
-			published = ds.Current.PublishedAt.UTC().Format("2006-01-02 15:04")
+			published = textTime(ds.Current.PublishedAt)
 		}
 		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s", ds.ID, ds.Title, place, topic, orDash(ds.Status), version, published)
 		if matchedBy != nil {

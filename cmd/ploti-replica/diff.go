@@ -30,14 +30,16 @@ func newDiffCmd(env *Env) *cobra.Command {
 		Long: `Compare a dataset's history (sync --history keeps one) as of two versions,
 record by record: added, removed, renamed (a record that carries another id;
 its old id is given) and changed, with each changed column's old and new
-value as text.
+value.
 
 In SQL, the dataset as of a version: SELECT * FROM history.<table>_as_of(V).
 
 --json prints {"datasetId", "table", "from", "to", "counts": {"added",
 "changed", "removed", "renamed"}, "changes": [{"change", "recordId",
 "previousRecordId", "columns": [{"name", "old", "new"}], "before", "after"}]};
-before and after are the rows as JSON objects.`,
+before and after are the rows as JSON objects; every value (old, new and
+the rows') typed as its column, decimals with their scale, timestamps in
+RFC 3339 UTC, a NULL left out.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return d.run(cmd.Context(), args[0]) },
 	}
@@ -62,16 +64,17 @@ func (d *diffCmd) run(ctx context.Context, datasetID string) error {
 	if err != nil {
 		return err
 	}
+	out := typedDiff(df, newTableTyping(rd).history(ctx, df.Table))
 	if d.JSON {
-		return writeJSON(d.env.Stdout, df)
+		return writeJSON(d.env.Stdout, out)
 	}
 	w := bufio.NewWriter(d.env.Stdout)
-	printDiff(w, df)
+	printDiff(w, out)
 	return w.Flush()
 }
 
-// printDiff writes a diff for people.
-func printDiff(w io.Writer, df *replica.Diff) {
+// printDiff writes a diff for people, rows as key=value pairs.
+func printDiff(w io.Writer, df diffOut) {
 	fmt.Fprintf(w, "%s (table %s), v%d → v%d: %d added, %d changed, %d renamed, %d removed\n", df.DatasetID, df.Table, df.From, df.To,
 		df.Counts.Added, df.Counts.Changed, df.Counts.Renamed, df.Counts.Removed)
 	for _, c := range df.Changes {
@@ -81,15 +84,20 @@ func printDiff(w io.Writer, df *replica.Diff) {
 		}
 		switch c.Change {
 		case replica.ChangeAdded:
-			fmt.Fprintf(w, "  %-8s %s %s\n", c.Change, id, c.After)
+			fmt.Fprintf(w, "  %-8s %s %s\n", c.Change, id, keyValues(c.After, replica.ColRecordID))
 		case replica.ChangeRemoved:
-			fmt.Fprintf(w, "  %-8s %s, was %s\n", c.Change, id, c.Before)
+			fmt.Fprintf(w, "  %-8s %s, was %s\n", c.Change, id, keyValues(c.Before, replica.ColRecordID))
 		default:
-			var cols []string
-			for _, cc := range c.Columns {
-				cols = append(cols, fmt.Sprintf("%s: %s → %s", cc.Name, valueText(cc.Old), valueText(cc.New)))
-			}
-			fmt.Fprintf(w, "  %-8s %s %s\n", c.Change, id, strings.Join(cols, "; "))
+			fmt.Fprintf(w, "  %-8s %s %s\n", c.Change, id, columnsText(c.Columns))
 		}
 	}
+}
+
+// columnsText is "name: old → new; …" for people.
+func columnsText(cols []columnOut) string {
+	parts := make([]string, len(cols))
+	for i, c := range cols {
+		parts[i] = fmt.Sprintf("%s: %s → %s", c.Name, wordOf(c.Old), wordOf(c.New))
+	}
+	return strings.Join(parts, "; ")
 }

@@ -32,8 +32,9 @@ under its new id (either id finds it).
 In SQL: SELECT * FROM history.<table>_story('RECORD_ID').
 
 --json prints a list of {"recordId", "validFrom", "validTo", "validFromAt",
-"validToAt", "change", "originId", "values": [{"name", "value"}], "ended"};
-values are text, null for NULL.`,
+"validToAt", "change", "originId", "values": {COLUMN: VALUE}, "ended"};
+each value typed as its column (numbers, decimals with their scale,
+booleans, lists, timestamps in RFC 3339 UTC), a NULL left out.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error { return h.run(cmd.Context(), args[0], args[1]) },
 	}
@@ -62,18 +63,31 @@ func (h *historyCmd) run(ctx context.Context, datasetID, recordID string) error 
 	if err != nil {
 		return err
 	}
+	types := newTableTyping(rd).history(ctx, storyTable(ctx, rd, datasetID))
+	out := typedStory(story, types)
 	if h.JSON {
-		if story == nil {
-			story = []replica.StoryRow{}
-		}
-		return writeJSON(h.env.Stdout, story)
+		return writeJSON(h.env.Stdout, out)
 	}
-	if len(story) == 0 {
+	if len(out) == 0 {
 		return fmt.Errorf("%s: no record %s in its history", datasetID, recordID)
 	}
 	w := bufio.NewWriter(h.env.Stdout)
-	printStory(w, datasetID, recordID, story)
+	printStory(w, datasetID, recordID, out)
 	return w.Flush()
+}
+
+// storyTable is the table of a dataset the file holds; its id when the
+// status cannot say (the types are then not found, and values stay text).
+func storyTable(ctx context.Context, rd *replica.Reader, datasetID string) string {
+	st, err := rd.Status(ctx)
+	if err == nil {
+		for _, d := range st.Datasets {
+			if d.DatasetID == datasetID && d.Table != "" {
+				return d.Table
+			}
+		}
+	}
+	return datasetID
 }
 
 // span is "v3 → v5 (published … → …)", or "v3 → now (since …)" for the
@@ -82,55 +96,45 @@ func span(from int, to *int, fromAt, toAt *time.Time) string {
 	if to == nil {
 		s := fmt.Sprintf("v%d → now", from)
 		if fromAt != nil {
-			s += " (since " + fromAt.UTC().Format(time.RFC3339) + ")"
+			s += " (since " + textTime(*fromAt) + ")"
 		}
 		return s
 	}
 	s := fmt.Sprintf("v%d → v%d", from, *to)
 	if fromAt != nil {
-		s += " (" + fromAt.UTC().Format(time.RFC3339)
+		s += " (" + textTime(*fromAt)
 		if toAt != nil {
-			s += " → " + toAt.UTC().Format(time.RFC3339)
+			s += " → " + textTime(*toAt)
 		}
 		s += ")"
 	}
 	return s
 }
 
-func valueText(v *string) string {
-	if v == nil {
-		return "NULL"
-	}
-	return *v
-}
-
 // printStory writes a record's story: its first row whole, then what each
 // later row changed.
-func printStory(w io.Writer, datasetID, recordID string, story []replica.StoryRow) {
+func printStory(w io.Writer, datasetID, recordID string, story []storyOut) {
 	fmt.Fprintf(w, "%s, record %s: %d version(s) in the history\n", datasetID, recordID, len(story))
-	var prev map[string]*string
+	var prev map[string]any
 	for i, s := range story {
 		id := s.RecordID
 		if i > 0 && story[i-1].RecordID != s.RecordID {
 			id = story[i-1].RecordID + " → " + s.RecordID
 		}
 		fmt.Fprintf(w, "%-8s %s  %s\n", s.Change, span(s.ValidFrom, s.ValidTo, s.ValidFromAt, s.ValidToAt), id)
-		cur := map[string]*string{}
-		for _, c := range s.Values {
-			cur[c.Name] = c.Value
-			if c.Name == replica.ColRecordID {
-				continue
-			}
+		for _, m := range s.Values {
+			v := s.typed[m.Key]
 			switch {
+			case m.Key == replica.ColRecordID:
 			case prev == nil:
-				if c.Value != nil {
-					fmt.Fprintf(w, "    %s = %s\n", c.Name, *c.Value)
+				if v != nil {
+					fmt.Fprintf(w, "    %s = %s\n", m.Key, wordOf(v))
 				}
-			case valueText(prev[c.Name]) != valueText(c.Value):
-				fmt.Fprintf(w, "    %s: %s → %s\n", c.Name, valueText(prev[c.Name]), valueText(c.Value))
+			case wordOf(prev[m.Key]) != wordOf(v):
+				fmt.Fprintf(w, "    %s: %s → %s\n", m.Key, wordOf(prev[m.Key]), wordOf(v))
 			}
 		}
-		prev = cur
+		prev = s.typed
 	}
 	if last := story[len(story)-1]; last.Ended {
 		fmt.Fprintf(w, "removed  at v%d\n", *last.ValidTo)

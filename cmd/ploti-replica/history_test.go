@@ -24,11 +24,11 @@ func TestHistoryAndDiff(t *testing.T) {
 		}
 	}
 	code, out, errs := cli(t, vars, "diff", emulator.DemoPermits, "--from", "1", "--to", "2", "--json")
-	var df replica.Diff
+	var df diffOut
 	if code != exitOK || json.Unmarshal([]byte(out), &df) != nil || df.From != 1 || df.To != 2 || len(df.Changes) == 0 {
 		t.Fatalf("diff --json: exit %d\n%s\n%s", code, out, errs)
 	}
-	var changed *storage.DiffRow
+	var changed *diffChangeOut
 	for i, c := range df.Changes {
 		if c.Change == storage.ChangeChanged {
 			changed = &df.Changes[i]
@@ -40,11 +40,11 @@ func TestHistoryAndDiff(t *testing.T) {
 	}
 	code, out, _ = cli(t, vars, "history", emulator.DemoPermits, changed.RecordID)
 	col := changed.Columns[0]
-	if code != exitOK || !strings.Contains(out, col.Name+": "+valueText(col.Old)+" → "+valueText(col.New)) {
+	if code != exitOK || !strings.Contains(out, col.Name+": "+wordOf(col.Old)+" → "+wordOf(col.New)) {
 		t.Fatalf("history of %s lacks the change of %s: exit %d\n%s", changed.RecordID, col.Name, code, out)
 	}
 	code, out, _ = cli(t, vars, "history", emulator.DemoPermits, changed.RecordID, "--json")
-	var story []storage.StoryRow
+	var story []struct{ ValidFrom int }
 	if code != exitOK || json.Unmarshal([]byte(out), &story) != nil || len(story) < 2 || story[0].ValidFrom != 1 {
 		t.Fatalf("history --json: exit %d\n%s", code, out)
 	}

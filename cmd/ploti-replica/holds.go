@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -65,18 +64,13 @@ func (h *holdsCmd) list(ctx context.Context) error {
 		return err
 	}
 	if h.JSON {
-		enc := json.NewEncoder(h.env.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(hs)
+		return writeJSON(h.env.Stdout, nonNil(hs))
 	}
 	if len(hs) == 0 {
 		fmt.Fprintln(h.env.Stdout, "no holds")
 		return nil
 	}
-	for _, x := range hs {
-		fmt.Fprintln(h.env.Stdout, holdLine(x))
-	}
-	return nil
+	return printHolds(h.env.Stdout, hs)
 }
 
 func (h *holdsCmd) release(ctx context.Context, datasetID string) error {
@@ -109,9 +103,7 @@ func (h *holdsCmd) release(ctx context.Context, datasetID string) error {
 			continue
 		}
 		if h.JSON {
-			enc := json.NewEncoder(h.env.Stdout)
-			enc.SetIndent("", "  ")
-			return enc.Encode(d)
+			return writeJSON(h.env.Stdout, d)
 		}
 		fmt.Fprintf(h.env.Stdout, "released %s: table %s now at version %d (schema %s, %d rows)\n", d.DatasetID, d.Table, d.Version, d.SchemaVersion, d.Rows)
 	}

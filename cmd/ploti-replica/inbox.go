@@ -32,8 +32,8 @@ func newInboxCmd(env *Env) *cobra.Command {
 them, oldest first. --type keeps one type, or every type starting with a
 prefix ending in a dot ("data_request."); repeat it for several.
 
---json prints {"events": [{"eventId", "type", "occurredAt", "receivedAt",
-"requestId", "url", "data"}]}.`,
+--json prints a list of {"eventId", "type", "occurredAt", "receivedAt",
+"requestId", "url", "data"}.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return in.run(c.Context()) },
 	}
@@ -85,11 +85,7 @@ func (in *inboxCmd) run(ctx context.Context) error {
 			RequestID: it.RequestID, URL: it.URL, Data: it.Data}
 	}
 	if in.JSON {
-		enc := json.NewEncoder(in.env.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
-			Events []inboxOut `json:"events"`
-		}{out})
+		return writeJSON(in.env.Stdout, out)
 	}
 	if len(out) == 0 {
 		fmt.Fprintln(in.env.Stdout, "no request events")
@@ -98,7 +94,7 @@ func (in *inboxCmd) run(ctx context.Context) error {
 	tw := table(in.env.Stdout)
 	fmt.Fprintln(tw, "RECEIVED\tTYPE\tREQUEST\tURL\tNOTE")
 	for _, o := range out {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", o.ReceivedAt.Format(time.RFC3339), o.Type, orDash(o.RequestID), orDash(o.URL), orDash(inboxNote(o.Data)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", textTime(o.ReceivedAt), o.Type, orDash(o.RequestID), orDash(o.URL), orDash(inboxNote(o.Data)))
 	}
 	return tw.Flush()
 }

@@ -166,17 +166,15 @@ func TestServe_requestEventsGoToTheInbox(t *testing.T) {
 	}
 	vars := map[string]string{"PLOTI_DB": w.db}
 	code, out, errs := cli(t, vars, "inbox", "--json")
-	var in struct {
-		Events []struct {
-			EventID, Type, RequestID, URL string
-			Data                          json.RawMessage
-		}
+	var in []struct {
+		EventID, Type, RequestID, URL string
+		Data                          json.RawMessage
 	}
 	if code != exitOK || json.Unmarshal([]byte(out), &in) != nil {
 		t.Fatalf("inbox --json: exit %d: %s%s", code, out, errs)
 	}
-	if len(in.Events) != 2 || in.Events[0].EventID != ready || in.Events[0].RequestID != "req_7" || in.Events[0].URL == "" ||
-		in.Events[1].EventID != question || in.Events[1].Type != "research_request.question" {
+	if len(in) != 2 || in[0].EventID != ready || in[0].RequestID != "req_7" || in[0].URL == "" ||
+		in[1].EventID != question || in[1].Type != "research_request.question" {
 		t.Fatalf("inbox = %s", out)
 	}
 	code, out, _ = cli(t, vars, "inbox", "--type", "research_request.")

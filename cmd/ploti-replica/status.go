@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -71,9 +69,7 @@ func (s *statusCmd) run(ctx context.Context) error {
 		}
 	}
 	if s.JSON {
-		enc := json.NewEncoder(s.env.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(st); err != nil {
+		if err := writeJSON(s.env.Stdout, st); err != nil {
 			return err
 		}
 		return behindErr
@@ -113,7 +109,7 @@ func printStatus(w io.Writer, path string, st *replica.Status) {
 	fmt.Fprintf(w, "cursor:        %s\n", orDash(st.Cursor))
 	last := "never"
 	if st.LastSyncAt != nil {
-		last = st.LastSyncAt.UTC().Format(time.RFC3339) + " (" + time.Since(*st.LastSyncAt).Round(time.Second).String() + " ago)"
+		last = textTime(*st.LastSyncAt) + " (" + time.Since(*st.LastSyncAt).Round(time.Second).String() + " ago)"
 	}
 	fmt.Fprintf(w, "last sync:     %s\n", last)
 	if st.LastRun != nil && st.LastRun.Result != "ok" {
@@ -143,14 +139,13 @@ func printStatus(w io.Writer, path string, st *replica.Status) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.DatasetID, orDash(d.Source), d.Table, v, orDash(d.SchemaVersion), d.Rows, d.Status, orDash(why))
 	}
 	tw.Flush()
-	var holds []string
+	var holds []replica.Hold
 	for _, d := range st.Datasets {
-		for _, h := range d.Holds {
-			holds = append(holds, holdLine(h))
-		}
+		holds = append(holds, d.Holds...)
 	}
 	if len(holds) > 0 {
-		fmt.Fprintf(w, "\nholds:\n  %s\n", strings.Join(holds, "\n  "))
+		fmt.Fprintln(w, "\nholds:")
+		printHolds(w, holds)
 	}
 	var atts []string
 	for _, d := range st.Datasets {
@@ -174,25 +169,34 @@ func geometryWords(g string) string {
 	return "geometry: DuckDB GEOMETRY, read as geometry by DuckDB 1.5 only (1.1–1.4 without the spatial extension see an internal encoding; sync --geometry wkb stores standard WKB)"
 }
 
-func holdLine(h replica.Hold) string {
-	s := fmt.Sprintf("%s  %s  %s", h.DatasetID, h.Kind, h.Reason)
+// printHolds writes holds as a table: whose (kind), why, what stays
+// held, since when, and the hold's detail as key=value pairs.
+func printHolds(w io.Writer, hs []replica.Hold) error {
+	tw := table(w)
+	fmt.Fprintln(tw, "DATASET\tKIND\tREASON\tHELD\tSINCE\tDETAIL")
+	for _, h := range hs {
+		since := "-"
+		if h.Since != nil {
+			since = textTime(*h.Since)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", h.DatasetID, h.Kind, h.Reason, holdWords(h), since, orDash(keyValues(h.Detail)))
+	}
+	return tw.Flush()
+}
+
+// holdWords says what a hold keeps.
+func holdWords(h replica.Hold) string {
 	switch {
 	case h.Version > 0 && h.Kind == replica.HoldServer:
 		// feed-events.txt: "version is the version you hold, which stays
 		// current meanwhile": Ploti holds the next one.
-		s += fmt.Sprintf("  version %d stays current, Ploti holds the next", h.Version)
+		return fmt.Sprintf("version %d stays current, Ploti holds the next", h.Version)
 	case h.Version > 0:
-		s += fmt.Sprintf("  held at version %d", h.Version)
+		return fmt.Sprintf("at version %d", h.Version)
 	case h.Kind == replica.HoldServer:
-		s += "  no version yet, Ploti holds the first"
+		return "no version yet, Ploti holds the first"
 	}
-	if h.Since != nil {
-		s += "  since " + h.Since.UTC().Format(time.RFC3339)
-	}
-	if len(h.Detail) > 0 {
-		s += "  " + string(h.Detail)
-	}
-	return s
+	return "-"
 }
 
 func orDash(s string) string {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -72,9 +71,7 @@ func (s *syncCmd) run(ctx context.Context) error {
 		return explainUnreachable(err, "sync "+replica.Name(s.conn.DB))
 	}
 	if s.JSON {
-		enc := json.NewEncoder(s.env.Stdout)
-		enc.SetIndent("", "  ")
-		if jerr := enc.Encode(res); jerr != nil {
+		if jerr := writeJSON(s.env.Stdout, res); jerr != nil {
 			return jerr
 		}
 	} else {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 
@@ -72,9 +71,7 @@ func (v *verifyCmd) run(ctx context.Context) error {
 		return err
 	}
 	if v.JSON {
-		enc := json.NewEncoder(v.env.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
+		if err := writeJSON(v.env.Stdout, rep); err != nil {
 			return err
 		}
 	} else {

@@ -30,21 +30,21 @@ subscription is kept from the feed; the watch is then only a signal.`,
 	add := &cobra.Command{Use: "add DATASET...", Short: "Watch datasets (watching twice changes nothing)", Args: cobra.MinimumNArgs(1),
 		Long: `Watch datasets (watching twice changes nothing).
 
---json prints {"watches": [{"datasetId", "watchedAt", "version"}]}.`,
+--json prints a list of {"datasetId", "watchedAt", "version"}.`,
 		RunE: func(c *cobra.Command, a []string) error { return w.add(c.Context(), a) }}
 	remove := &cobra.Command{Use: "remove DATASET...", Short: "Stop watching datasets; their tables stay and stop updating", Args: cobra.MinimumNArgs(1),
 		Long: `Stop watching datasets: their tables stay and stop updating, unless the
 --db file's subscription delivers them too (it then keeps them current).
 
---json prints {"removed": [{"datasetId", "keptByFeed"}]}.`,
+--json prints a list of {"datasetId", "keptByFeed"}.`,
 		RunE: func(c *cobra.Command, a []string) error { return w.remove(c.Context(), a) }}
 	list := &cobra.Command{Use: "list", Short: "List your watches beside what the --db file holds of each", Args: cobra.NoArgs,
 		Long: `List every dataset you watch with its version now at Ploti, beside what the
 --db file holds of it (when the file exists): the version held, its source
 (watch, or feed when the subscription keeps it) and whether it is behind.
 
---json prints {"watches": [{"datasetId", "title", "watchedAt", "version",
-"promotedAt", "local": {"version", "source", "status", "reason", "rows"}, "behind"}]}.`,
+--json prints a list of {"datasetId", "title", "watchedAt", "version",
+"promotedAt", "local": {"version", "source", "status", "reason", "rows"}, "behind"}.`,
 		RunE: func(c *cobra.Command, _ []string) error { return w.list(c.Context()) }}
 	for _, c := range []*cobra.Command{add, remove, list} {
 		w.register(c)
@@ -60,13 +60,13 @@ func (w *watchCmd) add(ctx context.Context, ids []string) error {
 	if err != nil {
 		return err
 	}
-	out := watchesAdded{Watches: []watchAdded{}}
+	out := []watchAdded{}
 	for _, id := range ids {
 		got, err := c.Watch(ctx, id)
 		if err != nil {
 			return explainWatch(err, "watch "+id)
 		}
-		out.Watches = append(out.Watches, watchAdded{DatasetID: got.DatasetID, WatchedAt: got.WatchedAt, Version: got.Version})
+		out = append(out, watchAdded{DatasetID: got.DatasetID, WatchedAt: got.WatchedAt, Version: got.Version})
 		if w.JSON {
 			continue
 		}
@@ -82,23 +82,15 @@ func (w *watchCmd) add(ctx context.Context, ids []string) error {
 	return nil
 }
 
-// watchesAdded is watch add --json.
-type watchesAdded struct {
-	Watches []watchAdded `json:"watches"`
-}
-
+// watchAdded is one dataset of watch add --json.
 type watchAdded struct {
 	DatasetID string     `json:"datasetId"`
 	WatchedAt *time.Time `json:"watchedAt,omitempty"`
 	Version   *int       `json:"version,omitempty"`
 }
 
-// watchesRemoved is watch remove --json: each dataset no longer watched,
-// and whether the file's subscription keeps its table current.
-type watchesRemoved struct {
-	Removed []watchRemoved `json:"removed"`
-}
-
+// watchRemoved is one dataset of watch remove --json: a dataset no longer
+// watched, and whether the file's subscription keeps its table current.
 type watchRemoved struct {
 	DatasetID string `json:"datasetId"`
 	// KeptByFeed: the --db file's subscription delivers the dataset.
@@ -111,13 +103,13 @@ func (w *watchCmd) remove(ctx context.Context, ids []string) error {
 		return err
 	}
 	local := w.localState(ctx)
-	out := watchesRemoved{Removed: []watchRemoved{}}
+	out := []watchRemoved{}
 	for _, id := range ids {
 		if err := c.Unwatch(ctx, id); err != nil {
 			return explainWatch(err, "unwatch "+id)
 		}
 		d, held := local[id]
-		out.Removed = append(out.Removed, watchRemoved{DatasetID: id, KeptByFeed: held && d.Source == replica.SourceFeed})
+		out = append(out, watchRemoved{DatasetID: id, KeptByFeed: held && d.Source == replica.SourceFeed})
 		switch {
 		case w.JSON:
 		case held && d.Source == replica.SourceFeed:
@@ -208,9 +200,7 @@ func (w *watchCmd) list(ctx context.Context) error {
 		out = append(out, o)
 	}
 	if w.JSON {
-		return w.printJSON(struct {
-			Watches []watchOut `json:"watches"`
-		}{out})
+		return w.printJSON(out)
 	}
 	if len(out) == 0 {
 		fmt.Fprintln(w.env.Stdout, "no watches (`ploti-replica watch add DATASET`)")

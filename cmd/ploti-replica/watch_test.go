@@ -74,18 +74,16 @@ func TestWatch_commands(t *testing.T) {
 	}
 	v := publishInspections(t, em, 1)
 	code, out, _ = cli(t, vars, "watch", "list", "--json")
-	var list struct {
-		Watches []struct {
-			DatasetID string
-			Version   *int
-			Local     *struct{ Version int }
-			Behind    *bool
-		}
+	var list []struct {
+		DatasetID string
+		Version   *int
+		Local     *struct{ Version int }
+		Behind    *bool
 	}
-	if code != exitOK || json.Unmarshal([]byte(out), &list) != nil || len(list.Watches) != 1 {
+	if code != exitOK || json.Unmarshal([]byte(out), &list) != nil || len(list) != 1 {
 		t.Fatalf("watch list --json: exit %d: %s", code, out)
 	}
-	if w := list.Watches[0]; *w.Version != v || w.Local == nil || w.Local.Version != 11 || w.Behind == nil || !*w.Behind {
+	if w := list[0]; *w.Version != v || w.Local == nil || w.Local.Version != 11 || w.Behind == nil || !*w.Behind {
 		t.Fatalf("watch list after a new version: %s", out)
 	}
 	if code, out, _ = cli(t, vars, "sync"); code != exitOK || !strings.Contains(out, "1 merged") {
@@ -234,24 +232,20 @@ func TestWatch_wordsForWhatAWatchIs(t *testing.T) {
 	if out := mustCLI(t, vars, "watch", "remove", emulator.DemoPermits); !strings.Contains(out, "the subscription delivers it, and keeps its table current") {
 		t.Fatalf("watch remove of a dataset the subscription delivers:\n%s", out)
 	}
-	var added struct {
-		Watches []struct {
-			DatasetID string
-			Version   *int
-		}
+	var added []struct {
+		DatasetID string
+		Version   *int
 	}
 	parseJSON(t, mustCLI(t, vars, "watch", "add", emulator.DemoPermits, "--json"), &added)
-	if len(added.Watches) != 1 || added.Watches[0].DatasetID != emulator.DemoPermits || added.Watches[0].Version == nil {
+	if len(added) != 1 || added[0].DatasetID != emulator.DemoPermits || added[0].Version == nil {
 		t.Fatalf("watch add --json = %+v", added)
 	}
-	var removed struct {
-		Removed []struct {
-			DatasetID  string
-			KeptByFeed bool
-		}
+	var removed []struct {
+		DatasetID  string
+		KeptByFeed bool
 	}
 	parseJSON(t, mustCLI(t, vars, "watch", "remove", emulator.DemoPermits, "--json"), &removed)
-	if len(removed.Removed) != 1 || !removed.Removed[0].KeptByFeed {
+	if len(removed) != 1 || !removed[0].KeptByFeed {
 		t.Fatalf("watch remove --json = %+v", removed)
 	}
 	must(t, em.SetPlanClosed(emulator.DemoParcels, true))
