@@ -296,10 +296,10 @@ func printHead(w io.Writer, out datasetShow) {
 	if r := ds.Refresh; r != nil {
 		var parts []string
 		if r.LastCheckedAt != nil {
-			parts = append(parts, "last "+r.LastCheckedAt.UTC().Format(time.RFC3339))
+			parts = append(parts, "last "+textTime(*r.LastCheckedAt))
 		}
 		if r.NextCheckBy != nil {
-			parts = append(parts, "next by "+r.NextCheckBy.UTC().Format(time.RFC3339))
+			parts = append(parts, "next by "+textTime(*r.NextCheckBy))
 		}
 		fmt.Fprintf(w, "checked:  %s\n", strings.Join(parts, ", "))
 	}
@@ -310,7 +310,7 @@ func printHead(w io.Writer, out datasetShow) {
 		}
 		fmt.Fprintf(w, "watch:    version %s", v)
 		if wi.PromotedAt != nil {
-			fmt.Fprintf(w, ", promoted %s", wi.PromotedAt.UTC().Format(time.RFC3339))
+			fmt.Fprintf(w, ", promoted %s", textTime(*wi.PromotedAt))
 		}
 		fmt.Fprintln(w)
 		if wi.ProvenanceURL != "" {
@@ -339,7 +339,7 @@ func printVersions(w io.Writer, out datasetShow) {
 			if v.PreviousVersion > 0 {
 				prev = fmt.Sprint(v.PreviousVersion)
 			}
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\n", v.Version, prev, orDash(v.SchemaVersion), v.PublishedAt.UTC().Format(time.RFC3339), rows, orDash(v.ResyncReason))
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\n", v.Version, prev, orDash(v.SchemaVersion), textTime(v.PublishedAt), rows, orDash(v.ResyncReason))
 		}
 		tw.Flush()
 	}
