@@ -40,35 +40,43 @@ type colType struct {
 // colTypes are a table's column types by name.
 type colTypes map[string]colType
 
-// tableTypes reads a dataset table's column types: main is the table's
-// (the rows now), hist its history view's (a column retyped over the
-// versions is text there). Either is empty when the file lacks it.
-func tableTypes(ctx context.Context, db *sql.DB, table string) (main, hist colTypes, err error) {
-	rows, err := db.QueryContext(ctx, `SELECT table_schema, column_name, data_type, coalesce(numeric_scale, 0)
-		FROM information_schema.columns WHERE table_name = $1`, table)
+// tableColumns are a table's column types: main the table's (the rows
+// now), hist its history view's (a column retyped over the versions is
+// text there).
+type tableColumns struct{ main, hist colTypes }
+
+// allTableTypes reads the column types of every table and view in the
+// file, by table name, in one query (a file may hold thousands).
+func allTableTypes(ctx context.Context, db *sql.DB) (map[string]tableColumns, error) {
+	rows, err := db.QueryContext(ctx, `SELECT table_schema, table_name, column_name, data_type, coalesce(numeric_scale, 0)
+		FROM information_schema.columns
+		WHERE table_schema NOT IN ('_ploti', '_ploti_history', 'information_schema', 'pg_catalog')`)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read the column types of %s: %w", table, err)
+		return nil, fmt.Errorf("read the column types: %w", err)
 	}
 	defer rows.Close()
-	main, hist = colTypes{}, colTypes{}
+	out := map[string]tableColumns{}
 	for rows.Next() {
-		var schema, name, typ string
+		var schema, table, name, typ string
 		var scale int
-		if err := rows.Scan(&schema, &name, &typ, &scale); err != nil {
-			return nil, nil, fmt.Errorf("read the column types of %s: %w", table, err)
+		if err := rows.Scan(&schema, &table, &name, &typ, &scale); err != nil {
+			return nil, fmt.Errorf("read the column types: %w", err)
 		}
-		switch schema {
-		case "history":
-			hist[name] = parseType(typ, scale)
-		case "_ploti_history", "_ploti":
-		default:
-			main[name] = parseType(typ, scale)
+		tc, ok := out[table]
+		if !ok {
+			tc = tableColumns{main: colTypes{}, hist: colTypes{}}
+			out[table] = tc
+		}
+		if schema == "history" {
+			tc.hist[name] = parseType(typ, scale)
+		} else {
+			tc.main[name] = parseType(typ, scale)
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("read the column types of %s: %w", table, err)
+		return nil, fmt.Errorf("read the column types: %w", err)
 	}
-	return main, hist, nil
+	return out, nil
 }
 
 // parseType maps a DuckDB or PostgreSQL type name to its kind.

@@ -14,39 +14,36 @@ import (
 	"github.com/ploti-replica/ploti-replica/storage"
 )
 
-// tableTyping reads and keeps the column types of the tables a command
-// prints; a table whose types cannot be read prints its values untyped.
+// tableTyping reads the column types of the tables a command prints,
+// once; a table whose types cannot be read prints its values untyped.
 type tableTyping struct {
-	rd    *replica.Reader
-	cache map[string][2]colTypes
+	rd     *replica.Reader
+	tables map[string]tableColumns
 }
 
-func newTableTyping(rd *replica.Reader) *tableTyping {
-	return &tableTyping{rd: rd, cache: map[string][2]colTypes{}}
-}
+func newTableTyping(rd *replica.Reader) *tableTyping { return &tableTyping{rd: rd} }
 
 // rows are the types of a table's rows now (the table's own first);
 // history those of its history (the history view's first).
 func (t *tableTyping) rows(ctx context.Context, table string) colTypes {
-	m, h := t.read(ctx, table)
-	return h.over(m)
+	tc := t.read(ctx, table)
+	return tc.hist.over(tc.main)
 }
 
 func (t *tableTyping) history(ctx context.Context, table string) colTypes {
-	m, h := t.read(ctx, table)
-	return m.over(h)
+	tc := t.read(ctx, table)
+	return tc.main.over(tc.hist)
 }
 
-func (t *tableTyping) read(ctx context.Context, table string) (colTypes, colTypes) {
-	if c, ok := t.cache[table]; ok {
-		return c[0], c[1]
+func (t *tableTyping) read(ctx context.Context, table string) tableColumns {
+	if t.tables == nil {
+		all, err := allTableTypes(ctx, t.rd.DB())
+		if err != nil {
+			all = map[string]tableColumns{}
+		}
+		t.tables = all
 	}
-	m, h, err := tableTypes(ctx, t.rd.DB(), table)
-	if err != nil {
-		m, h = colTypes{}, colTypes{}
-	}
-	t.cache[table] = [2]colTypes{m, h}
-	return m, h
+	return t.tables[table]
 }
 
 // storyOut is one row of history --json: the row's values as an object of
