@@ -218,12 +218,12 @@ func decimalText(s string, scale int) (string, bool) {
 var timestampLayouts = []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999Z07", "2006-01-02 15:04:05.999999999Z07:00",
 	"2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999"}
 
-// timestampText is a timestamp in RFC 3339 UTC; a timestamp without a zone
-// is taken as UTC.
+// timestampText is a timestamp in RFC 3339 UTC, its fraction of a second
+// kept; a timestamp without a zone is taken as UTC.
 func timestampText(s string) (string, bool) {
 	for _, l := range timestampLayouts {
 		if t, err := time.Parse(l, s); err == nil {
-			return textTime(t), true
+			return t.UTC().Format(time.RFC3339Nano), true
 		}
 	}
 	return "", false
