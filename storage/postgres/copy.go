@@ -76,9 +76,9 @@ func appendValue(b []byte, e encoding, v driver.Value) ([]byte, error) {
 	case kindText:
 		switch s := v.(type) {
 		case string:
-			return append(b, s...), nil
+			return appendText(b, s), nil
 		case []byte:
-			return append(b, s...), nil
+			return appendText(b, string(s)), nil
 		}
 	case kindInt8:
 		if x, ok := v.(int64); ok {
@@ -113,7 +113,7 @@ func appendValue(b []byte, e encoding, v driver.Value) ([]byte, error) {
 		}
 	case kindJSONB:
 		if s, ok := v.(string); ok {
-			return append(append(b, 1), s...), nil // jsonb's version 1: the text
+			return appendJSONText(append(b, 1), s), nil // jsonb's version 1: the text
 		}
 	case kindArray:
 		if xs, ok := v.([]any); ok {

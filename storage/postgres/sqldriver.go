@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"database/sql/driver"
+	"encoding/json"
 	"strconv"
 	"strings"
 
@@ -29,11 +30,38 @@ func (c connector) Driver() driver.Driver { return c.inner.Driver() }
 type sqlConn struct{ *stdlib.Conn }
 
 func (c *sqlConn) ExecContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Result, error) {
-	return c.Conn.ExecContext(ctx, placeholders(q), args)
+	return c.Conn.ExecContext(ctx, placeholders(q), withoutNUL(args))
 }
 
 func (c *sqlConn) QueryContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Rows, error) {
-	return c.Conn.QueryContext(ctx, placeholders(q), args)
+	return c.Conn.QueryContext(ctx, placeholders(q), withoutNUL(args))
+}
+
+// withoutNUL is args with NUL replaced by U+FFFD in each string (nul.go):
+// the registry's text from Ploti (a title, a column's description in the
+// schema's JSON) goes to text and jsonb columns, which cannot hold it. A
+// string that is a JSON object or array gets the JSON reading, its
+// escaped NULs replaced too.
+func withoutNUL(args []driver.NamedValue) []driver.NamedValue {
+	var out []driver.NamedValue
+	for i, a := range args {
+		s, ok := a.Value.(string)
+		if !ok || !hasNUL(s) {
+			continue
+		}
+		if out == nil {
+			out = append([]driver.NamedValue(nil), args...)
+		}
+		if (s[0] == '{' || s[0] == '[') && json.Valid([]byte(s)) {
+			out[i].Value = string(appendJSONText(nil, s))
+		} else {
+			out[i].Value = string(appendText(nil, s))
+		}
+	}
+	if out == nil {
+		return args
+	}
+	return out
 }
 
 func (c *sqlConn) PrepareContext(ctx context.Context, q string) (driver.Stmt, error) {
