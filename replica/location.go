@@ -78,6 +78,23 @@ func InboxQueuePath(where string) string {
 	return BesidePath(where, ".inbox", dir, 8)
 }
 
+// SeenPath is where serve keeps the ids of the webhook deliveries it
+// answered at a webhook (kind "" for the subscription's, "member" for the
+// member's), so that a delivery repeated after a restart is known:
+// <file>.seen or <file>.member.seen beside a file; a database's is in
+// the user's cache folder, as its inbox queue.
+func SeenPath(where, kind string) string {
+	dir, err := os.UserCacheDir()
+	if err == nil {
+		dir = filepath.Join(dir, "ploti-replica")
+	}
+	suffix := ".seen"
+	if kind != "" {
+		suffix = "." + kind + suffix
+	}
+	return BesidePath(where, suffix, dir, 8)
+}
+
 // FilesOf lists what a DuckDB file at path is kept as: the file, its
 // write-ahead log, its attachments folder and its status summary (what
 // removing the replica removes). A database has none.

@@ -18,11 +18,15 @@ func TestLocation_besideAFileAndNamedForADatabase(t *testing.T) {
 	if got := InboxQueuePath("data/r.duckdb"); got != "data/r.duckdb.inbox" {
 		t.Errorf("a file's inbox queue: %s", got)
 	}
+	if got := SeenPath("data/r.duckdb", "member"); got != "data/r.duckdb.member.seen" {
+		t.Errorf("a file's member webhook ids: %s", got)
+	}
 	a, b := "postgres://u:secret@db.example/r", "postgres://u:other@db.example/r"
 	if Name(a) == a || strings.Contains(Name(a), "secret") {
 		t.Errorf("Name(%s) = %s: the password shows", a, Name(a))
 	}
-	for _, f := range []func(string) string{func(w string) string { return SpoolDir(w, "") }, InboxQueuePath} {
+	for _, f := range []func(string) string{func(w string) string { return SpoolDir(w, "") }, InboxQueuePath,
+		func(w string) string { return SeenPath(w, "") }} {
 		p := f(a)
 		if strings.Contains(p, "secret") || p != f(b) {
 			t.Errorf("a database's place %s (%s with another password): want one named without the password", p, f(b))

@@ -114,8 +114,8 @@ func New(opts Options) (*Daemon, error) {
 	}
 	d.inbox = NewInboxQueue(opts.DB, d.now, d.log)
 	mux := http.NewServeMux()
-	for _, w := range []Webhook{opts.Webhook, opts.MemberWebhook} {
-		h, err := d.webhookHandler(w)
+	for i, w := range []Webhook{opts.Webhook, opts.MemberWebhook} {
+		h, err := d.webhookHandler(w, replica.SeenPath(opts.DB, []string{"", "member"}[i]))
 		if err != nil {
 			return nil, err
 		}
@@ -130,14 +130,15 @@ func New(opts Options) (*Daemon, error) {
 	return d, nil
 }
 
-// webhookHandler is w's handler; nil when w is not served.
-func (d *Daemon) webhookHandler(w Webhook) (http.Handler, error) {
+// webhookHandler is w's handler, keeping the ids it answered in seen;
+// nil when w is not served.
+func (d *Daemon) webhookHandler(w Webhook, seen string) (http.Handler, error) {
 	v, err := w.verifier(d.now)
 	if v == nil || err != nil {
 		return nil, err
 	}
 	return webhook.NewHandler(webhook.HandlerOptions{Verifier: v, Trigger: d.trig, Observe: d.metrics.observeWebhook, MaxBody: w.MaxBody,
-		Logger: d.log, OnEvent: d.noteEvent, Keep: d.inbox.Keep, OnOther: d.noteOther, Wants: d.wants})
+		Logger: d.log, OnEvent: d.noteEvent, Keep: d.inbox.Keep, OnOther: d.noteOther, Wants: d.wants, SeenFile: seen})
 }
 
 // Handler serves the webhook paths, GET /healthz and GET /metrics. Run

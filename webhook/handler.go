@@ -114,6 +114,13 @@ type HandlerOptions struct {
 	// Default DefaultMaxSeen.
 	MaxSeen int
 
+	// SeenFile, if set, is a file the remembered ids are kept in, so that
+	// a delivery repeated after a restart (within Seen) is answered as a
+	// duplicate too. An id is written once its delivery is answered 2xx
+	// (after Keep). The file is created when missing and stays bounded by
+	// MaxSeen and Seen.
+	SeenFile string
+
 	// Now is the clock for the Seen window. Default: the Verifier's clock.
 	Now func() time.Time
 
@@ -157,6 +164,11 @@ func NewHandler(opts HandlerOptions) (*Handler, error) {
 	for _, r := range allResults {
 		h.counts[r] = new(atomic.Uint64)
 	}
+	if opts.SeenFile != "" {
+		if err := h.seen.openSeen(opts.SeenFile, opts.Now()); err != nil {
+			return nil, fmt.Errorf("new webhook handler: %w", err)
+		}
+	}
 	return h, nil
 }
 
@@ -177,6 +189,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if kerr := h.opts.Keep(r.Context(), ev); kerr != nil {
 			h.seen.forget(ev.ID)
 			res, err = ResultNotKept, kerr
+		}
+	}
+	switch res {
+	case ResultOK, ResultPing, ResultOther:
+		if perr := h.seen.persist(ev.ID, h.opts.Now()); perr != nil {
+			h.opts.Logger.Warn("a repeat of this delivery after a restart will not be known as one", logs.Err(perr))
 		}
 	}
 	h.counts[res].Add(1)

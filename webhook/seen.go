@@ -14,6 +14,7 @@ type seenSet struct {
 	at     map[string]time.Time
 	order  []seenEntry // insertion order; order[head:] is live
 	head   int
+	log    *seenLog // the file the ids are kept in; nil: memory only (seen_file.go)
 }
 
 // seenEntry is one insertion into a seenSet.
