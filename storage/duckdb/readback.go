@@ -31,6 +31,13 @@ type fileStamp struct {
 
 var readBack sync.Map // cleaned path → fileStamp
 
+// storedStamp is a stamp as the cache folder keeps it: with the file's
+// path, so that the stamps of files gone can be dropped (pruneReadBack).
+type storedStamp struct {
+	Path string `json:"path"`
+	fileStamp
+}
+
 // stampOf is the path's stamp now; false when the file cannot be stat'ed.
 func stampOf(path string) (fileStamp, bool) {
 	st, err := os.Stat(path)
@@ -64,11 +71,11 @@ func readBackKnown(path string) bool {
 	if err != nil {
 		return false
 	}
-	var prev fileStamp
-	if json.Unmarshal(b, &prev) != nil || prev != now {
+	var prev storedStamp
+	if json.Unmarshal(b, &prev) != nil || prev.fileStamp != now {
 		return false
 	}
-	readBack.Store(key, prev)
+	readBack.Store(key, prev.fileStamp)
 	return true
 }
 
@@ -85,12 +92,15 @@ func rememberReadBack(path string) {
 	if f == "" {
 		return
 	}
-	b, _ := json.Marshal(now)
+	b, _ := json.Marshal(storedStamp{Path: key, fileStamp: now})
 	if os.MkdirAll(filepath.Dir(f), 0o700) != nil {
 		return
 	}
-	tmp := f + ".tmp" + time.Now().Format("150405.000000000")
+	tmp := f + tmpInfix + time.Now().Format("150405.000000000")
 	if os.WriteFile(tmp, b, 0o600) == nil && os.Rename(tmp, f) == nil {
+		if pruned.CompareAndSwap(false, true) {
+			pruneReadBack(filepath.Dir(f), maxReadBack)
+		}
 		return
 	}
 	os.Remove(tmp)
