@@ -85,8 +85,8 @@ func (r *Replica) syncExclusive(ctx context.Context) (SyncResult, error) {
 
 // wrapUp ends a sync whose outcome is err: it records the run's end (when
 // the walk's last commit did not), then keeps the attachments, prunes the
-// change log and the histories, and publishes the file, each after the
-// sync's own commits.
+// change log, the histories and the applied events' ids, and publishes
+// the file, each after the sync's own commits.
 func (r *Replica) wrapUp(ctx context.Context, name string, res *SyncResult, end *syncEnd, err error) (SyncResult, error) {
 	if df := storage.AsDiskFull(err, r.db.Path()); df != nil {
 		err = fmt.Errorf("sync %s: %w", name, df)
@@ -101,6 +101,7 @@ func (r *Replica) wrapUp(ctx context.Context, name string, res *SyncResult, end 
 	}
 	r.pruneChanges(ctx)
 	r.pruneHistory(ctx)
+	r.pruneApplied(ctx)
 	if r.opts.Publish != "" && (err == nil || errors.Is(err, ErrPartial)) && ctx.Err() == nil {
 		pub, perr := r.Publish(ctx, r.opts.Publish)
 		if perr != nil {
