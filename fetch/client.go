@@ -321,6 +321,24 @@ func (c *Client) endpoint(q url.Values, segments ...string) string {
 	return b.String()
 }
 
+// dotSegment finds in path (decoded: a server reads %2F as a slash and
+// %2E as a dot before it cleans the path) a segment past the base URL's
+// path that is ".", ".." or empty: an id that would reach another
+// endpoint (an empty last one too: "datasets/" is the list's path).
+func dotSegment(path, base string) (string, bool) {
+	rest := strings.TrimPrefix(path, strings.TrimSuffix(base, "/"))
+	rest = strings.TrimPrefix(rest, "/")
+	if rest == "" {
+		return "", false
+	}
+	for _, s := range strings.Split(rest, "/") {
+		if s == "" || s == "." || s == ".." {
+			return s, true
+		}
+	}
+	return "", false
+}
+
 // newRequest builds an API request with the key. It refuses a URL that is
 // not on the base URL's origin, so the key never leaves it.
 func (c *Client) newRequest(ctx context.Context, method, rawURL string, body []byte) (*http.Request, error) {
@@ -334,6 +352,9 @@ func (c *Client) newRequest(ctx context.Context, method, rawURL string, body []b
 	}
 	if !sameOrigin(req.URL, c.base) {
 		return nil, fmt.Errorf("%w: %s", ErrForeignLink, redactURL(req.URL))
+	}
+	if seg, ok := dotSegment(req.URL.Path, c.base.Path); ok {
+		return nil, fmt.Errorf("%w: the segment %q of %s (an id of %q?)", ErrDotSegment, seg, redactURL(req.URL), seg)
 	}
 	req.Header.Set("Authorization", "Bearer "+c.key)
 	req.Header.Set("Accept", "application/json")

@@ -81,6 +81,11 @@ var (
 	// ErrForeignLink is a links.version URL (or any API URL) that is not on
 	// the API base URL's scheme, host and port: the key is never sent there.
 	ErrForeignLink = errors.New("link not on the api host")
+	// ErrDotSegment is an API URL whose path, once its escapes are read,
+	// has a "." or ".." or empty segment: an id from the network ("..",
+	// "a/../b" or "") that a server cleaning the path would take for
+	// another endpoint. Nothing is sent.
+	ErrDotSegment = errors.New("path would reach another endpoint")
 	// ErrRedirect is a redirect to another host or from https to http.
 	ErrRedirect = errors.New("redirect refused")
 	// ErrChecksum is a downloaded file whose sha256 differs from its link's.
