@@ -345,7 +345,8 @@ func hashFile(path string) (string, int64, error) {
 // sharing a folder overwrote, and pruned, each other's files.
 func datasetFolder(id string) string {
 	safe := safeFileName(id)
-	return safe + nameTag(id, safe)
+	stem, tag := cutTag(id, safe, safe, maxNamePart)
+	return stem + tag
 }
 
 // attachmentFile is the file name of an attachment in its version's
@@ -357,8 +358,21 @@ func datasetFolder(id string) string {
 func attachmentFile(name string) string {
 	safe := safeFileName(name)
 	ext := filepath.Ext(safe)
-	return strings.TrimSuffix(safe, ext) + nameTag(name, safe) + ext
+	if len(ext) > maxExt {
+		ext = "" // no format's extension: a part of the name
+	}
+	stem, tag := cutTag(name, safe, strings.TrimSuffix(safe, ext), maxNamePart)
+	return stem + tag + ext
 }
+
+// Names from the network are cut to fit a file name (255 bytes on the
+// common file systems, with room for the spool's "-v12-snapshot-3.parquet"
+// and ".part"): maxNamePart bytes of a dataset id or an attachment's name,
+// its hash included, and an extension of at most maxExt.
+const (
+	maxNamePart = 128
+	maxExt      = 16
+)
 
 // nameTag keeps apart the names that safe, a file name made from s, may
 // share with others: "" when safe is s and s has no capital (a
@@ -368,8 +382,27 @@ func nameTag(s, safe string) string {
 	if safe == s && strings.ToLower(s) == s {
 		return ""
 	}
+	return hashTag(s)
+}
+
+// hashTag is "~" and a hash of s.
+func hashTag(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return "~" + hex.EncodeToString(sum[:8])
+}
+
+// cutTag is stem (safe, a file name made from s, or its start) and its
+// nameTag, cut to max bytes together: a stem that does not fit is cut,
+// and then tagged with a hash of s whatever s is, so that two names alike
+// in their first max bytes stay apart. safe is ASCII: any cut is whole
+// characters.
+func cutTag(s, safe, stem string, max int) (string, string) {
+	tag := nameTag(s, safe)
+	if len(stem)+len(tag) <= max {
+		return stem, tag
+	}
+	tag = hashTag(s)
+	return stem[:max-len(tag)], tag
 }
 
 // safeFileName keeps a name from the network to one path segment.

@@ -134,3 +134,52 @@ func TestSync_DatasetIDsLongerThanAnIdentifier(t *testing.T) {
 		}
 	}
 }
+
+// A dataset id of 3,000 characters, and an attachment name of 240, fit
+// the file system's names (255 bytes): spool files, the attachments
+// folder and file are cut, with a hash of the whole name, so two ids (or
+// names) alike in their first characters stay apart. Before, the dataset
+// failed on every sync ("file name too long").
+func TestSync_NamesLongerThanAFileName(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	em.AddPlace(emulator.Place{ID: "fl-orange", Name: "Orange County, FL", Kind: "county", State: "fl"})
+	long := "ds_" + strings.Repeat("x", 3000)
+	ids := []string{long + "a", long + "b"}
+	names := []string{strings.Repeat("n", 240) + "1.pdf", strings.Repeat("n", 240) + "2.pdf"}
+	for _, id := range ids {
+		var atts []emulator.Attachment
+		for _, n := range names {
+			atts = append(atts, emulator.Attachment{Name: n, ContentType: "application/pdf", Data: []byte(id[len(id)-1:] + n[240:])})
+		}
+		must(t, em.AddDataset(emulator.DatasetSpec{ID: id, Title: "long", PlaceID: "fl-orange", KeyColumns: []string{"k"},
+			Columns: []emulator.Column{{Name: "k", Type: "string"}, {Name: "n", Type: "integer"}}, Attachments: atts}))
+	}
+	sub, err := em.CreateSubscription(emulator.SubscriptionSpec{Places: []string{"fl-orange"}})
+	must(t, err)
+	r := mustOpen(t, em, sub, "", func(o *Options) { o.AttachmentsInlineMax = -1 })
+	for version := 1; version <= 2; version++ {
+		for i, id := range ids {
+			_, err := em.Publish(ctx, id, []emulator.Row{{"k": "a", "n": int64(i + version)}, {"k": "b", "n": int64(i)}})
+			must(t, err)
+		}
+		res := mustSync(t, r)
+		if len(res.Failed) != 0 || len(res.AttachmentsFailed) != 0 {
+			t.Fatalf("v%d: failed %v, attachments failed %v", version, res.Failed, res.AttachmentsFailed)
+		}
+		for _, id := range ids {
+			assertMatchesTruth(t, r, em, id, version)
+		}
+	}
+	if !isFile(r.db) {
+		return
+	}
+	for _, id := range ids {
+		kept := keptAttachments(t, r, id)
+		for _, n := range names {
+			if want := id[len(id)-1:] + n[240:]; string(kept[n].Content) != want {
+				t.Fatalf("attachment %.10s… of %.10s…%s = %q (%s), want %q", n, id, id[len(id)-1:], kept[n].Content, kept[n].Path, want)
+			}
+		}
+	}
+}

@@ -247,7 +247,8 @@ func (s *source) Discard(paths []string) {
 // "ds_a"), or once a case-insensitive file system folds them ("ds_A",
 // "ds_a"), must not share a spool file (their concurrent loads would
 // read each other's files). Such an id gets a hash of itself after a "~",
-// which no safe id holds.
+// which no safe id holds. A long id is cut to maxNamePart bytes with its
+// hash, so that the name fits a file system's 255.
 func fileName(datasetID string, version int, kind string, part int, ext string) string {
 	safe := strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' {
@@ -255,7 +256,8 @@ func fileName(datasetID string, version int, kind string, part int, ext string) 
 		}
 		return '_'
 	}, datasetID)
-	return fmt.Sprintf("%s%s-v%d-%s-%d%s", safe, nameTag(datasetID, safe), version, kind, part, ext)
+	stem, tag := cutTag(datasetID, safe, safe, maxNamePart)
+	return fmt.Sprintf("%s%s-v%d-%s-%d%s", stem, tag, version, kind, part, ext)
 }
 
 // Describe is apply.Describer: the dataset's title, place and topic.
