@@ -5,11 +5,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+
+	"github.com/ploti-replica/ploti-replica/storage"
 )
 
 // A summary is what a reader of the file (status) needs, kept beside it
@@ -78,7 +81,11 @@ func stateOf(path string) (fileState, bool) {
 // file is still open and held. The summary is kept only when the file is
 // checkpointed (no write-ahead log) and the close changed nothing after
 // the checkpoint; otherwise none is left. A summary that cannot be made
-// or written never fails the close: readers then open the file.
+// or written never fails the close: readers then open the file. A
+// checkpoint that fails and leaves the write-ahead log beside the file (a
+// full disk) fails the close, in words (checkpointLeft): the commits are
+// safe in the log, but the file is not what a copy of it alone would
+// hold, and the disk wants room before the next sync.
 func (db *DB) CloseWithSummary(ctx context.Context, summarize func(context.Context) ([]byte, error)) error {
 	if db.readOnly || !db.readable {
 		return db.Close()
@@ -92,15 +99,22 @@ func (db *DB) CloseWithSummary(ctx context.Context, summarize func(context.Conte
 	if err == nil {
 		payload, err = summarize(ctx)
 	}
+	var cpErr error
 	if err == nil {
-		_, err = db.sql.ExecContext(ctx, "CHECKPOINT")
+		_, cpErr = db.sql.ExecContext(ctx, "CHECKPOINT")
 	}
-	if err == nil {
+	if err == nil && cpErr == nil {
 		if again, err := db.commitHead(ctx); err == nil && again == head {
 			before, ok = stateOf(db.path)
 		}
 	}
-	if err := db.Close(); err != nil || !ok {
+	err = db.Close()
+	if cpErr != nil {
+		if _, werr := os.Stat(db.path + ".wal"); werr == nil {
+			return errors.Join(err, checkpointLeft(db.path, cpErr))
+		}
+	}
+	if err != nil || !ok {
 		return err
 	}
 	after, ok := stateOf(db.path)
@@ -108,6 +122,16 @@ func (db *DB) CloseWithSummary(ctx context.Context, summarize func(context.Conte
 		writeSummary(db.path, summaryFile{Migration: MigrationVersion(), File: after, Summary: payload})
 	}
 	return nil
+}
+
+// checkpointLeft is the error of a close whose checkpoint failed with the
+// write-ahead log left: a full disk says so (storage.DiskFullError).
+func checkpointLeft(path string, err error) error {
+	if df := storage.AsDiskFull(err, path); df != nil {
+		err = df
+	}
+	return fmt.Errorf("close %s: the last checkpoint failed; the commits are safe in %s.wal, which the next open writes into the file: %w",
+		path, filepath.Base(path), err)
 }
 
 // commitHead is the last commit's seq in _ploti.commit_log (walcheck.go).
