@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
+	"github.com/ploti-replica/ploti-replica/internal/storagetest"
 	"github.com/ploti-replica/ploti-replica/storage"
 )
 
@@ -18,7 +17,7 @@ import (
 // where), not silently; once there is room, the next open writes the log
 // into the file and the rows are there.
 func TestCloseWithSummary_checkpointOnAFullDisk(t *testing.T) {
-	dir := tmpfs(t, "24m")
+	dir := storagetest.Tmpfs(t, "24m")
 	path := filepath.Join(dir, "full.duckdb")
 	ctx := context.Background()
 	db, err := Open(ctx, path, storage.Options{Geometry: testGeometry})
@@ -31,7 +30,7 @@ func TestCloseWithSummary_checkpointOnAFullDisk(t *testing.T) {
 	if _, err := os.Stat(path + ".wal"); err != nil {
 		t.Fatalf("the rows are not in the write-ahead log: %v", err)
 	}
-	filler := fillDisk(t, dir)
+	filler := storagetest.FillDisk(t, dir)
 	err = Of(db).CloseWithSummary(ctx, func(context.Context) ([]byte, error) { return []byte(`1`), nil })
 	if !errors.Is(err, storage.ErrDiskFull) || !strings.Contains(err.Error(), "full.duckdb.wal") {
 		t.Fatalf("close on a full disk: %v, want a disk-full error naming the write-ahead log", err)
@@ -47,40 +46,5 @@ func TestCloseWithSummary_checkpointOnAFullDisk(t *testing.T) {
 	var n int
 	if err := db.SQL().QueryRowContext(ctx, "SELECT count(*) FROM big").Scan(&n); err != nil || n != 100000 {
 		t.Fatalf("rows after the reopen: %d, %v", n, err)
-	}
-}
-
-// tmpfs mounts a tmpfs of size on a new folder; it skips the test unless
-// it runs as root (CI does).
-func tmpfs(t *testing.T, size string) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs a size-limited tmpfs, which needs root (CI runs as root)")
-	}
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs here (%v: %s)", err, strings.TrimSpace(string(out)))
-	}
-	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
-	return dir
-}
-
-// fillDisk writes a file until dir's file system has no room left.
-func fillDisk(t *testing.T, dir string) string {
-	t.Helper()
-	path := filepath.Join(dir, "filler")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	buf := make([]byte, 64<<10)
-	for {
-		if _, err := f.Write(buf); err != nil {
-			if errors.Is(err, syscall.ENOSPC) {
-				return path
-			}
-			t.Fatal(err)
-		}
 	}
 }
