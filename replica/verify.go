@@ -49,6 +49,10 @@ type DatasetCheck struct {
 	// Reason says why an unverifiable dataset cannot be checked, or why
 	// a repair failed.
 	Reason string `json:"reason,omitempty"`
+	// fault marks an unverifiable dataset that a failure kept from being
+	// checked (Ploti not answering, a download failing, a full spool),
+	// not a lasting reason (watched, past retention).
+	fault bool
 }
 
 // VerifyReport is a Verify run.
@@ -78,6 +82,24 @@ func (r VerifyReport) MarshalJSON() ([]byte, error) {
 
 // OK is true when nothing differs (after repairs).
 func (r VerifyReport) OK() bool { return r.Differ == 0 }
+
+// NothingVerified is the reason a run compared no dataset with its
+// version although it could have: every dataset it tried was
+// unverifiable, and some for a failure (Ploti not answering, a download
+// failing, the spool's disk full) rather than for a lasting reason
+// (watched, past retention). Such a run is no success: the reason is the
+// first failure's. "" when something was compared, or nothing could be.
+func (r VerifyReport) NothingVerified() string {
+	if r.Verified+r.Repaired+r.Differ > 0 {
+		return ""
+	}
+	for _, c := range r.Datasets {
+		if c.fault {
+			return fmt.Sprintf("%s v%d: %s", c.DatasetID, c.Version, c.Reason)
+		}
+	}
+	return ""
+}
 
 // Verify compares each dataset's table with the version the registry says
 // it holds, as Ploti publishes it: the version's snapshot, downloaded and
@@ -187,9 +209,12 @@ func (r *Replica) verifyOne(ctx context.Context, d *storage.Dataset) (DatasetChe
 		if ctx.Err() != nil {
 			return c, nil, ctx.Err()
 		}
-		c.Verdict = VerdictUnverifiable
+		c.Verdict, c.fault = VerdictUnverifiable, true
 		c.Reason = fmt.Sprintf("version %d cannot be read from Ploti: %v", d.Version, err)
-		if errors.Is(err, fetch.ErrExpired) || errors.Is(err, fetch.ErrNotFound) {
+		if df := storage.AsDiskFull(err, r.spool); df != nil {
+			c.Reason = fmt.Sprintf("version %d could not be downloaded: %v", d.Version, df)
+		} else if errors.Is(err, fetch.ErrExpired) || errors.Is(err, fetch.ErrNotFound) {
+			c.fault = false
 			c.Reason = fmt.Sprintf("version %d is no longer served (past retention): a sync to the current version, then verify", d.Version)
 		}
 		return r.countsWithoutSnapshot(ctx, d, v, c)

@@ -33,7 +33,7 @@ const (
 func newVerifyMetrics(reg *prometheus.Registry) (*verifyMetrics, error) {
 	m := &verifyMetrics{
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ploti_replica_verify_runs_total",
-			Help: "Verify runs (--verify-every), by result: ok (every dataset verified or unverifiable), differs, failed (could not run)."}, []string{"result"}),
+			Help: "Verify runs (--verify-every), by result: ok (every dataset verified or unverifiable), differs, failed (could not run, or verified nothing for a failure)."}, []string{"result"}),
 		datasets: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ploti_replica_verify_datasets",
 			Help: "Datasets by verdict in the last verify run: verified, differs, unverifiable (version past retention, or watched)."}, []string{"verdict"}),
 		last: prometheus.NewGauge(prometheus.GaugeOpts{Name: "ploti_replica_verify_last_run_timestamp_seconds",
@@ -60,8 +60,11 @@ func (m *verifyMetrics) observe(rep replica.VerifyReport, err error, at time.Tim
 		return
 	}
 	result := verifyOK
-	if !rep.OK() {
+	switch {
+	case !rep.OK():
 		result = verifyDiffers
+	case rep.NothingVerified() != "":
+		result = verifyFailed
 	}
 	m.runs.WithLabelValues(result).Inc()
 	m.duration.Set(rep.Duration.Seconds())
@@ -95,6 +98,9 @@ func (d *Daemon) maybeVerify(ctx context.Context, r *replica.Replica) {
 	switch {
 	case err != nil:
 		d.log.Warn("verify: could not run; it runs again at its next time", logs.Err(err))
+	case rep.NothingVerified() != "":
+		d.log.Warn("verify: no dataset could be verified; it runs again at its next time",
+			slog.Int("unverifiable", rep.Unverifiable), slog.String("reason", rep.NothingVerified()))
 	case !rep.OK():
 		for _, c := range rep.Datasets {
 			if c.Verdict == replica.VerdictDiffers {

@@ -191,3 +191,23 @@ func TestDiskFull_spoolFolder(t *testing.T) {
 	filler := fill(t, spool, 1<<20)
 	checkDiskFull(t, em, vars, args, spool, filler, spool)
 }
+
+// A verify whose spool folder is full downloads no snapshot: it verified
+// nothing, and says so with a failure's exit code and the disk-full
+// words, not 0; with room, it verifies.
+func TestDiskFull_verifyWithAFullSpool(t *testing.T) {
+	spool := mountTmpfs(t, "4m")
+	db := filepath.Join(t.TempDir(), "feeds.duckdb")
+	_, vars, _ := diskWorld(t, db, "")
+	filler := fill(t, spool, 0)
+	code, out, errs := cli(t, vars, "verify", "--spool", spool)
+	if code != exitFailure || !strings.Contains(errs, "no dataset could be verified") || !strings.Contains(errs, "disk is full") {
+		t.Fatalf("verify on a full spool: exit %d, want %d saying no dataset could be verified, and the disk is full\n%s%s", code, exitFailure, out, errs)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := cli(t, vars, "verify", "--spool", spool); code != exitOK {
+		t.Fatalf("verify with room: exit %d\n%s%s", code, out, errs)
+	}
+}

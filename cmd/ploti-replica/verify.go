@@ -38,8 +38,9 @@ noted, not reported as a difference.
 --repair reloads each dataset that differs at the version it holds, and
 checks it again.
 
-Exit codes: 0 every dataset verified (or repaired), 1 failure, 2 usage,
-3 something differs, 4 the file is locked.`,
+Exit codes: 0 every dataset verified (or repaired), 1 failure (no dataset
+could be verified: Ploti did not answer, or a download failed, say for a full
+disk), 2 usage, 3 something differs, 4 the file is locked.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return v.run(cmd.Context()) },
 	}
@@ -79,6 +80,9 @@ func (v *verifyCmd) run(ctx context.Context) error {
 	}
 	if !rep.OK() {
 		return fmt.Errorf("verify %s: %d dataset(s) differ from the version they hold: %w", replica.Name(v.conn.DB), rep.Differ, replica.ErrDiffers)
+	}
+	if why := rep.NothingVerified(); why != "" {
+		return fmt.Errorf("verify %s: no dataset could be verified (%d unverifiable); the first: %s", replica.Name(v.conn.DB), rep.Unverifiable, why)
 	}
 	return nil
 }
