@@ -93,7 +93,8 @@ func (ro RunOptions) withDefaults() RunOptions {
 // (within StopTimeout, then it is cancelled) and Run returns nil. It
 // returns an error, without retrying, when a sync meets one that no retry
 // can mend: ErrWrongSubscription, ErrForeignCursor, ErrSubscriptionGone
-// twice in a row (one 404 may be a proxy's), ErrClosed.
+// twice in a row (one 404 may be a proxy's), ErrClosed, and RunFile's
+// ErrFileReplaced.
 //
 // Run holds the replica open throughout; r.DB() and r.ReadOnly() serve
 // reads meanwhile. To leave the file free between syncs for other
@@ -111,7 +112,9 @@ func (r *Replica) Run(ctx context.Context, ro RunOptions) error {
 // RunFile is Run for a file that other processes read between syncs: it
 // opens the replica at path with opts for each sync and closes it after,
 // so that the file is free between syncs (a DuckDB file open for writing
-// cannot be opened by another process, even to read). An Open that waits
+// cannot be opened by another process, even to read). A file deleted or
+// replaced between two syncs (or during one) ends the run with
+// ErrFileReplaced: no new file is made in its place. An Open that waits
 // for another process to let go of the file is cancelled at once when ctx
 // ends.
 func RunFile(ctx context.Context, path string, opts Options, ro RunOptions) error {
@@ -119,8 +122,9 @@ func RunFile(ctx context.Context, path string, opts Options, ro RunOptions) erro
 		return err
 	}
 	onLocked := opts.OnLocked
+	same := newSameFile(path)
 	rn := &runner{ro: ro.withDefaults(), log: logs.OrDiscard(opts.Logger), once: func(c syncCall) (SyncResult, error) {
-		o := opts
+		o := same.options(opts)
 		o.OnLocked = func(msg string) {
 			c.waiting.Store(true)
 			if c.parent.Err() != nil {
@@ -133,7 +137,10 @@ func RunFile(ctx context.Context, path string, opts Options, ro RunOptions) erro
 		r, err := Open(c.ctx, path, o)
 		c.waiting.Store(false)
 		if err != nil {
-			return SyncResult{}, err
+			return SyncResult{}, same.openFailed(err)
+		}
+		if err := same.opened(); err != nil {
+			return SyncResult{}, errors.Join(err, r.Close())
 		}
 		res, err := r.runSync(c, c.ro)
 		if cerr := r.Close(); cerr != nil && err == nil {
@@ -218,7 +225,7 @@ func (rn *runner) loop(ctx context.Context) error {
 		switch {
 		case ctx.Err() != nil:
 			return nil
-		case errors.Is(err, ErrWrongSubscription), errors.Is(err, ErrForeignCursor), errors.Is(err, ErrClosed):
+		case errors.Is(err, ErrWrongSubscription), errors.Is(err, ErrForeignCursor), errors.Is(err, ErrClosed), errors.Is(err, ErrFileReplaced):
 			return err // nothing a later sync can change
 		case errors.Is(err, ErrSubscriptionGone):
 			// A deleted subscription never comes back; one 404 (a proxy's,
