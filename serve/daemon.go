@@ -294,11 +294,12 @@ func (d *Daemon) loop(ctx context.Context) error {
 		d.log.Warn("waiting for the file: "+msg, logKeyDB, replica.Name(d.path))
 	}
 	var status atomic.Pointer[replica.Status] // AfterSync's, for OnSync
+	opened := false                           // a sync of this run opened the file
 	ro := replica.RunOptions{Interval: interval, Signal: d.trig.C(), RetryMin: d.retryMin, RetryMax: d.retryMax, StopTimeout: d.grace,
 		BeforeSync: func(ctx context.Context, r *replica.Replica) {
 			d.setSyncing(true)
 			status.Store(nil)
-			d.inbox.Record(ctx, r)
+			d.recordInbox(ctx, r, &opened)
 		},
 		AfterSync: func(ctx context.Context, r *replica.Replica, _ replica.SyncResult, err error) {
 			st, serr := r.Status(ctx)
@@ -321,6 +322,18 @@ func (d *Daemon) loop(ctx context.Context) error {
 		},
 	}
 	return replica.RunFile(ctx, d.path, opts, ro)
+}
+
+// recordInbox records the queued request events in the file a sync
+// opened. When an earlier sync of the run opened the file, RunFile found
+// the same one (else it ends the run: replica.ErrFileReplaced), so the
+// events recorded then are in it, and are forgotten (InboxQueue.Confirm).
+func (d *Daemon) recordInbox(ctx context.Context, r *replica.Replica, opened *bool) {
+	if *opened {
+		d.inbox.Confirm()
+	}
+	*opened = true
+	d.inbox.RecordKept(ctx, r)
 }
 
 // syncOutcome is what one sync did.

@@ -27,7 +27,10 @@ import (
 // not lost with the process. A sync takes the queue (renamed to
 // <db>.inbox.taking), records it, and removes it; a queue taken and not
 // recorded (a crash, a failed sync) is taken again first, and the inbox's
-// dedupe by event id makes the second recording change nothing.
+// dedupe by event id makes the second recording change nothing. A
+// Daemon's syncs set the recorded events aside (<db>.inbox.recorded)
+// until a later sync finds the same file (RecordKept, Confirm): a file
+// deleted under the Daemon does not take them with it.
 type InboxQueue struct {
 	mu   sync.Mutex
 	path string
@@ -141,9 +144,19 @@ func (q *InboxQueue) take() (string, []replica.InboxEvent, error) {
 			return "", nil, fmt.Errorf("take the inbox queue: %w", err)
 		}
 	}
-	f, err := os.Open(taking)
+	evs, err := readQueue(taking, q.log)
 	if err != nil {
 		return "", nil, fmt.Errorf("take the inbox queue: %w", err)
+	}
+	return taking, evs, nil
+}
+
+// readQueue reads the events of a queue file, one JSON line each; a line
+// that does not read is skipped, with a warning.
+func readQueue(path string, log *slog.Logger) ([]replica.InboxEvent, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
 	}
 	defer f.Close()
 	var evs []replica.InboxEvent
@@ -157,7 +170,7 @@ func (q *InboxQueue) take() (string, []replica.InboxEvent, error) {
 			if jerr := json.Unmarshal(line, &ev); jerr != nil || ev.ID == "" {
 				// A line cut short by a crash while it was written: its
 				// delivery was not answered 2xx, and comes again.
-				q.log.Warn("skipping an unreadable line of the inbox queue", slog.String("file", taking), slog.Int("line", n))
+				log.Warn("skipping an unreadable line of the inbox queue", slog.String("file", path), slog.Int("line", n))
 			} else {
 				evs = append(evs, ev)
 			}
@@ -166,19 +179,27 @@ func (q *InboxQueue) take() (string, []replica.InboxEvent, error) {
 			break
 		}
 		if err != nil {
-			return "", nil, fmt.Errorf("read the inbox queue: %w", err)
+			return nil, fmt.Errorf("read %s: %w", path, err)
 		}
 	}
-	return taking, evs, nil
+	return evs, nil
 }
 
-// done removes a queue file whose events are recorded.
-func (q *InboxQueue) done(path string) {
+// done sets aside a queue file whose events are recorded: with keep,
+// its lines are appended to the recorded file (<queue>.recorded, synced)
+// until Confirm; then, or without keep, the file is removed.
+func (q *InboxQueue) done(path string, keep bool) {
 	if path == "" {
 		return
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if keep {
+		if err := appendFile(q.recordedPath(), path); err != nil {
+			q.log.Warn("keep the recorded inbox queue until the next sync; its events are recorded again (once)", logs.Err(err))
+			return
+		}
+	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		q.log.Warn("remove the recorded inbox queue; its events are recorded again (once)", logs.Err(err))
 	}
@@ -186,18 +207,69 @@ func (q *InboxQueue) done(path string) {
 
 // Record writes the queue's events into the replica's inbox: a queue
 // taken before and not recorded, then the queue now, so that the events
-// kept since the first was taken do not wait for another sync.
+// kept since the first was taken do not wait for another sync. Events
+// recorded by a Daemon and set aside (RecordKept) are recorded again
+// first (the inbox keeps each once), then forgotten.
 func (q *InboxQueue) Record(ctx context.Context, r *replica.Replica) {
+	if q.recordAll(ctx, r, false) {
+		q.Confirm()
+	}
+}
+
+// RecordKept is Record for a Daemon, whose file may be deleted or
+// replaced under it while it runs (replica.RunFile then stops): the
+// events recorded are set aside rather than forgotten, and recorded
+// again by every sync until Confirm, which the Daemon calls once a later
+// sync of the run found the same file (so that they are in it). Events
+// recorded into a file deleted meanwhile are recorded again into the one
+// made next, not lost with it.
+func (q *InboxQueue) RecordKept(ctx context.Context, r *replica.Replica) {
+	q.recordAll(ctx, r, true)
+}
+
+// Confirm forgets the events recorded and set aside by RecordKept: the
+// file they were recorded in is still the one at the path.
+func (q *InboxQueue) Confirm() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if err := os.Remove(q.recordedPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		q.log.Warn("forget the recorded inbox events; they are recorded again (once)", logs.Err(err))
+	}
+}
+
+// recordAll records the events set aside, then the queues; false when
+// the events set aside could not be recorded.
+func (q *InboxQueue) recordAll(ctx context.Context, r *replica.Replica, keep bool) bool {
+	ok := q.recordAgain(ctx, r)
 	for range 2 {
-		if !q.recordOne(ctx, r) {
-			return
+		if !q.recordOne(ctx, r, keep) {
+			break
 		}
 	}
+	return ok
+}
+
+// recordAgain records the events set aside (none: true).
+func (q *InboxQueue) recordAgain(ctx context.Context, r *replica.Replica) bool {
+	q.mu.Lock()
+	evs, err := readQueue(q.recordedPath(), q.log)
+	q.mu.Unlock()
+	if errors.Is(err, os.ErrNotExist) {
+		return true
+	}
+	if err == nil && len(evs) > 0 {
+		_, err = r.RecordInbox(ctx, evs)
+	}
+	if err != nil {
+		q.log.Warn("record the request events set aside in _ploti.inbox; the next sync tries again", logs.Err(err))
+		return false
+	}
+	return true
 }
 
 // recordOne takes a queue and records it; false when there was none, or
 // it could not be read or recorded (it waits for the next sync).
-func (q *InboxQueue) recordOne(ctx context.Context, r *replica.Replica) bool {
+func (q *InboxQueue) recordOne(ctx context.Context, r *replica.Replica, keep bool) bool {
 	path, evs, err := q.take()
 	if err != nil {
 		q.log.Warn("request events wait for the next sync", logs.Err(err))
@@ -211,7 +283,34 @@ func (q *InboxQueue) recordOne(ctx context.Context, r *replica.Replica) bool {
 		q.log.Warn("record request events in _ploti.inbox; the next sync tries again", logs.Err(err))
 		return false
 	}
-	q.done(path)
+	q.done(path, keep)
 	q.log.Info("request events recorded in _ploti.inbox", slog.Int("events", len(evs)), slog.Int("new", n))
 	return true
+}
+
+// recordedPath is the file of the events recorded and set aside.
+func (q *InboxQueue) recordedPath() string { return q.path + ".recorded" }
+
+// appendFile appends the bytes of src to dst (created when missing) and
+// syncs dst, ending a last line cut short first.
+func appendFile(dst, src string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(dst, os.O_APPEND|os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return err
+	}
+	if cut, err := endsCutShort(f); err != nil {
+		f.Close()
+		return err
+	} else if cut {
+		b = append([]byte{'\n'}, b...)
+	}
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		b = append(b, '\n')
+	}
+	_, werr := f.Write(b)
+	return errors.Join(werr, f.Sync(), f.Close())
 }

@@ -83,7 +83,7 @@ func TestInboxQueue_anEventWrittenWhileAnotherProcessTakesTheQueueIsNotLost(t *t
 		for _, e := range evs {
 			got = append(got, e.ID)
 		}
-		q.done(path)
+		q.done(path, false)
 	}
 	serve.opened = func() {
 		serve.opened = nil
