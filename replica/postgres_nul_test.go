@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/ploti-replica/ploti-replica/emulator"
@@ -50,5 +51,31 @@ func TestPostgres_NULInTextIsReplaced(t *testing.T) {
 	rep, err := r.Verify(ctx, VerifyOptions{})
 	if err != nil || !rep.OK() || rep.Verified != 1 {
 		t.Fatalf("verify: %v, %+v", err, rep)
+	}
+}
+
+// The same for a watched dataset, whose rows come as JSON: a key and a
+// value with NUL load, and merge, with U+FFFD.
+func TestPostgres_NULInAWatchedDataset(t *testing.T) {
+	em := mustEmulator(t)
+	em.AddPlace(emulator.Place{ID: "fl-orange", Name: "Orange County, FL", Kind: "county", State: "fl"})
+	must(t, em.AddDataset(emulator.DatasetSpec{ID: "ds_nul", Title: "NUL", PlaceID: "fl-orange", KeyColumns: []string{"k"},
+		Columns: []emulator.Column{{Name: "k", Type: "string"}, {Name: "note", Type: "string"}}}))
+	rows := func(round int) []emulator.Row {
+		return []emulator.Row{{"k": "a\x00", "note": fmt.Sprintf("x\x00%d", round)}, {"k": "b", "note": "plain"}}
+	}
+	mustPublishRows(t, em, "ds_nul", rows(0))
+	_, err := em.Watch("ds_nul")
+	must(t, err)
+	r := mustOpenWatches(t, em, pgtest.DB(t))
+	mustSync(t, r)
+	mustPublishRows(t, em, "ds_nul", rows(1))
+	if res := mustSync(t, r); res.WatchMerges != 1 {
+		t.Fatalf("the second sync: %+v, want a merge", res)
+	}
+	var note string
+	must(t, r.DB().QueryRowContext(context.Background(), "SELECT note FROM ds_nul WHERE k = 'a\uFFFD'").Scan(&note))
+	if note != "x\uFFFD1" {
+		t.Fatalf("the watched row with NUL = %q, want x\uFFFD1", note)
 	}
 }
