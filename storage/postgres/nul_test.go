@@ -46,3 +46,18 @@ func TestNUL_jsonbTakesTheReading(t *testing.T) {
 		t.Fatalf("jsonb read %q %q", s, esc)
 	}
 }
+
+// Rows read whole (a watched dataset's NDJSON) with NUL in a string load
+// with U+FFFD; PostgreSQL refused them at COPY ("invalid byte sequence
+// for encoding UTF8: 0x00"), on every sync.
+func TestTx_LoadRows_NUL(t *testing.T) {
+	ctx := context.Background()
+	db, u := mustOpen(t)
+	file := mustNDJSON(t, `{"_ploti_record_id":"r1","s":"a\u0000b"}`)
+	if err := db.Update(ctx, func(tx *Tx) error { _, err := tx.LoadRows(ctx, "w", jsonCols, []string{file}); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if got := state(t, mustReader(t, u), "SELECT s FROM w"); got != "a\uFFFDb" {
+		t.Fatalf("s = %q, want a\uFFFDb", got)
+	}
+}
