@@ -175,16 +175,18 @@ FROM range(0, 20) t(i)`
 }
 
 // A snapshot that cannot be read (its bytes not as signed) leaves a
-// dataset unverifiable, but the counts Ploti and the registry give still
-// say when rows went missing: a row deleted by hand is found all the same.
+// dataset unverifiable: a verify that could compare nothing else is no
+// success (exit 1, saying why). The counts Ploti and the registry give
+// still say when rows went missing: a row deleted by hand is found all
+// the same.
 func TestVerify_countsWhenTheSnapshotCannotBeRead(t *testing.T) {
 	em, _, vars := demoWorld(t)
 	mustCLI(t, vars, "sync")
 	em.Inject(emulator.Fault{Match: "/files/**", Kind: emulator.FaultCorrupt, Count: -1})
 	defer em.ClearFaults()
 	code, out, errs := cli(t, vars, "verify", "--dataset", emulator.DemoPermits)
-	if code != exitOK || !strings.Contains(out, "UNVERIFIABLE") && !strings.Contains(out, "unverifiable") {
-		t.Fatalf("verify with the snapshot unreadable, nothing changed: exit %d\n%s%s", code, out, errs)
+	if code != exitFailure || !strings.Contains(out, "unverifiable") || !strings.Contains(errs, "no dataset could be verified") {
+		t.Fatalf("verify with the snapshot unreadable, nothing changed: exit %d, want %d\n%s%s", code, exitFailure, out, errs)
 	}
 	tamper(t, vars["PLOTI_DB"], "DELETE FROM main."+storage.Ident(emulator.DemoPermits)+" WHERE permit_number = 'BP-0004'")
 	code, out, errs = cli(t, vars, "verify", "--dataset", emulator.DemoPermits)
