@@ -139,7 +139,7 @@ func RunFile(ctx context.Context, path string, opts Options, ro RunOptions) erro
 		if err != nil {
 			return SyncResult{}, same.openFailed(err)
 		}
-		if err := same.opened(); err != nil {
+		if err := same.opened(c.ctx, r); err != nil {
 			return SyncResult{}, errors.Join(err, r.Close())
 		}
 		res, err := r.runSync(c, c.ro)

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -15,12 +16,14 @@ var ErrFileReplaced = errors.New("the file was deleted or replaced since the las
 
 // sameFile follows the DuckDB file RunFile syncs: the file each sync
 // opens must be the one the run's first sync opened (its device and
-// inode), so that what the daemon around it hands to a sync (request
-// events from its queue) goes into the file it was meant for, not one
-// deleted, or made anew, meanwhile. A database has no file to follow.
+// inode, and its id in _ploti: a new file may get a deleted one's inode),
+// so that what the daemon around it hands to a sync (request events from
+// its queue) goes into the file it was meant for, not one deleted, or
+// made anew, meanwhile. A database has no file to follow.
 type sameFile struct {
 	path string
 	last os.FileInfo // the file the last sync opened; nil before one
+	id   string      // its storage.DB.FileID
 }
 
 func newSameFile(path string) *sameFile {
@@ -49,9 +52,9 @@ func (s *sameFile) openFailed(err error) error {
 	return err
 }
 
-// opened checks, with the file open, that it is the one the last sync
-// opened, and remembers it for the next.
-func (s *sameFile) opened() error {
+// opened checks, with r open on the file, that it is the one the last
+// sync opened, and remembers it for the next.
+func (s *sameFile) opened(ctx context.Context, r *Replica) error {
 	if s == nil {
 		return nil
 	}
@@ -59,10 +62,14 @@ func (s *sameFile) opened() error {
 	if err != nil {
 		return fmt.Errorf("sync %s: the file opened is not at its path any more: %w: %w", s.path, ErrFileReplaced, err)
 	}
-	if s.last != nil && !os.SameFile(s.last, st) {
+	id, err := r.db.FileID(ctx)
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", s.path, err)
+	}
+	if s.last != nil && (!os.SameFile(s.last, st) || id != s.id) {
 		return fmt.Errorf("sync %s: another file is at the path than the one the last sync wrote (copied or moved over it); "+
 			"the run stops rather than sync into it (start it again to keep the file now there): %w", s.path, ErrFileReplaced)
 	}
-	s.last = st
+	s.last, s.id = st, id
 	return nil
 }

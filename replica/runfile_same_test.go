@@ -11,8 +11,9 @@ import (
 
 // A file deleted under RunFile between two syncs ends the run with
 // ErrFileReplaced, and no new file is made in its place; so does a file
-// replaced by another (a copy moved over it). Before, the next sync made
-// a new file without a word.
+// replaced by another (moved over it), whether or not the file system
+// gave it the deleted one's inode (its id in _ploti tells). Before, the
+// next sync made a new file without a word.
 func TestRunFile_aDeletedOrReplacedFileEndsTheRun(t *testing.T) {
 	em := mustEmulator(t)
 	sub, _, _ := seedTwo(t, em)
