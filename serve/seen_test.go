@@ -25,6 +25,37 @@ type capture struct {
 	body   []byte
 }
 
+// capturer keeps the deliveries POSTed to /ploti on their way to a
+// handler.
+type capturer struct {
+	mu   sync.Mutex
+	seen []capture
+}
+
+// wrap serves with the handler next gives, capturing the deliveries.
+func (c *capturer) wrap(next func() http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/ploti" && r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			c.mu.Lock()
+			c.seen = append(c.seen, capture{r.Header.Clone(), body})
+			c.mu.Unlock()
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		next().ServeHTTP(w, r)
+	})
+}
+
+// last is the last delivery captured.
+func (c *capturer) last() (capture, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.seen) == 0 {
+		return capture{}, false
+	}
+	return c.seen[len(c.seen)-1], true
+}
+
 // A webhook delivery replayed after serve restarts (a captured delivery,
 // or Ploti's retry of one whose answer was lost) is answered as a
 // duplicate and starts no sync: the ids the Daemon answered are kept
@@ -32,18 +63,8 @@ type capture struct {
 func TestDaemon_aDeliveryReplayedAfterARestartIsADuplicate(t *testing.T) {
 	em, sub := testEmulator(t)
 	var current atomic.Pointer[Daemon]
-	var mu sync.Mutex
-	var captured []capture
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/ploti" && r.Method == http.MethodPost {
-			body, _ := io.ReadAll(r.Body)
-			mu.Lock()
-			captured = append(captured, capture{r.Header.Clone(), body})
-			mu.Unlock()
-			r.Body = io.NopCloser(bytes.NewReader(body))
-		}
-		current.Load().Handler().ServeHTTP(w, r)
-	}))
+	captured := &capturer{}
+	srv := httptest.NewServer(captured.wrap(func() http.Handler { return current.Load().Handler() }))
 	defer srv.Close()
 	wh, err := em.CreateWebhook(emulator.WebhookSpec{URL: srv.URL + "/ploti", SubscriptionID: sub, Description: "restart"})
 	must(t, err)
@@ -63,12 +84,10 @@ func TestDaemon_aDeliveryReplayedAfterARestartIsADuplicate(t *testing.T) {
 	publish(t, em, 2)
 	waitSyncs(t, srv.URL, 2) // the webhook's sync
 	stop()
-	mu.Lock()
-	if len(captured) == 0 {
+	replay, ok := captured.last()
+	if !ok {
 		t.Fatal("no delivery arrived")
 	}
-	replay := captured[len(captured)-1]
-	mu.Unlock()
 
 	stop = start()
 	defer stop()
