@@ -28,6 +28,10 @@ const (
 	DefaultRetryMinWait        = 500 * time.Millisecond
 	DefaultRetryMaxWait        = 30 * time.Second
 	DefaultReadIdleTimeout     = 2 * time.Minute
+	DefaultAPIIdleTimeout      = 30 * time.Second
+	DefaultAPITotalTimeout     = 2 * time.Minute
+	DefaultRetryAfterBudget    = 5 * time.Minute
+	DefaultLongWait            = 5 * time.Second
 	DefaultCallsPerMinute      = 120 // ploti-docs: 120 calls a minute per key
 	DefaultHeavyCallsPerMinute = 20  // manifest, subscription create/change/preview
 )
@@ -83,6 +87,23 @@ type Options struct {
 	// ReadIdleTimeout aborts (and retries) a download that receives no
 	// bytes for this long; DefaultReadIdleTimeout when zero.
 	ReadIdleTimeout time.Duration
+	// APIIdleTimeout ends a try of an API call that received no byte of
+	// its answer for this long, the wait for the headers included;
+	// APITotalTimeout one whose whole answer took longer. Both are retried
+	// as transient failures (ErrIdleTimeout, ErrTotalTimeout); defaults
+	// DefaultAPIIdleTimeout and DefaultAPITotalTimeout, which with the
+	// default attempts give up on a stalled server within about 200 s.
+	APIIdleTimeout, APITotalTimeout time.Duration
+	// RetryAfterBudget is how long, summed, the calls made with one
+	// context (WithWaitBudget; one call's tries without it) wait on
+	// Retry-After answers; a Retry-After past what is left ends the call
+	// at once with an error wrapping ErrRateLimited that says when Ploti
+	// asked to come back. DefaultRetryAfterBudget when zero.
+	RetryAfterBudget time.Duration
+	// LongWait is the wait between tries (Retry-After or backoff) from
+	// which a context's WithLongWait hook is called; DefaultLongWait when
+	// zero.
+	LongWait time.Duration
 	// Sleep waits d or until ctx is done (then returns ctx's error). Tests
 	// inject one that records waits and returns at once. It serves both
 	// the retry backoff and the rate limiter.
@@ -112,6 +133,10 @@ type Client struct {
 	minWait     time.Duration
 	maxWait     time.Duration
 	idle        time.Duration
+	apiIdle     time.Duration
+	apiTotal    time.Duration
+	raBudget    time.Duration
+	longWait    time.Duration
 	sleep       func(ctx context.Context, d time.Duration) error
 	now         func() time.Time
 	limiter     *limiter // nil when disabled
@@ -153,6 +178,10 @@ func New(opts Options) (*Client, error) {
 		minWait:     orDefault(opts.RetryMinWait, DefaultRetryMinWait),
 		maxWait:     orDefault(opts.RetryMaxWait, DefaultRetryMaxWait),
 		idle:        orDefault(opts.ReadIdleTimeout, DefaultReadIdleTimeout),
+		apiIdle:     orDefault(opts.APIIdleTimeout, DefaultAPIIdleTimeout),
+		apiTotal:    orDefault(opts.APITotalTimeout, DefaultAPITotalTimeout),
+		raBudget:    orDefault(opts.RetryAfterBudget, DefaultRetryAfterBudget),
+		longWait:    orDefault(opts.LongWait, DefaultLongWait),
 		sleep:       opts.Sleep,
 		now:         opts.Now,
 	}
@@ -219,14 +248,15 @@ func (c *Client) httpClients(tmpl *http.Client) (api, files *http.Client) {
 	}
 	a := f
 	a.CheckRedirect = checkRedirect
+	a.Transport = &clockTransport{base: f.Transport}
 	if c.limiter != nil {
-		a.Transport = &limitTransport{base: f.Transport, lim: c.limiter}
+		a.Transport = &limitTransport{base: a.Transport, lim: c.limiter}
 	}
 	return &a, &f
 }
 
 // defaultTransport has timeouts on every phase before the body, and none
-// on the body itself (Download has its own idle timeout).
+// on the body itself (Download and API calls have their own).
 func defaultTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
@@ -387,6 +417,7 @@ func (c *Client) do(hc *http.Client, req *http.Request, op string, file bool) (*
 		Code:       code,
 		Message:    c.scrub(msg, req.URL),
 		RetryAfter: parseRetryAfter(resp.Header.Get("Retry-After"), c.now()),
+		RetryAt:    parseRetryAt(resp.Header.Get("Retry-After"), c.now()),
 		Err:        sentinelFor(resp.StatusCode, code, file),
 	}
 }
@@ -479,7 +510,9 @@ func (c *Client) send(ctx context.Context, x exchange, dec func([]byte, http.Hea
 		}
 	}
 	return c.retry(ctx, op, func(ctx context.Context) error {
-		req, err := c.newRequest(ctx, method, x.url, payload)
+		clock := c.newClock(ctx)
+		defer clock.stop()
+		req, err := c.newRequest(clock.ctx, method, x.url, payload)
 		if err != nil {
 			return fmt.Errorf("%s: %w", op, err)
 		}
@@ -488,12 +521,13 @@ func (c *Client) send(ctx context.Context, x exchange, dec func([]byte, http.Hea
 		}
 		resp, err := c.do(c.api, req, op, false)
 		if err != nil {
-			return ambiguous(x.once, err)
+			return ambiguous(x.once, clock.timedOut(op, method, req.URL.Path, ctx, err))
 		}
 		defer resp.Body.Close()
-		b, err := io.ReadAll(io.LimitReader(resp.Body, MaxBodyBytes+1))
+		b, err := io.ReadAll(io.LimitReader(clock.reader(resp.Body), MaxBodyBytes+1))
 		if err != nil {
-			return ambiguous(x.once, fmt.Errorf("%s: read %s %s: %w: %w", op, method, req.URL.Path, errTransport, err))
+			err = fmt.Errorf("%s: read %s %s: %w: %w", op, method, req.URL.Path, errTransport, err)
+			return ambiguous(x.once, clock.timedOut(op, method, req.URL.Path, ctx, err))
 		}
 		malformed := func(msg string) error {
 			return &APIError{Op: op, Method: method, Path: req.URL.Path, Status: resp.StatusCode,

@@ -89,6 +89,7 @@ const maxBadFileRetries = 2
 
 // run tries until the .part file is complete and verified.
 func (d *download) run(ctx context.Context, refresh func(context.Context) (ploti.File, error)) error {
+	ctx = withBudget(ctx)
 	b := d.c.newBackoff()
 	badFiles := 0
 	for attempt := 1; ; attempt++ {
@@ -111,8 +112,8 @@ func (d *download) run(ctx context.Context, refresh func(context.Context) (ploti
 		}
 		d.c.log.Warn("download again", logs.Err(err), slog.String(logOp, d.op), slog.Int(logAttempt, attempt))
 		if !link {
-			if serr := d.c.sleep(ctx, d.c.waitFor(err, b)); serr != nil {
-				return fmt.Errorf("%w (waiting to retry: %w)", err, serr)
+			if perr := d.c.pause(ctx, err, d.c.waitFor(err, b)); perr != nil {
+				return perr
 			}
 		}
 		if refresh != nil {

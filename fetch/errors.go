@@ -117,6 +117,12 @@ var (
 	// ErrStalled is a download that received no bytes for
 	// Options.ReadIdleTimeout. It is retried.
 	ErrStalled = errors.New("download stalled")
+	// ErrIdleTimeout is an API answer of which no byte came for
+	// Options.APIIdleTimeout (its headers or its body); ErrTotalTimeout
+	// one that took longer than Options.APITotalTimeout whole. Both are
+	// retried.
+	ErrIdleTimeout  = errors.New("answer stalled")
+	ErrTotalTimeout = errors.New("answer too slow")
 )
 
 // APIError is a non-2xx answer (or a 2xx answer that did not decode). It
@@ -131,7 +137,10 @@ type APIError struct {
 	Message string // the body's error.message, if any (shortened, scrubbed)
 	// RetryAfter is the Retry-After header's wait, or 0 without one.
 	RetryAfter time.Duration
-	Err        error // the sentinel: ErrNotFound, ErrExpired, ...
+	// RetryAt is when Retry-After asked to come back, uncapped (up to a
+	// century), or zero without one.
+	RetryAt time.Time
+	Err     error // the sentinel: ErrNotFound, ErrExpired, ...
 }
 
 // Error reads "get manifest sub_1: GET /v1/...: 410 expired: message".
@@ -186,9 +195,14 @@ func IsTransient(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrAmbiguous) {
 		return false
 	}
+	var rb *RetryBudgetError
+	if errors.As(err, &rb) {
+		return false // Ploti asked for a wait past the budget: later, not now
+	}
 	switch {
 	case errors.Is(err, ErrServer), errors.Is(err, ErrRateLimited),
-		errors.Is(err, ErrPlanUnavailable), errors.Is(err, ErrStalled):
+		errors.Is(err, ErrPlanUnavailable), errors.Is(err, ErrStalled),
+		errors.Is(err, ErrIdleTimeout), errors.Is(err, ErrTotalTimeout):
 		return true
 	}
 	var ae *APIError

@@ -19,8 +19,10 @@ import (
 // the context ends or c.maxAttempts tries are spent; it returns the last
 // error. Between tries it waits the answer's Retry-After, the plan wait
 // for a 503 plan_unavailable without one, or a jittered exponential
-// backoff capped at c.maxWait, through c.sleep.
+// backoff capped at c.maxWait, through c.pause (the Retry-After budget,
+// the context's long-wait hook).
 func (c *Client) retry(ctx context.Context, op string, fn func(context.Context) error) error {
+	ctx = withBudget(ctx)
 	b := c.newBackoff()
 	for attempt := 1; ; attempt++ {
 		err := fn(ctx)
@@ -33,8 +35,8 @@ func (c *Client) retry(ctx context.Context, op string, fn func(context.Context) 
 		wait := c.waitFor(err, b)
 		c.log.Warn("retry after a transient failure",
 			logs.Err(err), slog.String(logOp, op), slog.Int(logAttempt, attempt), logs.Ms(logWait, wait))
-		if serr := c.sleep(ctx, wait); serr != nil {
-			return fmt.Errorf("%w (waiting to retry: %w)", err, serr)
+		if perr := c.pause(ctx, err, wait); perr != nil {
+			return perr
 		}
 	}
 }
@@ -77,21 +79,37 @@ func (f clockFunc) Now() time.Time { return f() }
 // to now. Absent, unparsable or past values give 0; it caps at
 // maxRetryAfter.
 func parseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
+	at := parseRetryAt(v, now)
+	if at.IsZero() {
 		return 0
 	}
-	var d time.Duration
+	return max(0, min(at.Sub(now), maxRetryAfter))
+}
+
+// maxRetryAt is as far as parseRetryAt reads a Retry-After: a time.Time
+// and its Sub stay exact below it.
+const maxRetryAt = 100 * 365 * 24 * time.Hour
+
+// parseRetryAt is the time Retry-After names, seconds from now or an HTTP
+// date, uncapped (up to maxRetryAt); zero when absent, unparsable or not
+// in the future.
+func parseRetryAt(v string, now time.Time) time.Time {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return time.Time{}
+	}
 	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
 		if n <= 0 {
-			return 0
+			return time.Time{}
 		}
-		if n >= int64(maxRetryAfter/time.Second) {
-			return maxRetryAfter
-		}
-		d = time.Duration(n) * time.Second
-	} else if t, err := http.ParseTime(v); err == nil {
-		d = t.Sub(now)
+		return now.Add(time.Duration(min(n, int64(maxRetryAt/time.Second))) * time.Second)
 	}
-	return max(0, min(d, maxRetryAfter))
+	t, err := http.ParseTime(v)
+	if err != nil || !t.After(now) {
+		return time.Time{}
+	}
+	if t.Sub(now) > maxRetryAt {
+		return now.Add(maxRetryAt)
+	}
+	return t
 }

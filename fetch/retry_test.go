@@ -133,7 +133,7 @@ func TestClient_Retry(t *testing.T) {
 // at once, with the real timer.
 func TestClient_RetryCancel(t *testing.T) {
 	srv, calls := scripted(t, []answer{{status: 429, code: "rate_limited", retryAfter: "3600"}})
-	c, _ := MustClient(t, srv.URL, func(o *Options) { o.Sleep = nil })
+	c, _ := MustClient(t, srv.URL, func(o *Options) { o.Sleep, o.RetryAfterBudget = nil, 2*time.Hour })
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()

@@ -279,6 +279,7 @@ func (s *Stream) body(ctx context.Context, h hash.Hash) error {
 		return fmt.Errorf("%s: %w", s.op, err)
 	}
 	defer fh.Close()
+	ctx = withBudget(ctx)
 	b := s.c.newBackoff()
 	for attempt := 1; ; attempt++ {
 		err := s.once(ctx, fh, h)
@@ -294,8 +295,8 @@ func (s *Stream) body(ctx context.Context, h hash.Hash) error {
 		}
 		s.c.log.Warn("stream again", logs.Err(err), slog.String(logOp, s.op), slog.Int(logAttempt, attempt))
 		if !link {
-			if serr := s.c.sleep(ctx, s.c.waitFor(err, b)); serr != nil {
-				return fmt.Errorf("%w (waiting to retry: %w)", err, serr)
+			if perr := s.c.pause(ctx, err, s.c.waitFor(err, b)); perr != nil {
+				return perr
 			}
 		}
 		if s.refresh != nil {

@@ -122,6 +122,7 @@ func (c *Client) UpdateSubscription(ctx context.Context, id string, revision int
 // Retry-After or a backoff, up to the client's attempts, and returns
 // ErrBusy when the subscription is still busy then.
 func (c *Client) DeleteSubscription(ctx context.Context, id string) error {
+	ctx = withBudget(ctx)
 	b := c.newBackoff()
 	for attempt := 1; ; attempt++ {
 		var out struct {
@@ -135,8 +136,8 @@ func (c *Client) DeleteSubscription(ctx context.Context, id string) error {
 		wait := c.waitFor(err, b)
 		c.log.Info("subscription busy: trying again in a moment",
 			slog.String(logOp, "delete subscription "+id), slog.Int(logAttempt, attempt), logs.Ms(logWait, wait))
-		if serr := c.sleep(ctx, wait); serr != nil {
-			return fmt.Errorf("%w (waiting to try again: %w)", err, serr)
+		if perr := c.pause(ctx, err, wait); perr != nil {
+			return perr
 		}
 	}
 }

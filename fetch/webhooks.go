@@ -27,6 +27,7 @@ import (
 // times in all. The description is the caller's, as given (decision 18).
 // When the list before cannot be read, the create is tried once.
 func (c *Client) CreateWebhook(ctx context.Context, w ploti.Webhook) (*ploti.Webhook, error) {
+	ctx = withBudget(ctx)
 	// Without that list (it could not be read), a lost answer is not
 	// recovered: the error says what to look for.
 	var had map[string]bool
@@ -58,8 +59,8 @@ func (c *Client) CreateWebhook(ctx context.Context, w ploti.Webhook) (*ploti.Web
 		if attempt >= c.maxAttempts {
 			return nil, fmt.Errorf("%w (gave up after %d attempts; none left a webhook)", err, attempt)
 		}
-		if serr := c.sleep(ctx, c.waitFor(err, b)); serr != nil {
-			return nil, fmt.Errorf("%w (waiting to retry: %w)", err, serr)
+		if perr := c.pause(ctx, err, c.waitFor(err, b)); perr != nil {
+			return nil, perr
 		}
 	}
 }
