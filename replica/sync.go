@@ -252,6 +252,7 @@ func (r *Replica) sync(ctx context.Context, sub *storage.Subscription, res *Sync
 	}
 	reloads := 0
 	var ahead *ploti.EventPage // the page after the last one applied, read before its commit
+	var guard walkGuard
 	for {
 		if err := r.stopped(); err != nil {
 			return err
@@ -262,6 +263,7 @@ func (r *Replica) sync(ctx context.Context, sub *storage.Subscription, res *Sync
 			return err
 		}
 		if page == nil {
+			guard.reset()
 			continue // reloaded from a fresh manifest
 		}
 		if len(page.Events) == 0 {
@@ -276,8 +278,8 @@ func (r *Replica) sync(ctx context.Context, sub *storage.Subscription, res *Sync
 			sub.Cursor, end.recorded = cursor, true
 			return nil
 		}
-		if page.NextCursor == sub.Cursor {
-			return fmt.Errorf("read events of %s after cursor %q: a page of %d events gave the same cursor back; stopping rather than reading it forever", sub.ID, sub.Cursor, len(page.Events))
+		if err := guard.check(sub.ID, sub.Cursor, page); err != nil {
+			return err
 		}
 		if ahead, err = r.applyPage(ctx, sub, page, res, end); err != nil || end.recorded {
 			return err
