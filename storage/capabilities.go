@@ -200,3 +200,18 @@ type ReadOnlyQuerier interface {
 	// the engine.
 	ReadOnlySQL() *sql.DB
 }
+
+// Releaser is an engine that can give up its file while the caller waits
+// on something slow (a Retry-After): other processes open the file
+// meanwhile. The DuckDB file is one; a PostgreSQL database locks no
+// reader out and is not.
+type Releaser interface {
+	// Release closes the engine's hold on the file, keeping its handles
+	// (they fail until resume), and returns resume, which takes the file
+	// back (waiting for another process's lock as the open did) and
+	// refuses, with an error, a file another process changed meanwhile.
+	// It returns nil, nil when it cannot let go now (a connection in
+	// use: a transaction open, rows not closed): the caller waits holding
+	// the file.
+	Release(ctx context.Context) (resume func(context.Context) error, err error)
+}

@@ -16,29 +16,28 @@ import (
 	"os"
 	"time"
 
-	ddb "github.com/duckdb/duckdb-go/v2"
-
 	"github.com/ploti-replica/ploti-replica/storage"
 )
 
 // DB is an open DuckDB file with the _ploti schema migrated: the engine
 // under a storage.DB.
 type DB struct {
-	sql       *sql.DB
-	connector *ddb.Connector
-	path      string
-	now       func() time.Time
-	readOnly  bool
-	storage   uint64      // DuckDB storage version of the file
-	pubSrc    *os.File    // the file opened by Publish; closed after DuckDB (see publishSource)
-	chained   bool        // Commit appends to _ploti.commit_log (walcheck.go)
-	readable  bool        // read back whole at open, or created by it (damaged.go)
-	geometry  string      // how the tables store geometry: GeometryNative or GeometryWKB
-	facts     factCache   // changes files read ahead of their merges (inspect_changes.go)
-	threads   threadCount // DuckDB's threads: as opened, and now (threads.go)
-	writer    string      // the path holdWriter took for this writer; "" for none
-	reg       *storage.DB // the registry over this file
-	ro        roHandle    // the read-only handle, once asked for (readonly.go)
+	sql      *sql.DB
+	fc       *fileConnector  // DuckDB's connector, which Release closes and makes again
+	opts     storage.Options // as opened: Release's resume opens it so again
+	path     string
+	now      func() time.Time
+	readOnly bool
+	storage  uint64      // DuckDB storage version of the file
+	pubSrc   *os.File    // the file opened by Publish; closed after DuckDB (see publishSource)
+	chained  bool        // Commit appends to _ploti.commit_log (walcheck.go)
+	readable bool        // read back whole at open, or created by it (damaged.go)
+	geometry string      // how the tables store geometry: GeometryNative or GeometryWKB
+	facts    factCache   // changes files read ahead of their merges (inspect_changes.go)
+	threads  threadCount // DuckDB's threads: as opened, and now (threads.go)
+	writer   string      // the path holdWriter took for this writer; "" for none
+	reg      *storage.DB // the registry over this file
+	ro       roHandle    // the read-only handle, once asked for (readonly.go)
 }
 
 var _ storage.Engine = (*DB)(nil)
@@ -69,8 +68,8 @@ func (db *DB) Close() error {
 	if db.sql != nil {
 		errs = append(errs, db.sql.Close())
 	}
-	if db.connector != nil {
-		errs = append(errs, db.connector.Close())
+	if db.fc != nil {
+		errs = append(errs, db.fc.Close())
 	}
 	if db.pubSrc != nil { // only now: closing it drops DuckDB's lock
 		errs = append(errs, db.pubSrc.Close())

@@ -104,7 +104,8 @@ func open(ctx context.Context, path string, opts storage.Options, existed bool) 
 		}
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	db := &DB{sql: sql.OpenDB(connector), connector: connector, path: path, now: opts.Now, readOnly: opts.ReadOnly, writer: writer}
+	fc := newFileConnector(connector)
+	db := &DB{sql: sql.OpenDB(fc), fc: fc, opts: opts, path: path, now: opts.Now, readOnly: opts.ReadOnly, writer: writer}
 	db.reg = storage.OpenEngine(db, opts)
 	if !opts.ReadOnly {
 		// Held now: no summary of an older state outlives what this

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode"
 
 	ddb "github.com/duckdb/duckdb-go/v2"
@@ -34,7 +35,11 @@ var _ storage.ReadOnlyQuerier = (*DB)(nil)
 type roHandle struct {
 	once sync.Once
 	db   *sql.DB
+	made atomic.Pointer[sql.DB] // db, once made: what Release must empty too
 }
+
+// handle is the read-only *sql.DB if it was asked for, else nil.
+func (h *roHandle) handle() *sql.DB { return h.made.Load() }
 
 // ReadOnlySQL is a handle on the file that sees the last committed state
 // and cannot write: each query must be one SELECT-like statement (SELECT,
@@ -44,7 +49,10 @@ type roHandle struct {
 // is refused with an error that wraps storage.ErrReadOnly. It is closed
 // with the file.
 func (db *DB) ReadOnlySQL() *sql.DB {
-	db.ro.once.Do(func() { db.ro.db = sql.OpenDB(roConnector{db.connector}) })
+	db.ro.once.Do(func() {
+		db.ro.db = sql.OpenDB(roConnector{db.fc})
+		db.ro.made.Store(db.ro.db)
+	})
 	return db.ro.db
 }
 
@@ -55,7 +63,7 @@ func (db *DB) closeReadOnly() error { return db.ReadOnlySQL().Close() }
 
 // roConnector makes the handle's connections from the engine's connector.
 // It has no Close: the engine closes the connector.
-type roConnector struct{ inner *ddb.Connector }
+type roConnector struct{ inner *fileConnector }
 
 func (c roConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	dc, err := c.inner.Connect(ctx)
