@@ -59,6 +59,9 @@ func withBudget(ctx context.Context) context.Context {
 	return WithWaitBudget(ctx)
 }
 
+// ErrRetryBudget is a Retry-After past the budget (RetryBudgetError).
+var ErrRetryBudget = errors.New("Retry-After past the budget")
+
 // RetryBudgetError is a Retry-After past what is left of the budget
 // (Options.RetryAfterBudget): the call ended without waiting. It wraps
 // ErrRateLimited, whatever the answer's status (429, or a 503 with
@@ -74,15 +77,18 @@ func (e *RetryBudgetError) Error() string {
 		e.Err, e.At.UTC().Format(time.RFC3339), e.Budget)
 }
 
-func (e *RetryBudgetError) Is(target error) bool { return target == ErrRateLimited }
-func (e *RetryBudgetError) Unwrap() error        { return e.Err }
+func (e *RetryBudgetError) Is(target error) bool {
+	return target == ErrRateLimited || target == ErrRetryBudget
+}
+func (e *RetryBudgetError) Unwrap() error { return e.Err }
 
 // pause waits wait before the next try after err, through c.sleep: it
 // refuses a Retry-After past the budget left, and calls the context's
 // long-wait hook before a long wait. Its error, which wraps err, ends the
 // call.
 func (c *Client) pause(ctx context.Context, err error, wait time.Duration) error {
-	if berr := c.spendRetryAfter(ctx, err); berr != nil {
+	spend, berr := c.retryAfterBudget(ctx, err)
+	if berr != nil {
 		return berr
 	}
 	var resume func(context.Context) error
@@ -92,6 +98,7 @@ func (c *Client) pause(ctx context.Context, err error, wait time.Duration) error
 			return fmt.Errorf("%w (not waiting %s to retry: %w)", err, wait, lerr)
 		}
 	}
+	spend()
 	serr := c.sleep(ctx, wait)
 	if resume != nil {
 		// Taken back even when ctx ended: the caller still has to
@@ -106,12 +113,12 @@ func (c *Client) pause(ctx context.Context, err error, wait time.Duration) error
 	return nil
 }
 
-// spendRetryAfter counts err's Retry-After against the context's budget,
-// or refuses it when it is past what is left.
-func (c *Client) spendRetryAfter(ctx context.Context, err error) error {
+// retryAfterBudget refuses err's Retry-After when it is past what is
+// left of the context's budget; otherwise spend counts it, once waited.
+func (c *Client) retryAfterBudget(ctx context.Context, err error) (spend func(), _ error) {
 	var ae *APIError
 	if !errors.As(err, &ae) || ae.RetryAfter <= 0 {
-		return nil
+		return func() {}, nil
 	}
 	spent := scopeOf(ctx).spent
 	if spent == nil {
@@ -126,8 +133,7 @@ func (c *Client) spendRetryAfter(ctx context.Context, err error) error {
 		if at.IsZero() {
 			at = c.now().Add(ae.RetryAfter)
 		}
-		return &RetryBudgetError{At: at, Budget: c.raBudget, Err: err}
+		return nil, &RetryBudgetError{At: at, Budget: c.raBudget, Err: err}
 	}
-	spent.Add(int64(ae.RetryAfter))
-	return nil
+	return func() { spent.Add(int64(ae.RetryAfter)) }, nil
 }
