@@ -23,7 +23,7 @@ import (
 // topics come from the datasets list, 200 a page, and the registry is read
 // once.
 func (r *Replica) bootstrap(ctx context.Context, sub *storage.Subscription, res *SyncResult) error {
-	m, err := r.api.Manifest(ctx, sub.ID, "")
+	m, err := r.api.Manifest(r.waitFree(ctx), sub.ID, "")
 	if err != nil {
 		// The client's error names the call, the subscription and the
 		// endpoint already ("get manifest sub_1: GET …").

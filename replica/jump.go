@@ -78,7 +78,7 @@ func (r *Replica) catchUpFromManifest(ctx context.Context, sub *storage.Subscrip
 	if calls <= burst || saved < 2 {
 		return nil
 	}
-	m, err := r.api.Manifest(ctx, sub.ID, "")
+	m, err := r.api.Manifest(r.waitFree(ctx), sub.ID, "")
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -169,7 +169,7 @@ func (r *Replica) lookAhead(ctx context.Context, sub *storage.Subscription) ([]*
 		if err := r.stopped(); err != nil {
 			return nil, err
 		}
-		p, err := r.api.Events(ctx, sub.ID, cursor, r.opts.PageSize, nil)
+		p, err := r.api.Events(r.waitFree(ctx), sub.ID, cursor, r.opts.PageSize, nil)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}

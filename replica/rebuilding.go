@@ -48,7 +48,7 @@ func (r *Replica) reloadRebuilt(ctx context.Context, sub *storage.Subscription, 
 	if len(waiting) == 0 {
 		return nil
 	}
-	m, err := r.api.Manifest(ctx, sub.ID, "")
+	m, err := r.api.Manifest(r.waitFree(ctx), sub.ID, "")
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()

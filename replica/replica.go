@@ -123,6 +123,16 @@ type Options struct {
 	Progress func(Progress)
 	// FetchOptions tweak the API client (retries, waits, rate limits).
 	FetchOptions func(*fetch.Options)
+	// ReleaseWhileWaiting lets a sync give the DuckDB file up while it
+	// waits on Ploti between tries (a Retry-After, a backoff of
+	// fetch.Options.LongWait or more) with nothing of the file in use (the
+	// walk's own events reads, the manifest's), so that other processes
+	// open it meanwhile; the sync takes it back after (waiting LockTimeout
+	// for it) and fails if another process wrote to it meanwhile. No
+	// transaction is open across the gap. Handles from DB() and
+	// ReadOnly() stay valid but their queries fail during the gap, which
+	// is why it is off by default; the CLI's sync and serve set it.
+	ReleaseWhileWaiting bool
 	// AttachmentsInlineMax is the largest attachment kept in
 	// _ploti.attachments itself (a BLOB); larger ones are kept in a folder
 	// beside the file (<file>.attachments). 0: DefaultAttachmentsInlineMax;

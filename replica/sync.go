@@ -41,6 +41,7 @@ func (r *Replica) Sync(ctx context.Context) (SyncResult, error) {
 // syncExclusive is Sync, called with r.exclusive held.
 func (r *Replica) syncExclusive(ctx context.Context) (SyncResult, error) {
 	start := time.Now()
+	ctx = fetch.WithWaitBudget(ctx) // the sync's calls share one Retry-After budget
 	var res SyncResult
 	before := r.heldVersions(ctx)
 	r.memo.forget()
@@ -295,7 +296,7 @@ func (r *Replica) nextPage(ctx context.Context, sub *storage.Subscription, res *
 	if ahead != nil {
 		return ahead, nil
 	}
-	page, err := r.page(ctx, sub.ID, sub.Cursor)
+	page, err := r.page(r.waitFree(ctx), sub.ID, sub.Cursor)
 	switch {
 	case errors.Is(err, fetch.ErrExpired):
 		// feed-events.txt: "A cursor older than retention … returns 410
@@ -320,7 +321,8 @@ func (r *Replica) nextPage(ctx context.Context, sub *storage.Subscription, res *
 
 // readAheadTimeout bounds the read ahead, which holds the page's
 // transaction open: a slow API (a Retry-After, backoff) waits for the
-// walk's own read, after the commit.
+// walk's own read, after the commit. A wait between tries of
+// fetch.Options.LongWait or more gives the read ahead up at once.
 const readAheadTimeout = 10 * time.Second
 
 // readAhead reads the events page after cursor while a page's transaction
@@ -332,7 +334,7 @@ func (r *Replica) readAhead(ctx context.Context, subID, cursor string) *ploti.Ev
 	if r.stopped() != nil {
 		return nil
 	}
-	rctx, cancel := context.WithTimeout(ctx, readAheadTimeout)
+	rctx, cancel := context.WithTimeout(fetch.WithLongWait(ctx, refuseLongWait), readAheadTimeout)
 	defer cancel()
 	go func() {
 		select {
