@@ -58,6 +58,7 @@ type Daemon struct {
 	trig     *webhook.Trigger
 	metrics  *serveMetrics
 	poll     time.Duration
+	stuck    time.Duration // /healthz calls a sync without progress for this long stuck (health.go)
 	grace    time.Duration
 	retryMin time.Duration
 	retryMax time.Duration
@@ -91,6 +92,9 @@ type health struct {
 	Behind        int        `json:"-"` // events after the cursor at the end of the last sync; -1: not known (JSON: absent)
 	Failed        []string   `json:"failedDatasets,omitempty"`
 	LastEventAt   *time.Time `json:"lastWebhookEventAt,omitempty"`
+	// progressAt is the last sign of life of the sync under way: its
+	// start, or its last Progress.
+	progressAt time.Time
 }
 
 // New checks opts, builds the webhook verifiers and registers the
@@ -100,7 +104,7 @@ func New(opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	d := &Daemon{path: opts.DB, opts: opts.Replica, log: opts.logger(), now: opts.Now, trig: webhook.NewTrigger(),
-		poll: opts.Poll, grace: opts.ShutdownTimeout, retryMin: opts.RetryMin, retryMax: opts.RetryMax,
+		poll: opts.Poll, stuck: stuckAfterFor(opts), grace: opts.ShutdownTimeout, retryMin: opts.RetryMin, retryMax: opts.RetryMax,
 		listen: opts.Listen, listener: opts.Listener, webhookPath: opts.Webhook.Path, health: health{Behind: -1}}
 	var err error
 	if d.metrics, err = newServeMetrics(opts.Registry, d.lastSuccess, d.now); err != nil {
@@ -290,6 +294,7 @@ func (d *Daemon) loop(ctx context.Context) error {
 		interval = -1 // webhooks only
 	}
 	opts := d.opts
+	opts.Progress = d.noteProgress(opts.Progress)
 	opts.OnLocked = func(msg string) { // once per Open
 		d.log.Warn("waiting for the file: "+msg, logKeyDB, replica.Name(d.path))
 	}
@@ -404,13 +409,17 @@ func (d *Daemon) logSync(trigger, result string, out syncOutcome, took time.Dura
 }
 
 func (d *Daemon) setSyncing(on bool) {
+	at := d.clock()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.health.Syncing = on
+	d.health.progressAt = at
 }
 
-// healthz answers 200 while the last sync succeeded and no event waited
-// after the cursor at its end, and 503 with the reason otherwise.
+// healthz answers 200 while the last sync succeeded, no event waited
+// after the cursor at its end, the sync under way (if any) is not stuck
+// and the last success is not stale (staleReason), and 503 with the
+// reason otherwise.
 func (d *Daemon) healthz(w http.ResponseWriter, _ *http.Request) {
 	d.mu.Lock()
 	h := d.health
@@ -424,7 +433,10 @@ func (d *Daemon) healthz(w http.ResponseWriter, _ *http.Request) {
 	if h.Behind >= 0 {
 		body.Behind = &h.Behind
 	}
+	stale := d.staleReason(h, d.clock())
 	switch {
+	case stale != "":
+		body.Reason = stale
 	case h.LastResult == "":
 		body.Reason = "no sync has finished yet"
 	case h.LastResult == ResultPartial:

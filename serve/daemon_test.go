@@ -20,12 +20,16 @@ type healthBody struct {
 
 func TestDaemon_healthz(t *testing.T) {
 	at := time.Now()
+	old := at.Add(-time.Hour)
 	tests := []struct {
 		name       string
 		h          health
 		wantStatus int
 		wantReason string
 	}{
+		{"syncing, making progress", health{Syncs: 1, LastResult: ResultOK, LastSuccessAt: &at, Syncing: true, progressAt: at.Add(-time.Minute)}, 200, ""},
+		{"stuck", health{Syncs: 1, LastResult: ResultOK, LastSuccessAt: &at, Syncing: true, progressAt: at.Add(-31 * time.Minute)}, 503, "stuck: the sync under way has made no progress for 31m0s"},
+		{"stale", health{Syncs: 1, LastResult: ResultOK, LastSuccessAt: &old}, 503, "stale: the last successful sync was 1h0m0s ago, more than the 45m0s"},
 		{"starting", health{Behind: -1, Syncing: true}, 503, "no sync has finished yet"},
 		{"ok", health{Syncs: 1, LastResult: ResultOK, LastSuccessAt: &at}, 200, ""},
 		{"ok, behind not known", health{Syncs: 1, LastResult: ResultOK, Behind: -1}, 200, ""},
@@ -35,7 +39,7 @@ func TestDaemon_healthz(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			d := &Daemon{health: tc.h}
+			d := &Daemon{health: tc.h, now: func() time.Time { return at }, poll: 5 * time.Minute, stuck: 30 * time.Minute}
 			rec := httptest.NewRecorder()
 			d.healthz(rec, nil)
 			var body healthBody

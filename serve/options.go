@@ -72,6 +72,14 @@ type Options struct {
 	// cancelled (rolled back); 0: at once.
 	ShutdownTimeout time.Duration
 
+	// StuckAfter is how long the sync under way may go without progress
+	// (no event applied, no dataset loaded) before /healthz calls it
+	// stuck; 0: what the API client's limits allow (Replica.FetchOptions:
+	// its tries, answer timeout, waits and Retry-After budget), 23m with
+	// the defaults. /healthz also calls the replica stale when the last
+	// success is older than 3 × Poll + StuckAfter (with Poll above 0).
+	StuckAfter time.Duration
+
 	// RetryMin and RetryMax bound the wait before the next sync after a
 	// failed one; 0: DefaultRetryMin and DefaultRetryMax.
 	RetryMin, RetryMax time.Duration
@@ -157,8 +165,8 @@ func (o *Options) check() error {
 	case o.MemberWebhook.on() && (!ValidPath(o.MemberWebhook.Path) || o.Webhook.on() && o.MemberWebhook.Path == o.Webhook.Path):
 		return fmt.Errorf("serve: member webhook path %q: want a path such as %s, other than the subscription webhook's, /healthz and /metrics",
 			o.MemberWebhook.Path, DefaultMemberPath)
-	case o.Poll < 0 || o.VerifyEvery < 0 || o.ShutdownTimeout < 0:
-		return errors.New("serve: Poll, VerifyEvery and ShutdownTimeout want 0 or more")
+	case o.Poll < 0 || o.VerifyEvery < 0 || o.ShutdownTimeout < 0 || o.StuckAfter < 0:
+		return errors.New("serve: Poll, VerifyEvery, ShutdownTimeout and StuckAfter want 0 or more")
 	case !o.Webhook.on() && !o.MemberWebhook.on() && o.Poll == 0:
 		return errors.New("serve: nothing would start a sync: give a webhook secret, or a Poll above 0")
 	}
