@@ -28,6 +28,7 @@ func (a *apiCmd) register(cmd *cobra.Command) {
 	f.StringVar(&a.conn.LogLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	f.StringVar(&a.conn.LogFormat, "log-format", "auto", "log format: auto (human on a terminal, JSON otherwise), human, json")
 	maxAttemptsFlag(cmd, &a.MaxAttempts)
+	a.conn.Limits.register(cmd)
 	f.BoolVar(&a.JSON, "json", false, "print JSON (camelCase keys, [] for empty lists, absent fields left out)")
 }
 
@@ -47,7 +48,12 @@ func (a *apiCmd) client() (*fetch.Client, error) {
 	if err := checkAPIURL(a.conn.APIURL); err != nil {
 		return nil, err
 	}
-	return fetch.New(fetch.Options{BaseURL: a.conn.APIURL, APIKey: a.conn.APIKey, Logger: log, MaxAttempts: a.MaxAttempts})
+	if err := a.conn.Limits.check(); err != nil {
+		return nil, err
+	}
+	fo := fetch.Options{BaseURL: a.conn.APIURL, APIKey: a.conn.APIKey, Logger: log, MaxAttempts: a.MaxAttempts}
+	a.conn.Limits.apply(&fo)
+	return fetch.New(fo)
 }
 
 // printJSON writes v as indented JSON to stdout.

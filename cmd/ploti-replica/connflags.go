@@ -40,6 +40,9 @@ type connFlags struct {
 	// MaxAttempts is --max-attempts; PlanWait --plan-unavailable-wait.
 	MaxAttempts int
 	PlanWait    time.Duration
+	// Limits are --api-idle-timeout, --api-total-timeout and
+	// --retry-after-budget, for every command that calls the API.
+	Limits apiLimits
 	// syncFlags: the command takes the sync flags (their values are the
 	// user's, not defaults to fill in).
 	syncFlags bool
@@ -80,6 +83,7 @@ func (c *connFlags) register(cmd *cobra.Command, sets flagSet) {
 		f.StringVar(&c.APIURL, "api-url", "", "Ploti API base URL (env PLOTI_API_URL; default: the URL the file's last successful sync used, else "+replica.DefaultAPIURL+")")
 		f.StringVar(&c.APIKey, "api-key", "", "Ploti API key (env PLOTI_API_KEY; prefer the variable: flags show in ps)")
 		f.StringVar(&c.Subscription, "subscription", "", "Data Feeds subscription id (env PLOTI_SUBSCRIPTION)")
+		c.Limits.register(cmd)
 	}
 	if sets&flagsSync != 0 {
 		c.syncFlags = true
@@ -112,11 +116,15 @@ func checkMaxAttempts(n int) error {
 	return nil
 }
 
-// fetchTweaks are --max-attempts and --plan-unavailable-wait for the API
-// client; nil for a command without the sync flags (the client's defaults).
+// fetchTweaks are the API limits and, for a command with the sync flags,
+// --max-attempts and --plan-unavailable-wait for the API client.
 func (c *connFlags) fetchTweaks() (func(*fetch.Options), error) {
+	if err := c.Limits.check(); err != nil {
+		return nil, err
+	}
+	limits := c.Limits
 	if !c.syncFlags {
-		return nil, nil
+		return limits.apply, nil
 	}
 	if err := checkMaxAttempts(c.MaxAttempts); err != nil {
 		return nil, err
@@ -125,7 +133,45 @@ func (c *connFlags) fetchTweaks() (func(*fetch.Options), error) {
 		return nil, &usageError{fmt.Errorf("--plan-unavailable-wait %s: want a duration above zero, e.g. 1m or 5s", c.PlanWait)}
 	}
 	attempts, wait := c.MaxAttempts, c.PlanWait
-	return func(fo *fetch.Options) { fo.MaxAttempts, fo.PlanUnavailableWait = attempts, wait }, nil
+	return func(fo *fetch.Options) {
+		fo.MaxAttempts, fo.PlanUnavailableWait = attempts, wait
+		limits.apply(fo)
+	}, nil
+}
+
+// apiLimits are the flags that bound the waits on the API: one answer's
+// (idle, whole) and a command's on Retry-After. Zero values (a command
+// that does not register them) leave the client's defaults.
+type apiLimits struct {
+	Idle, Total, RetryAfter time.Duration
+}
+
+func (l *apiLimits) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.DurationVar(&l.Idle, "api-idle-timeout", fetch.DefaultAPIIdleTimeout,
+		"give up a try of an API call when no byte of its answer came for this long (waiting for its headers included); the try is repeated within --max-attempts")
+	f.DurationVar(&l.Total, "api-total-timeout", fetch.DefaultAPITotalTimeout,
+		"give up a try of an API call whose whole answer takes longer than this")
+	f.DurationVar(&l.RetryAfter, "retry-after-budget", fetch.DefaultRetryAfterBudget,
+		"the longest a command waits, summed, when Ploti answers Retry-After; past it the command ends at once (exit 5), saying when Ploti asked to come back")
+}
+
+// check refuses a limit below zero (zero: the client's default).
+func (l *apiLimits) check() error {
+	for _, f := range []struct {
+		name string
+		v    *time.Duration
+	}{{"api-idle-timeout", &l.Idle}, {"api-total-timeout", &l.Total}, {"retry-after-budget", &l.RetryAfter}} {
+		if *f.v < 0 {
+			return &usageError{fmt.Errorf("--%s %s: want a duration, e.g. 30s (0: the default)", f.name, *f.v)}
+		}
+	}
+	return nil
+}
+
+// apply sets the limits given in fo (zero: the client's default).
+func (l apiLimits) apply(fo *fetch.Options) {
+	fo.APIIdleTimeout, fo.APITotalTimeout, fo.RetryAfterBudget = l.Idle, l.Total, l.RetryAfter
 }
 
 // resolve fills unset flags from the environment and defaults.

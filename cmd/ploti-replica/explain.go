@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/ploti-replica/ploti-replica/fetch"
 )
@@ -34,7 +35,11 @@ func explain(err error, what string) error {
 		}
 		return &explained{msg: msg, err: err}
 	}
+	var rb *fetch.RetryBudgetError
 	switch {
+	case errors.As(err, &rb):
+		return say("%s: Ploti asked to come back at %s (%d %s), later than a command waits on Retry-After (%s): run it again after that time",
+			what, rb.At.UTC().Format(time.RFC3339), ae.Status, orDash(ae.Code), rb.Budget)
 	case errors.Is(err, fetch.ErrInvalidInput):
 		return say("%s: Ploti refused the request as invalid (400 %s)", what, orDash(ae.Code))
 	case errors.Is(err, fetch.ErrForbidden):

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ploti-replica/ploti-replica/fetch"
 	"github.com/ploti-replica/ploti-replica/replica"
 )
 
@@ -40,6 +41,15 @@ var hints = []struct {
 	}},
 	{replica.ErrNothingToKeep, func(string) string {
 		return "set --subscription or PLOTI_SUBSCRIPTION, or keep watched datasets (--watches)"
+	}},
+	{fetch.ErrIdleTimeout, func(string) string {
+		return "--api-idle-timeout sets how long an answer may send nothing"
+	}},
+	{fetch.ErrTotalTimeout, func(string) string {
+		return "--api-total-timeout sets how long a whole answer may take"
+	}},
+	{fetch.ErrRetryBudget, func(string) string {
+		return "--retry-after-budget sets how long a command waits on Retry-After; run it again after that time"
 	}},
 }
 

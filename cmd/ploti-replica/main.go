@@ -23,6 +23,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ploti-replica/ploti-replica/fetch"
 	"github.com/ploti-replica/ploti-replica/replica"
 )
 
@@ -33,6 +34,9 @@ const (
 	exitUsage   = 2
 	exitPartial = 3 // the sync ran, some datasets failed
 	exitLocked  = 4 // another process holds the file
+	// Ploti asked to come back later than --retry-after-budget allows,
+	// or still answered 429 after --max-attempts.
+	exitRateLimited = 5
 	// A command stopped by SIGINT or SIGTERM exits 128 + the signal's
 	// number, as shells report it: 130 and 143.
 	exitSignal = 128
@@ -113,6 +117,8 @@ func exitCode(err error) int {
 		return exitPartial
 	case errors.Is(err, replica.ErrLocked):
 		return exitLocked
+	case errors.Is(err, fetch.ErrRateLimited):
+		return exitRateLimited
 	}
 	return exitFailure
 }

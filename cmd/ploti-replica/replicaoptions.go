@@ -65,6 +65,9 @@ func (c *connFlags) options(env *Env) (replica.Options, error) {
 		AttachmentsInlineMax: inline, SpoolDir: c.Spool, History: c.History, HistoryKeep: keep,
 		Publish:  c.Publish,
 		Geometry: c.Geometry, FetchOptions: tweaks,
+		// The commands that sync hold no handle of the file across the
+		// sync: it may be given up while a sync waits on Ploti.
+		ReleaseWhileWaiting: c.syncFlags,
 		OnLocked: func(msg string) {
 			if !told {
 				log.Warn("waiting for the file: "+msg, slog.String("db", replica.Name(c.DB)))
