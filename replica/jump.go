@@ -165,7 +165,9 @@ func (r *Replica) behindOf(pages []*ploti.EventPage, reg map[string]*storage.Dat
 func (r *Replica) lookAhead(ctx context.Context, sub *storage.Subscription) ([]*ploti.EventPage, error) {
 	var pages []*ploti.EventPage
 	cursor := sub.Cursor
-	for len(pages) < lookAheadPages {
+	read := map[string]bool{} // a cursor read before: the walk stops on it, in words
+	for len(pages) < lookAheadPages && !read[cursor] {
+		read[cursor] = true
 		if err := r.stopped(); err != nil {
 			return nil, err
 		}
