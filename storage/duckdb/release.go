@@ -101,6 +101,10 @@ func (db *DB) Release(ctx context.Context) (func(context.Context) error, error) 
 	releaseWriter(db.writer)
 	db.writer = ""
 	rememberReadBack(db.path)
+	// Until it is taken back unchanged, the file is not this process's
+	// to vouch for: Close neither remembers it as read back nor writes
+	// its summary.
+	db.readable = false
 	return func(ctx context.Context) error { return db.takeBack(ctx, head) }, nil
 }
 
@@ -166,5 +170,6 @@ func (db *DB) afterTakeBack(ctx context.Context, head int64) error {
 	if _, err := db.sql.ExecContext(ctx, "SET checkpoint_threshold = '"+CheckpointThreshold+"'"); err != nil {
 		return fmt.Errorf("open %s again after the wait: %w", db.path, err)
 	}
+	db.readable = true
 	return nil
 }
