@@ -6,7 +6,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -54,10 +53,10 @@ func TestSync_stalledAnswerEndsIt(t *testing.T) {
 	start := time.Now()
 	code, _, errs := cli(t, vars, "sync", "--api-idle-timeout", "300ms", "--max-attempts", "2")
 	took := time.Since(start)
-	if code != exitFailure || !strings.Contains(errs, "no byte for 300ms") || !strings.Contains(errs, "GET /v1/feeds/subscriptions/") ||
-		!strings.Contains(errs, "(hint: --api-idle-timeout") {
-		t.Fatalf("sync against stalled answers: exit %d, stderr %q; want %d naming the request, the limit and its flag", code, errs, exitFailure)
+	if code != exitFailure || !strings.Contains(errs, "GET /v1/feeds/subscriptions/") {
+		t.Fatalf("sync against stalled answers: exit %d, stderr %q; want %d naming the request", code, errs, exitFailure)
 	}
+	assertHint(t, errs, "no byte for 300ms", "(hint: --api-idle-timeout")
 	if took > 20*time.Second {
 		t.Fatalf("took %v", took)
 	}
@@ -76,11 +75,11 @@ func TestSync_retryAfterPastTheBudget(t *testing.T) {
 	start := time.Now()
 	code, _, errs := cli(t, vars, "sync")
 	took := time.Since(start)
-	year := strconv.Itoa(time.Now().Year() + 9) // ten years of 365 days: the year after next nine, at least
-	if code != exitRateLimited || !strings.Contains(errs, "come back at ") || !strings.Contains(errs, year[:3]) ||
-		!strings.Contains(errs, "(hint: --retry-after-budget") {
-		t.Fatalf("sync told to come back in ten years: exit %d, stderr %q; want %d saying when, and the flag", code, errs, exitRateLimited)
+	when := time.Now().Add(10 * 365 * 24 * time.Hour).UTC().Format("2006-01-02T")
+	if code != exitRateLimited || !strings.Contains(errs, "come back at "+when) {
+		t.Fatalf("sync told to come back in ten years: exit %d, stderr %q; want %d saying when", code, errs, exitRateLimited)
 	}
+	assertHint(t, errs, "come back at ", "(hint: --retry-after-budget")
 	if took > 30*time.Second {
 		t.Fatalf("took %v, want at once", took)
 	}

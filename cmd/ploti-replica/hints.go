@@ -49,7 +49,7 @@ var hints = []struct {
 		return "--api-total-timeout sets how long a whole answer may take"
 	}},
 	{fetch.ErrRetryBudget, func(string) string {
-		return "--retry-after-budget sets how long a command waits on Retry-After"
+		return "--retry-after-budget sets that limit"
 	}},
 }
 
