@@ -34,8 +34,7 @@ const (
 	exitUsage   = 2
 	exitPartial = 3 // the sync ran, some datasets failed
 	exitLocked  = 4 // another process holds the file
-	// Ploti asked to come back later than --retry-after-budget allows,
-	// or still answered 429 after --max-attempts.
+	// Ploti asked to come back later than --retry-after-budget allows.
 	exitRateLimited = 5
 	// A command stopped by SIGINT or SIGTERM exits 128 + the signal's
 	// number, as shells report it: 130 and 143.
@@ -117,7 +116,7 @@ func exitCode(err error) int {
 		return exitPartial
 	case errors.Is(err, replica.ErrLocked):
 		return exitLocked
-	case errors.Is(err, fetch.ErrRateLimited):
+	case errors.Is(err, fetch.ErrRetryBudget):
 		return exitRateLimited
 	}
 	return exitFailure
