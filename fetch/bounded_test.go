@@ -56,6 +56,22 @@ func (h *hostile) set(hook func(w http.ResponseWriter, r *http.Request) bool) {
 	h.mu.Unlock()
 }
 
+// retryAfter answers the next n API requests 429 with Retry-After v.
+func (h *hostile) retryAfter(v string, n int) {
+	var left atomic.Int32
+	left.Store(int32(n))
+	h.set(func(w http.ResponseWriter, r *http.Request) bool {
+		if left.Add(-1) < 0 {
+			return false
+		}
+		w.Header().Set("Retry-After", v)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusTooManyRequests)
+		w.Write([]byte(`{"error":{"code":"rate_limited","message":"slow down"}}`))
+		return true
+	})
+}
+
 // stallAfterHeaders sends 200 and its headers, then nothing until the
 // client hangs up.
 func stallAfterHeaders(w http.ResponseWriter, r *http.Request) bool {
@@ -170,21 +186,7 @@ func TestClient_RetryAfterBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	retryAfter := func(v string, n int) {
-		var left atomic.Int32
-		left.Store(int32(n))
-		h.set(func(w http.ResponseWriter, r *http.Request) bool {
-			if left.Add(-1) < 0 {
-				return false
-			}
-			w.Header().Set("Retry-After", v)
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusTooManyRequests)
-			w.Write([]byte(`{"error":{"code":"rate_limited","message":"slow down"}}`))
-			return true
-		})
-	}
-
+	retryAfter := h.retryAfter
 	retryAfter("315360000", 1) // ten years
 	before := h.calls.Load()
 	start := time.Now()
