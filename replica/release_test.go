@@ -23,6 +23,34 @@ func eventsRetryAfter(em *emulator.Emulator, n, secs int) {
 		Code: "rate_limited", RetryAfter: secs, Skip: n - 1})
 }
 
+// waitingSync is a sync of a file with ReleaseWhileWaiting, under way
+// and waiting out a 3 s Retry-After on its events read, with version 2
+// of ds_permits to apply.
+type waitingSync struct {
+	em      *emulator.Emulator
+	r       *Replica
+	path    string
+	sub     string
+	parcels func(round int) []emulator.Row
+	done    chan error // the sync's end
+}
+
+func startWaitingSync(t *testing.T) *waitingSync {
+	t.Helper()
+	onlyInAFile(t, "giving the file up while waiting")
+	w := &waitingSync{em: mustEmulator(t), path: freshReplica(t), done: make(chan error, 1)}
+	var permits func(int) []emulator.Row
+	w.sub, permits, w.parcels = seedTwo(t, w.em)
+	w.r = mustOpen(t, w.em, w.sub, w.path, releasing)
+	mustSync(t, w.r)
+	_, err := w.em.Publish(context.Background(), "ds_permits", permits(1))
+	must(t, err)
+	eventsRetryAfter(w.em, 1, 3)
+	go func() { _, err := w.r.Sync(context.Background()); w.done <- err }()
+	waitHit(t, w.em)
+	return w
+}
+
 // waitHit waits until the emulator answered a fault.
 func waitHit(t *testing.T, em *emulator.Emulator) {
 	t.Helper()
@@ -39,19 +67,9 @@ func waitHit(t *testing.T, em *emulator.Emulator) {
 // file free: a Reader opens it without waiting; the sync then takes it
 // back and ends current.
 func TestSync_ReleaseWhileWaiting(t *testing.T) {
-	onlyInAFile(t, "giving the file up while waiting")
 	ctx := context.Background()
-	em := mustEmulator(t)
-	sub, permits, _ := seedTwo(t, em)
-	path := freshReplica(t)
-	r := mustOpen(t, em, sub, path, releasing)
-	mustSync(t, r)
-	_, err := em.Publish(ctx, "ds_permits", permits(1))
-	must(t, err)
-	eventsRetryAfter(em, 1, 3)
-	done := make(chan error, 1)
-	go func() { _, err := r.Sync(ctx); done <- err }()
-	waitHit(t, em)
+	w := startWaitingSync(t)
+	em, r, path, done := w.em, w.r, w.path, w.done
 	rd, err := OpenReader(ctx, path, ReaderOptions{LockTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatalf("open a reader while the sync waits out a Retry-After: %v", err)
@@ -67,20 +85,10 @@ func TestSync_ReleaseWhileWaiting(t *testing.T) {
 // sync fail when it takes the file back, rather than go on from what it
 // read before; the next sync ends current.
 func TestSync_ReleaseWhileWaitingRefusesAChangedFile(t *testing.T) {
-	onlyInAFile(t, "giving the file up while waiting")
 	ctx := context.Background()
-	em := mustEmulator(t)
-	sub, permits, parcels := seedTwo(t, em)
-	path := freshReplica(t)
-	r := mustOpen(t, em, sub, path, releasing)
-	mustSync(t, r)
-	_, err := em.Publish(ctx, "ds_permits", permits(1))
-	must(t, err)
-	eventsRetryAfter(em, 1, 3)
-	done := make(chan error, 1)
-	go func() { _, err := r.Sync(ctx); done <- err }()
-	waitHit(t, em)
-	_, err = em.Publish(ctx, "ds_parcels", parcels(1))
+	w := startWaitingSync(t)
+	em, r, path, sub, done := w.em, w.r, w.path, w.sub, w.done
+	_, err := em.Publish(ctx, "ds_parcels", w.parcels(1))
 	must(t, err)
 	other, err := Open(ctx, path, Options{APIURL: em.URL(), APIKey: em.APIKey(), SubscriptionID: sub, Geometry: testGeometry, LockTimeout: 2 * time.Second})
 	if err != nil {

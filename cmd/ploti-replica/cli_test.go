@@ -26,6 +26,13 @@ func cli(t *testing.T, vars map[string]string, args ...string) (code int, stdout
 
 func demoWorld(t *testing.T) (*emulator.Emulator, *emulator.Demo, map[string]string) {
 	t.Helper()
+	return demoWorldSeeded(t, emulator.SeedDemo)
+}
+
+// demoWorldSeeded is demoWorld with the world seed gives (SeedDemoWorld:
+// the watched dataset too).
+func demoWorldSeeded(t *testing.T, seed func(context.Context, *emulator.Emulator) (*emulator.Demo, error)) (*emulator.Emulator, *emulator.Demo, map[string]string) {
+	t.Helper()
 	em, err := emulator.New(emulator.Options{NoRateLimit: true})
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +41,7 @@ func demoWorld(t *testing.T) (*emulator.Emulator, *emulator.Demo, map[string]str
 	if err := em.Start(); err != nil {
 		t.Fatal(err)
 	}
-	d, err := emulator.SeedDemo(context.Background(), em)
+	d, err := seed(context.Background(), em)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,20 +95,7 @@ func TestEmulatorCommand_publishEvery(t *testing.T) {
 // Each control command reaches the running emulator and does what its
 // method does: a sync or the emulator's Go API sees it.
 func TestEmulatorCommand_control(t *testing.T) {
-	em, err := emulator.New(emulator.Options{NoRateLimit: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { em.Close() })
-	if err := em.Start(); err != nil {
-		t.Fatal(err)
-	}
-	d, err := emulator.SeedDemoWorld(context.Background(), em)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vars := map[string]string{"PLOTI_API_URL": em.URL(), "PLOTI_API_KEY": em.APIKey(), "PLOTI_SUBSCRIPTION": d.SubscriptionID,
-		"PLOTI_DB": filepath.Join(t.TempDir(), "feeds.duckdb")}
+	em, _, vars := demoWorldSeeded(t, emulator.SeedDemoWorld)
 	syncJSON(t, vars)
 	ctl := func(want string, args ...string) {
 		t.Helper()
