@@ -108,7 +108,7 @@ func (d *download) run(ctx context.Context, refresh func(context.Context) (ploti
 			return err
 		}
 		if attempt >= d.c.maxAttempts {
-			return fmt.Errorf("%w (gave up after %d attempts)", err, attempt)
+			return fmt.Errorf("%w (%s)", err, gaveUp(attempt))
 		}
 		d.c.log.Warn("download again", logs.Err(err), slog.String(logOp, d.op), slog.Int(logAttempt, attempt))
 		if !link {

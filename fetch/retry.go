@@ -30,7 +30,7 @@ func (c *Client) retry(ctx context.Context, op string, fn func(context.Context) 
 			return err
 		}
 		if attempt >= c.maxAttempts {
-			return fmt.Errorf("%w (gave up after %d attempts)", err, attempt)
+			return fmt.Errorf("%w (%s)", err, gaveUp(attempt))
 		}
 		wait := c.waitFor(err, b)
 		c.log.Warn("retry after a transient failure",
@@ -112,4 +112,14 @@ func parseRetryAt(v string, now time.Time) time.Time {
 		return now.Add(maxRetryAt)
 	}
 	return t
+}
+
+// gaveUp says how many tries a call had before its error stood: "gave up
+// after 4 attempts", or, when one try was all it was allowed, "tried once,
+// with no retry allowed".
+func gaveUp(attempts int) string {
+	if attempts == 1 {
+		return "tried once, with no retry allowed"
+	}
+	return fmt.Sprintf("gave up after %d attempts", attempts)
 }

@@ -291,7 +291,7 @@ func (s *Stream) body(ctx context.Context, h hash.Hash) error {
 			return err
 		}
 		if attempt >= s.c.maxAttempts {
-			return fmt.Errorf("%w (gave up after %d attempts)", err, attempt)
+			return fmt.Errorf("%w (%s)", err, gaveUp(attempt))
 		}
 		s.c.log.Warn("stream again", logs.Err(err), slog.String(logOp, s.op), slog.Int(logAttempt, attempt))
 		if !link {

@@ -57,7 +57,7 @@ func (c *Client) CreateWebhook(ctx context.Context, w ploti.Webhook) (*ploti.Web
 				slog.String(logOp, "create webhook"), slog.Any("webhook", gone))
 		}
 		if attempt >= c.maxAttempts {
-			return nil, fmt.Errorf("%w (gave up after %d attempts; none left a webhook)", err, attempt)
+			return nil, fmt.Errorf("%w (%s; none left a webhook)", err, gaveUp(attempt))
 		}
 		if perr := c.pause(ctx, err, c.waitFor(err, b)); perr != nil {
 			return nil, perr
