@@ -404,7 +404,12 @@ func (d *Daemon) logSync(trigger, result string, out syncOutcome, took time.Dura
 	}
 	attrs = append(attrs, slog.String(logKeyTrigger, trigger), slog.String(logKeyResult, result), logs.Ms(logKeyDuration, took),
 		slog.Int(logKeySeen, out.res.EventsSeen), slog.Int(logKeyApplied, out.res.EventsApplied),
-		slog.Int(logKeyLoaded, out.res.SnapshotsLoaded), slog.Int(logKeyMerged, out.res.ChangesMerged), slog.Int(logKeyBehind, out.behind))
+		slog.Int(logKeyLoaded, out.res.SnapshotsLoaded), slog.Int(logKeyMerged, out.res.ChangesMerged))
+	if out.behind >= 0 {
+		// Counted only with a subscription (a watch-only file has no
+		// log to be behind on): "behind" is left out, not -1, otherwise.
+		attrs = append(attrs, slog.Int(logKeyBehind, out.behind))
+	}
 	d.log.LogAttrs(context.Background(), level, "sync", attrs...)
 }
 
