@@ -87,6 +87,10 @@ var (
 	ErrNoHistory = storage.ErrNoHistory
 	// ErrDamaged means the file is damaged.
 	ErrDamaged = storage.ErrDamaged
+	// ErrPermission means the system refused the file or its folder to
+	// this process (a *storage.PermissionError says which, and what was
+	// needed).
+	ErrPermission = storage.ErrPermission
 	// ErrDiskFull means the disk is full.
 	ErrDiskFull = storage.ErrDiskFull
 	// ErrStaleWAL means the write-ahead log beside the file is not its own.

@@ -39,8 +39,11 @@ var hints = []struct {
 	{replica.ErrNoHistory, func(string) string {
 		return "`ploti-replica sync --history DATASET` starts one"
 	}},
+	{replica.ErrPermission, func(string) string {
+		return "`ploti-replica sync` and `serve` write the file and its folder; `status`, `history` and `diff` only read the file"
+	}},
 	{replica.ErrNothingToKeep, func(string) string {
-		return "set --subscription or PLOTI_SUBSCRIPTION, or keep watched datasets (--watches)"
+		return "set --subscription or PLOTI_SUBSCRIPTION, or watch a dataset with `ploti-replica watch add DATASET` and keep it with --watches"
 	}},
 	{fetch.ErrIdleTimeout, func(string) string {
 		return "--api-idle-timeout sets how long an answer may send nothing"

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,17 +75,23 @@ func Inspect(path string) (FileInfo, error) {
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		return FileInfo{}, nil // no file; Open's CheckFolder names a missing folder
 	}
+	if pe := storage.AsPermission(err, path); pe != nil {
+		return FileInfo{}, fmt.Errorf("open %s: %w", path, pe)
+	}
 	if err != nil {
 		return FileInfo{}, fmt.Errorf("open %s: %w", path, err)
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return FileInfo{}, fmt.Errorf("open %s: %w: it is a folder; name a file (a new one is created)", path, storage.ErrNotDuckDB)
+	}
 	head := make([]byte, 20)
 	n, err := io.ReadFull(f, head)
 	switch {
 	case n == 0 && (err == io.EOF || err == nil):
 		return FileInfo{}, nil
 	case err != nil && !errors.Is(err, io.ErrUnexpectedEOF):
-		return FileInfo{}, fmt.Errorf("read %s: %w", path, err)
+		return FileInfo{}, fmt.Errorf("read %s: %w", path, unwrapPath(err))
 	case n < len(head) || !bytes.Equal(head[8:12], duckMagic):
 		return FileInfo{Exists: true}, fmt.Errorf("open %s: %w%s", path, storage.ErrNotDuckDB, looksLike(head[:n]))
 	}
@@ -137,4 +144,14 @@ func isText(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// unwrapPath is err without the path an *fs.PathError repeats, for a
+// caller that names the path itself.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }

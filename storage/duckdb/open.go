@@ -52,6 +52,9 @@ func OpenFile(ctx context.Context, path string, opts storage.Options) (*DB, erro
 	if err != nil {
 		return nil, err
 	}
+	if err := checkAccess(path, info.Exists, opts.ReadOnly); err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
 	if info.Exists {
 		if err := checkWAL(ctx, path); err != nil {
 			return nil, err
@@ -101,6 +104,9 @@ func open(ctx context.Context, path string, opts storage.Options, existed bool) 
 		}
 		if d := asDamaged(path, err); d != nil && existed {
 			return nil, d
+		}
+		if pe := storage.AsPermission(err, path); pe != nil {
+			return nil, fmt.Errorf("open %s: %w", path, pe)
 		}
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
