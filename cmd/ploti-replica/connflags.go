@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/ploti-replica/ploti-replica/fetch"
 	"github.com/ploti-replica/ploti-replica/replica"
@@ -46,11 +47,14 @@ type connFlags struct {
 	// syncFlags: the command takes the sync flags (their values are the
 	// user's, not defaults to fill in).
 	syncFlags bool
+	// flags are the command's, to tell a flag given on the command line
+	// from its environment variable (checkAPIServer).
+	flags *pflag.FlagSet
 }
 
 // registerWatch adds --watches, for the commands that sync.
 func (c *connFlags) registerWatch(cmd *cobra.Command) {
-	cmd.Flags().BoolVar(&c.Watch, "watches", true, "also keep the datasets you watch current (`ploti-replica watch add`); without a subscription, they are all the file keeps")
+	cmd.Flags().BoolVar(&c.Watch, "watches", true, "also keep the datasets you watch current (ploti-replica watch add watches one); without a subscription, they are all the file keeps")
 }
 
 // flagSet picks which of the shared flags a command takes, so that its
@@ -70,6 +74,7 @@ const (
 
 func (c *connFlags) register(cmd *cobra.Command, sets flagSet) {
 	f := cmd.Flags()
+	c.flags = f
 	if sets&flagsFile != 0 {
 		f.StringVar(&c.DB, "db", "", "DuckDB file (env PLOTI_DB; default ploti.duckdb)")
 		f.DurationVar(&c.LockTimeout, "lock-timeout", replica.DefaultLockTimeout,

@@ -48,8 +48,8 @@ fields Ploti leaves null are left out.`,
 		RunE: func(c *cobra.Command, _ []string) error { return d.run(c.Context()) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&d.Place, "place", "", "only datasets listed under this place (an id from `places`)")
-	f.StringVar(&d.Topic, "topic", "", "only datasets of this topic (an id from `topics`; none for no topic)")
+	f.StringVar(&d.Place, "place", "", "only datasets listed under this `PLACE` (an id that ploti-replica places lists)")
+	f.StringVar(&d.Topic, "topic", "", "only datasets of this `TOPIC` (an id that ploti-replica topics lists; none for no topic)")
 	f.StringVar(&d.Subscription, "subscription", "", "only datasets this subscription delivers")
 	f.StringVar(&d.UpdatedSince, "updated-since", "", "only datasets whose current version was released since: an RFC 3339 time, a date (2026-11-01), or a duration ago (36h)")
 	f.IntVar(&d.Limit, "limit", 0, "list at most this many (0: every page)")

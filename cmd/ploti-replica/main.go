@@ -90,7 +90,7 @@ func run(ctx context.Context, env *Env, args []string) int {
 	var se *signalError
 	switch {
 	case errors.As(err, &ue) || isCobraUsage(err):
-		fmt.Fprintf(env.Stderr, "ploti-replica: %s (see ploti-replica --help)\n", oneLine(err))
+		fmt.Fprintf(env.Stderr, "ploti-replica: %s (see '%s --help')\n", oneLine(err), helpPath(c))
 		return exitUsage
 	case errors.As(context.Cause(ctx), &se):
 		// serve ends cleanly on a signal (err nil above); anything else
@@ -141,7 +141,7 @@ func usageArgs(cmd *cobra.Command) {
 	if check := cmd.Args; check != nil {
 		cmd.Args = func(c *cobra.Command, args []string) error {
 			if err := check(c, args); err != nil {
-				return &usageError{fmt.Errorf("%s: %w", c.CommandPath(), err)}
+				return &usageError{argsError(c, args)}
 			}
 			return nil
 		}

@@ -94,7 +94,7 @@ func newServe(env *Env) (*serveCmd, *cobra.Command) {
 	f.StringVar(&s.MemberPath, "member-webhook-path", serve.DefaultMemberPath, "path that receives the member webhook's POSTs, with --member-webhook-secret-file")
 	f.StringVar(&s.MaxBody, "webhook-max-body", "32MiB", "the largest webhook delivery taken (a request event carries its answer); Ploti does not retry the 413 a larger one gets")
 	f.DurationVar(&s.Poll, "poll", serve.DefaultPoll, "also sync this long after the last sync; 0 turns polling off")
-	f.DurationVar(&s.VerifyEvery, "verify-every", 0, "also check every table against the version it holds this often (as `verify`, in the sync that comes when due), with the result in /metrics; 0: never")
+	f.DurationVar(&s.VerifyEvery, "verify-every", 0, "also check every table against the version it holds this often (as ploti-replica verify does, in the sync that comes when due), with the result in /metrics; 0: never")
 	f.DurationVar(&s.ShutdownTimeout, "shutdown-timeout", serve.DefaultShutdownTimeout,
 		"on SIGINT/SIGTERM, how long the sync under way may take to reach its next commit before it is cancelled (rolled back)")
 	return s, cmd

@@ -72,7 +72,7 @@ func (s *specFlags) register(cmd *cobra.Command) {
 	// Place, topic and dataset ids are opaque (subscriptions-manifest-files.txt,
 	// of GET /v1/places: "Use the ids exactly as it gives them"): each is
 	// taken whole, never split at a comma or read for quotes.
-	f.StringArrayVar(&s.Places, "place", nil, "a place id from `places` (repeatable)")
+	f.StringArrayVar(&s.Places, "place", nil, "a `PLACE` id that ploti-replica places lists (repeatable)")
 	f.StringArrayVar(&s.Topics, "topic", nil, "keep only datasets of these topics within the places (repeatable; default every topic)")
 	f.StringArrayVar(&s.Datasets, "dataset", nil, "a dataset id to include on its own, from anywhere in your coverage (repeatable)")
 }
