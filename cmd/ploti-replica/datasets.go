@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -74,8 +75,18 @@ func (d *datasetsCmd) run(ctx context.Context) error {
 		return err
 	}
 	list, err := c.Datasets(ctx, q, d.Limit)
+	if errors.Is(err, fetch.ErrNotFound) {
+		if ferr := d.checkFilters(ctx, c); ferr != nil {
+			return ferr // a 404 for a filter's id, named
+		}
+	}
 	if err != nil {
 		return explain(err, "list datasets")
+	}
+	if len(list) == 0 {
+		if err := d.checkFilters(ctx, c); err != nil {
+			return err
+		}
 	}
 	if d.JSON {
 		out := make([]datasetOut, len(list))
@@ -89,6 +100,25 @@ func (d *datasetsCmd) run(ctx context.Context) error {
 		return nil
 	}
 	return printDatasets(d.env, list, nil)
+}
+
+// checkFilters refuses, once the list came back empty, a --place, --topic
+// or --subscription the API does not know: a typo is not "no datasets match".
+func (d *datasetsCmd) checkFilters(ctx context.Context, c *fetch.Client) error {
+	if d.Place != "" {
+		if err := checkPlace(ctx, c, d.Place); err != nil {
+			return err
+		}
+	}
+	if d.Topic != "" {
+		if err := checkTopic(ctx, c, d.Topic); err != nil {
+			return err
+		}
+	}
+	if d.Subscription != "" {
+		return checkSubscription(ctx, c, d.Subscription)
+	}
+	return nil
 }
 
 // printDatasets writes datasets as a table; matchedBy, when given, adds

@@ -51,6 +51,9 @@ type placeOut struct {
 }
 
 func (p *placesCmd) run(ctx context.Context) error {
+	if err := checkPlaceKind(p.Kind); err != nil {
+		return err
+	}
 	c, err := p.client()
 	if err != nil {
 		return err
@@ -58,6 +61,11 @@ func (p *placesCmd) run(ctx context.Context) error {
 	places, err := c.Places(ctx, fetch.PlacesQuery{State: p.State, Kind: p.Kind, Deliverable: p.Deliverable})
 	if err != nil {
 		return explain(err, "list places")
+	}
+	if len(places) == 0 && p.State != "" {
+		if err := checkState(ctx, c, p.State); err != nil {
+			return err
+		}
 	}
 	if p.JSON {
 		out := []placeOut{}

@@ -33,13 +33,17 @@ func (c *connFlags) options(env *Env) (replica.Options, error) {
 		c.PageSize = replica.DefaultPageSize
 	}
 	if c.Subscription == "" && !c.Watch {
-		return replica.Options{}, &usageError{fmt.Errorf("no subscription: set PLOTI_SUBSCRIPTION (or --subscription), or keep watched datasets (--watches)")}
+		return replica.Options{}, &usageError{fmt.Errorf("nothing to keep: no subscription (set --subscription or PLOTI_SUBSCRIPTION) and --watches=false; " +
+			"keep the datasets you watch (`ploti-replica watch add DATASET` watches one) by leaving out --watches=false")}
 	}
 	refs, err := parseIDRefs(c.IDRefs)
 	if err != nil {
 		return replica.Options{}, &usageError{err}
 	}
 	if err := c.checkSyncFlags(); err != nil {
+		return replica.Options{}, err
+	}
+	if err := c.checkAPIServer(env); err != nil {
 		return replica.Options{}, err
 	}
 	wait, err := c.lockWait()

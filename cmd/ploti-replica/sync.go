@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ploti-replica/ploti-replica/fetch"
 	"github.com/ploti-replica/ploti-replica/replica"
 	"github.com/ploti-replica/ploti-replica/serve"
 )
@@ -59,6 +58,7 @@ func (s *syncCmd) run(ctx context.Context) error {
 	if err := preflight(ctx, s.conn.DB, opts); err != nil {
 		return err
 	}
+	geometryNotice(ctx, s.env.Stderr, s.conn.DB, opts.Geometry)
 	view := newProgress(s.env.Stderr)
 	opts.Progress = view.update
 	run := (*replica.Replica).Sync
@@ -78,39 +78,6 @@ func (s *syncCmd) run(ctx context.Context) error {
 		printSync(s.env.Stdout, replica.Name(s.conn.DB), res)
 	}
 	return err
-}
-
-// preflight asks the API about the subscription before sync creates a
-// new file, so that a wrong key, URL or subscription id leaves no empty
-// replica file behind. An existing file is left to the sync.
-func preflight(ctx context.Context, path string, opts replica.Options) error {
-	exists, err := replica.FileExists(path)
-	if err != nil || exists {
-		return err
-	}
-	fo := fetch.Options{BaseURL: opts.APIURL, APIKey: opts.APIKey, HTTPClient: opts.HTTPClient, Logger: opts.Logger}
-	if opts.FetchOptions != nil {
-		opts.FetchOptions(&fo)
-	}
-	c, err := fetch.New(fo)
-	if err != nil {
-		return &usageError{err}
-	}
-	if opts.SubscriptionID == "" {
-		// Watches only: the watch API answers for any plan.
-		if _, err := c.Watches(ctx); err != nil {
-			return fmt.Errorf("sync: list watches before creating %s: %w", path, err)
-		}
-		return nil
-	}
-	if _, err := c.Subscription(ctx, opts.SubscriptionID); err != nil {
-		if errors.Is(err, fetch.ErrNotFound) {
-			return fmt.Errorf("sync: Ploti does not know subscription %s: check its id with `ploti-replica subscriptions list` "+
-				"(it may have been deleted, or belong to another workspace); %s was not created: %w", opts.SubscriptionID, path, err)
-		}
-		return fmt.Errorf("sync: check subscription %s before creating %s: %w", opts.SubscriptionID, path, err)
-	}
-	return nil
 }
 
 // syncOnce opens the file, syncs and closes it, so that other processes can

@@ -160,6 +160,11 @@ func (w *webhooksCmd) list(ctx context.Context) error {
 	}
 	if w.Only != "" {
 		hooks = slices.DeleteFunc(hooks, func(h ploti.Webhook) bool { return h.SubscriptionID != w.Only })
+		if len(hooks) == 0 {
+			if err := checkSubscription(ctx, c, w.Only); err != nil {
+				return err
+			}
+		}
 	}
 	if w.JSON {
 		return w.printJSON(nonNil(hooks))
