@@ -62,7 +62,7 @@ func (c *changesCmd) run(ctx context.Context) error {
 		return &usageError{errors.New("--forget takes no --advance or --dataset")}
 	}
 	c.conn.resolve(c.env)
-	wait, err := c.conn.lockWait()
+	ro, err := c.conn.readerOptions(c.env)
 	if err != nil {
 		return err
 	}
@@ -70,7 +70,8 @@ func (c *changesCmd) run(ctx context.Context) error {
 	// that no sync comes in between; without a move, the file is opened
 	// read-only and readers may share it.
 	write := c.Advance || c.Forget
-	rd, err := replica.OpenReader(ctx, c.conn.DB, replica.ReaderOptions{Marks: write, LockTimeout: wait})
+	ro.Marks = write
+	rd, err := replica.OpenReader(ctx, c.conn.DB, ro)
 	if err != nil {
 		return err
 	}

@@ -46,11 +46,11 @@ booleans, lists, timestamps in RFC 3339 UTC), a NULL left out.`,
 // openRead opens the file read-only for a command that only reads it.
 func openRead(ctx context.Context, env *Env, conn *connFlags) (*replica.Reader, error) {
 	conn.resolve(env)
-	wait, err := conn.lockWait()
+	ro, err := conn.readerOptions(env)
 	if err != nil {
 		return nil, err
 	}
-	return replica.OpenReader(ctx, conn.DB, replica.ReaderOptions{LockTimeout: wait})
+	return replica.OpenReader(ctx, conn.DB, ro)
 }
 
 func (h *historyCmd) run(ctx context.Context, datasetID, recordID string) error {

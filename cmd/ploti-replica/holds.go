@@ -50,11 +50,11 @@ the version brings it.
 
 func (h *holdsCmd) list(ctx context.Context) error {
 	h.conn.resolve(h.env)
-	wait, err := h.conn.lockWait()
+	ro, err := h.conn.readerOptions(h.env)
 	if err != nil {
 		return err
 	}
-	rd, err := replica.OpenReader(ctx, h.conn.DB, replica.ReaderOptions{LockTimeout: wait})
+	rd, err := replica.OpenReader(ctx, h.conn.DB, ro)
 	if err != nil {
 		return err
 	}

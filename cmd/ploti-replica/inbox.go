@@ -39,7 +39,7 @@ prefix ending in a dot ("data_request."); repeat it for several.
 	}
 	f := cmd.Flags()
 	f.StringVar(&in.conn.DB, "db", "", "DuckDB file (env PLOTI_DB; default ploti.duckdb)")
-	f.DurationVar(&in.conn.LockTimeout, "lock-timeout", 30*time.Second, "how long to wait while another process holds the file")
+	f.DurationVar(&in.conn.LockTimeout, "lock-timeout", 30*time.Second, "how long to wait while another process holds the file; 0: do not wait")
 	f.BoolVar(&in.JSON, "json", false, "print JSON")
 	f.StringArrayVar(&in.Types, "type", nil, `event type, or a prefix ending in "." (repeatable)`)
 	f.IntVar(&in.Limit, "limit", 0, "the newest N events only (0: all)")
@@ -70,7 +70,11 @@ func (in *inboxCmd) run(ctx context.Context) error {
 	if _, err := os.Stat(in.conn.DB); err != nil && !replica.IsDatabase(in.conn.DB) {
 		return fmt.Errorf("inbox: %s: %w (run `ploti-replica serve` with a member webhook first)", replica.Name(in.conn.DB), err)
 	}
-	rd, err := replica.OpenReader(ctx, in.conn.DB, replica.ReaderOptions{LockTimeout: in.conn.LockTimeout})
+	ro, err := in.conn.readerOptions(in.env)
+	if err != nil {
+		return err
+	}
+	rd, err := replica.OpenReader(ctx, in.conn.DB, ro)
 	if err != nil {
 		return err
 	}

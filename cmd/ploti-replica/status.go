@@ -83,7 +83,7 @@ func (s *statusCmd) run(ctx context.Context) error {
 // the file is still in that state (replica.StoredStatus), else read from
 // the file, opened read-only.
 func (s *statusCmd) read(ctx context.Context) (*replica.Status, error) {
-	wait, err := s.conn.lockWait() // a usage error either way
+	ro, err := s.conn.readerOptions(s.env) // a usage error either way
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +92,7 @@ func (s *statusCmd) read(ctx context.Context) (*replica.Status, error) {
 			return st, nil
 		}
 	}
-	rd, err := replica.OpenReader(ctx, s.conn.DB, replica.ReaderOptions{LockTimeout: wait})
+	rd, err := replica.OpenReader(ctx, s.conn.DB, ro)
 	if err != nil {
 		return nil, err
 	}
