@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
+
+	"github.com/ploti-replica/ploti-replica/replica"
 )
 
 // checkAPIServer refuses, as a usage error, a command that would take a
@@ -11,14 +14,20 @@ import (
 // and a PLOTI_API_URL left over from another shell (the emulator's, a
 // staging server's) must not move it silently. --api-url given on the
 // command line is the user saying so; the next successful sync records it.
+// A file that never synced holds nothing of any server, and a file that
+// cannot be read now (another process writes it) is not checked.
 func (c *connFlags) checkAPIServer(env *Env) error {
 	if c.flags != nil && c.flags.Changed("api-url") {
 		return nil
 	}
-	_, recorded := storedSubscription(c.DB)
-	if recorded == "" || sameAPI(recorded, c.APIURL) {
+	if exists, err := replica.FileExists(c.DB); !replica.IsDatabase(c.DB) && (err != nil || !exists) {
 		return nil
 	}
+	st := fileStatus(context.Background(), c.DB)
+	if st == nil || st.LastSyncAt == nil || st.APIURL == "" || sameAPI(st.APIURL, c.APIURL) {
+		return nil
+	}
+	recorded := st.APIURL
 	from, keep := "the default", "give --api-url "+recorded
 	if env.Getenv("PLOTI_API_URL") != "" {
 		from, keep = "PLOTI_API_URL", "unset PLOTI_API_URL"

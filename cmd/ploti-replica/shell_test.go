@@ -182,7 +182,9 @@ func TestDemo_replacesOnlyItsOwnFile(t *testing.T) {
 	}
 }
 
-// Item 6: a stored wrong API URL stuck for good.
+// Item 6: a stored wrong API URL stuck for good. A file follows the
+// server it records, so PLOTI_API_URL alone does not move it (it names
+// both); --api-url on the command line does, and is recorded.
 func TestSync_keepsTheAPIURLOfTheLastSuccessfulRun(t *testing.T) {
 	em, d, vars := syncedFile(t)
 	dead := "http://127.0.0.1:1"
@@ -190,8 +192,11 @@ func TestSync_keepsTheAPIURLOfTheLastSuccessfulRun(t *testing.T) {
 	if err := d.Next(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if r := sh(t, vars, "sync"); r.code != exitOK {
-		t.Fatalf("sync with the right URL in PLOTI_API_URL: %s", r)
+	if r := sh(t, vars, "sync"); r.code != exitUsage || !strings.Contains(r.stderr, dead) || !strings.Contains(r.stderr, "--api-url "+em.URL()) {
+		t.Fatalf("sync with another URL in PLOTI_API_URL only: %s", r)
+	}
+	if r := sh(t, vars, "sync", "--api-url", em.URL()); r.code != exitOK {
+		t.Fatalf("sync with the right URL in --api-url: %s", r)
 	}
 	r := sh(t, vars, "status", "--json")
 	var st struct {
