@@ -161,6 +161,9 @@ func checkPublish(db, publish string) error {
 	if same {
 		return &usageError{fmt.Errorf("--publish %s: it is the --db file itself; give the path readers open", publish)}
 	}
+	if fi, err := os.Stat(publish); err == nil && fi.IsDir() {
+		return &usageError{fmt.Errorf("--publish %s: it is a folder; give the path of the copy readers open, a file in it say", publish)}
+	}
 	if fi, err := os.Stat(filepath.Dir(publish)); err != nil || !fi.IsDir() {
 		return &usageError{fmt.Errorf("--publish %s: no such folder %s", publish, filepath.Dir(publish))}
 	}

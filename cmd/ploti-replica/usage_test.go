@@ -1,6 +1,7 @@
 package main
 
 import (
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -83,5 +84,9 @@ func TestUsage_folderForAFileSaysSo(t *testing.T) {
 		if code == exitOK || !strings.Contains(errs, dir+": not a DuckDB file: it is a folder") || strings.Count(errs, "read "+dir) > 0 {
 			t.Errorf("%v: exit %d, stderr %q; want the folder named once as a folder", args, code, errs)
 		}
+	}
+	code, _, errs := cli(t, nil, "sync", "--api-key", "k", "--subscription", "sub_1", "--db", filepath.Join(dir, "f.duckdb"), "--publish", dir)
+	if code != exitUsage || !strings.Contains(errs, "--publish "+dir+": it is a folder") {
+		t.Errorf("--publish a folder: exit %d, %q", code, errs)
 	}
 }
