@@ -4,6 +4,7 @@ package duckdb
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
@@ -35,7 +36,11 @@ func checkAccess(path string, exists, readOnly bool) error {
 	if readOnly {
 		return nil
 	}
-	if dir := filepath.Dir(path); denied(unix.Access(dir, unix.W_OK|unix.X_OK)) {
+	dir := filepath.Dir(path)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return nil // CheckFolder names a folder that is not there, or a file
+	}
+	if denied(unix.Access(dir, unix.W_OK|unix.X_OK)) {
 		return &storage.PermissionError{Path: dir, Need: "write", Folder: true, File: path}
 	}
 	return nil
