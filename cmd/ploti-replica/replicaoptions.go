@@ -36,49 +36,52 @@ func (c *connFlags) options(env *Env) (replica.Options, error) {
 		return replica.Options{}, &usageError{fmt.Errorf("nothing to keep: no subscription (set --subscription or PLOTI_SUBSCRIPTION) and --watches=false; " +
 			"keep the datasets you watch (`ploti-replica watch add DATASET` watches one) by leaving out --watches=false")}
 	}
-	refs, err := parseIDRefs(c.IDRefs)
-	if err != nil {
-		return replica.Options{}, &usageError{err}
-	}
 	if err := c.checkSyncFlags(); err != nil {
 		return replica.Options{}, err
 	}
 	if err := c.checkAPIServer(env); err != nil {
 		return replica.Options{}, err
 	}
-	wait, err := c.lockWait()
-	if err != nil {
-		return replica.Options{}, err
-	}
-	inline, err := attachmentsInlineMax(c.AttachmentsInline)
-	if err != nil {
-		return replica.Options{}, err
-	}
-	keep, err := parseHistoryKeep(c.HistoryKeep)
-	if err != nil {
-		return replica.Options{}, &usageError{err}
-	}
-	tweaks, err := c.fetchTweaks()
+	opts, err := c.parsedOptions()
 	if err != nil {
 		return replica.Options{}, err
 	}
 	told := false
-	return replica.Options{
-		APIURL: c.APIURL, APIKey: c.APIKey, SubscriptionID: c.Subscription, Watch: c.Watch, Logger: log, OnMajor: c.OnMajor,
-		MemoryLimit: c.MemoryLimit, LockTimeout: wait, IDReferences: refs, PageSize: c.PageSize, KeepChanges: c.KeepChanges,
-		AttachmentsInlineMax: inline, SpoolDir: c.Spool, History: c.History, HistoryKeep: keep,
-		Publish:  c.Publish,
-		Geometry: c.Geometry, FetchOptions: tweaks,
-		// The commands that sync hold no handle of the file across the
-		// sync: it may be given up while a sync waits on Ploti.
-		ReleaseWhileWaiting: c.syncFlags,
-		OnLocked: func(msg string) {
-			if !told {
-				log.Warn("waiting for the file: "+msg, slog.String("db", replica.Name(c.DB)))
-				told = true
-			}
-		},
-	}, nil
+	opts.APIURL, opts.APIKey, opts.SubscriptionID, opts.Watch, opts.Logger, opts.OnMajor = c.APIURL, c.APIKey, c.Subscription, c.Watch, log, c.OnMajor
+	opts.MemoryLimit, opts.PageSize, opts.KeepChanges, opts.SpoolDir, opts.History = c.MemoryLimit, c.PageSize, c.KeepChanges, c.Spool, c.History
+	opts.Publish, opts.Geometry = c.Publish, c.Geometry
+	// The commands that sync hold no handle of the file across the sync:
+	// it may be given up while a sync waits on Ploti.
+	opts.ReleaseWhileWaiting = c.syncFlags
+	opts.OnLocked = func(msg string) {
+		if !told {
+			log.Warn("waiting for the file: "+msg, slog.String("db", replica.Name(c.DB)))
+			told = true
+		}
+	}
+	return opts, nil
+}
+
+// parsedOptions are the options read from flags given as text: the id
+// references, the lock wait, the inline size, the history's bound and the
+// API client's tweaks.
+func (c *connFlags) parsedOptions() (replica.Options, error) {
+	var opts replica.Options
+	var err error
+	if opts.IDReferences, err = parseIDRefs(c.IDRefs); err != nil {
+		return opts, &usageError{err}
+	}
+	if opts.LockTimeout, err = c.lockWait(); err != nil {
+		return opts, err
+	}
+	if opts.AttachmentsInlineMax, err = attachmentsInlineMax(c.AttachmentsInline); err != nil {
+		return opts, err
+	}
+	if opts.HistoryKeep, err = parseHistoryKeep(c.HistoryKeep); err != nil {
+		return opts, &usageError{err}
+	}
+	opts.FetchOptions, err = c.fetchTweaks()
+	return opts, err
 }
 
 // checkSyncFlags refuses sync flags out of range or that do not go with

@@ -61,6 +61,23 @@ func run() error {
 	}
 	defer r.Close()
 
+	if err := keepCurrent(ctx, r, demo, logger); err != nil {
+		return err
+	}
+	if err := r.Close(); err != nil {
+		return err
+	}
+	if _, err := r.Sync(ctx); !errors.Is(err, replica.ErrClosed) {
+		return fmt.Errorf("Sync after Close = %v, want replica.ErrClosed", err)
+	}
+	fmt.Println("Sync after Close:", replica.ErrClosed)
+	return nil
+}
+
+// keepCurrent runs r.Run while the emulator publishes version 2, waits
+// until Run has applied it, cancels Run and checks it returns within a
+// second.
+func keepCurrent(ctx context.Context, r *replica.Replica, demo *emulator.Demo, logger *slog.Logger) error {
 	first, applied := make(chan struct{}), make(chan struct{})
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -105,13 +122,6 @@ func run() error {
 	case <-time.After(time.Second):
 		return errors.New("Run did not return within a second of the cancel")
 	}
-	if err := r.Close(); err != nil {
-		return err
-	}
-	if _, err := r.Sync(ctx); !errors.Is(err, replica.ErrClosed) {
-		return fmt.Errorf("Sync after Close = %v, want replica.ErrClosed", err)
-	}
-	fmt.Println("Sync after Close:", replica.ErrClosed)
 	return nil
 }
 
