@@ -46,17 +46,15 @@ func TestServe_everyRequestEventTypeTheDocsListGoesToTheInbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errs := cli(t, map[string]string{"PLOTI_DB": w.db}, "inbox", "--json")
-	var in struct {
-		Events []struct {
-			EventID, Type, RequestID, URL string
-			Data                          json.RawMessage
-		}
+	var events []struct { // a bare array, as every list --json gives
+		EventID, Type, RequestID, URL string
+		Data                          json.RawMessage
 	}
-	if code != exitOK || json.Unmarshal([]byte(out), &in) != nil {
+	if code != exitOK || json.Unmarshal([]byte(out), &events) != nil {
 		t.Fatalf("inbox --json: exit %d: %s%s", code, out, errs)
 	}
 	got := map[string]bool{}
-	for _, e := range in.Events {
+	for _, e := range events {
 		if got[e.Type] {
 			t.Fatalf("%s recorded twice:\n%s", e.Type, out)
 		}
