@@ -48,10 +48,11 @@ func TestSync_stalledAnswerEndsIt(t *testing.T) {
 		t.Fatalf("first sync: exit %d\n%s%s", code, out, errs)
 	}
 	proxied, stall := stallingProxy(t, em)
-	vars["PLOTI_API_URL"] = proxied
 	stall.Store(true)
 	start := time.Now()
-	code, _, errs := cli(t, vars, "sync", "--api-idle-timeout", "300ms", "--max-attempts", "2")
+	// --api-url on the command line: the file moves to the proxy (a file
+	// follows the API server it records unless told).
+	code, _, errs := cli(t, vars, "sync", "--api-url", proxied, "--api-idle-timeout", "300ms", "--max-attempts", "2")
 	took := time.Since(start)
 	if code != exitFailure || !strings.Contains(errs, "GET /v1/feeds/subscriptions/") {
 		t.Fatalf("sync against stalled answers: exit %d, stderr %q; want %d naming the request", code, errs, exitFailure)
