@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ploti-replica/ploti-replica/internal/logs"
+	"github.com/ploti-replica/ploti-replica/logs"
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
 )

@@ -16,7 +16,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/ploti-replica/ploti-replica/internal/logs"
+	"github.com/ploti-replica/ploti-replica/logs"
 )
 
 // Defaults applied by New to zero Options fields.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 
-	"github.com/ploti-replica/ploti-replica/internal/logs"
+	"github.com/ploti-replica/ploti-replica/logs"
 )
 
 // retry runs fn until it succeeds, fails permanently (IsTransient false),

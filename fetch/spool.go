@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/ploti-replica/ploti-replica/internal/logs"
+	"github.com/ploti-replica/ploti-replica/logs"
 	"github.com/ploti-replica/ploti-replica/ploti"
 )
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/ploti-replica/ploti-replica/fetch"
-	"github.com/ploti-replica/ploti-replica/internal/logs"
+	"github.com/ploti-replica/ploti-replica/logs"
 	"github.com/ploti-replica/ploti-replica/storage"
 )
 
