@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ploti-replica/ploti-replica/logs"
 	"github.com/ploti-replica/ploti-replica/storage"
 )
 
@@ -122,6 +123,11 @@ func (r *Replica) heldVersions(ctx context.Context) versions {
 // the file as the sync left it. A read that fails leaves its part empty:
 // the counts and Failed stay right.
 func (r *Replica) outcomes(ctx context.Context, before versions, res *SyncResult) {
+	if hs, err := readHolds(ctx, r.db); err == nil {
+		res.Holds = hs
+	} else {
+		r.log.Warn("could not list the holds; `ploti-replica holds list` shows them", logs.Err(err))
+	}
 	after := r.heldVersions(ctx)
 	if before == nil || after == nil {
 		return
@@ -143,8 +149,5 @@ func (r *Replica) outcomes(ctx context.Context, before versions, res *SyncResult
 			f.Reason = d.StatusReason
 		}
 		res.Failures = append(res.Failures, f)
-	}
-	if hs, err := readHolds(ctx, r.db); err == nil {
-		res.Holds = hs
 	}
 }

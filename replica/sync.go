@@ -75,10 +75,10 @@ func (r *Replica) syncExclusive(ctx context.Context) (SyncResult, error) {
 		err = r.syncWatches(ctx, &res)
 		end.recorded = false
 	}
-	if err == nil {
-		r.heldForReview(ctx, &res)
-	}
 	r.outcomes(ctx, before, &res)
+	if err == nil {
+		heldForReview(&res)
+	}
 	res.Duration = time.Since(start)
 	err = outcome(name, res, stoppedBy(ctx, err))
 	return r.wrapUp(ctx, name, &res, end, err)
@@ -148,14 +148,9 @@ func (r *Replica) pruneChanges(ctx context.Context) {
 // schema change: schemas-and-holds.txt's "hold the dataset at its current
 // version until someone on your side has reviewed it" needs that someone
 // told, by every sync until the review, or the table is silently stale.
-// A read that fails is logged: what the sync applied stands.
-func (r *Replica) heldForReview(ctx context.Context, res *SyncResult) {
-	hs, err := r.db.Holds(ctx, "")
-	if err != nil {
-		r.log.Warn("could not list the datasets held for review; `ploti-replica holds list` shows them", logs.Err(err))
-		return
-	}
-	for _, h := range hs {
+// It reads the holds outcomes read (res.Holds).
+func heldForReview(res *SyncResult) {
+	for _, h := range res.Holds {
 		if h.Kind == storage.HoldLocal {
 			res.HeldForReview = appendOnce(res.HeldForReview, h.DatasetID)
 		}
