@@ -28,7 +28,9 @@ func TestHelperHoldFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := backends.Open(context.Background(), path, storage.Options{ReadOnly: true, LockTimeout: -1})
+	// PLOTI_TEST_HOLD_WRITE: open it for writing, as a running sync does.
+	write := os.Getenv("PLOTI_TEST_HOLD_WRITE") != ""
+	db, err := backends.Open(context.Background(), path, storage.Options{ReadOnly: !write, LockTimeout: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,8 +47,14 @@ func TestHelperHoldFile(t *testing.T) {
 // the file is held, with the helper's pid.
 func holdFile(t *testing.T, path string, d time.Duration) (pid int, done <-chan error) {
 	t.Helper()
+	return holdFileAs(t, path, d, "")
+}
+
+// holdFileAs is holdFile; write non-empty opens the file for writing.
+func holdFileAs(t *testing.T, path string, d time.Duration, write string) (pid int, done <-chan error) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperHoldFile$", "-test.v")
-	cmd.Env = append(os.Environ(), "PLOTI_TEST_HOLD_FILE="+path, "PLOTI_TEST_HOLD_FOR="+d.String())
+	cmd.Env = append(os.Environ(), "PLOTI_TEST_HOLD_FILE="+path, "PLOTI_TEST_HOLD_FOR="+d.String(), "PLOTI_TEST_HOLD_WRITE="+write)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -1,68 +1,19 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"fmt"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/ploti-replica/ploti-replica/storage"
-	"github.com/ploti-replica/ploti-replica/storage/backends"
 )
 
-// TestHelperWriteFile is not a test: writeHold runs the test binary again
-// with PLOTI_TEST_WRITE_FILE set, and this holds that file open for
-// writing (as a running sync does) for PLOTI_TEST_WRITE_FOR.
-func TestHelperWriteFile(t *testing.T) {
-	path := os.Getenv("PLOTI_TEST_WRITE_FILE")
-	if path == "" {
-		t.Skip("a helper process for TestStatus_saysAtOnceItWaitsForTheLock")
-	}
-	hold, err := time.ParseDuration(os.Getenv("PLOTI_TEST_WRITE_FOR"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := backends.Open(context.Background(), path, storage.Options{LockTimeout: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Println("holding")
-	time.Sleep(hold)
-	db.Close()
-}
-
-// writeHold starts a helper process that writes path for d, and returns
-// its pid once it holds the file.
+// writeHold starts a helper process that writes path for d (as a running
+// sync does), and returns its pid once it holds the file.
 func writeHold(t *testing.T, path string, d time.Duration) int {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperWriteFile$", "-test.v")
-	cmd.Env = append(os.Environ(), "PLOTI_TEST_WRITE_FILE="+path, "PLOTI_TEST_WRITE_FOR="+d.String())
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		if sc.Text() == "holding" {
-			go func() {
-				for sc.Scan() {
-				}
-			}()
-			return cmd.Process.Pid
-		}
-	}
-	t.Fatalf("the helper process did not hold %s", path)
-	return 0
+	pid, _ := holdFileAs(t, path, d, "write")
+	return pid
 }
 
 // lineWatch is an io.Writer that hands on each write as it comes.
