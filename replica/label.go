@@ -20,7 +20,7 @@ import (
 func SetLabel(ctx context.Context, where, label string) error {
 	db, err := backends.Open(ctx, where, storage.Options{LockTimeout: -1})
 	if err != nil {
-		return err
+		return fmt.Errorf("remove the replica in %s: %w", Name(where), err)
 	}
 	_, err = db.SQL().ExecContext(ctx, "COMMENT ON TABLE _ploti.subscription IS "+storage.Literal(label))
 	return errors.Join(err, db.Close())
@@ -48,7 +48,7 @@ func Remove(ctx context.Context, where string) error {
 	}
 	db, err := backends.Open(ctx, where, storage.Options{LockTimeout: -1})
 	if err != nil {
-		return err
+		return fmt.Errorf("remove the replica in %s: %w", Name(where), err)
 	}
 	defer db.Close()
 	return db.Update(ctx, func(tx *storage.Tx) error {
@@ -61,7 +61,9 @@ func Remove(ctx context.Context, where string) error {
 				return fmt.Errorf("remove %s: drop %s: %w", Name(where), d.Table, err)
 			}
 		}
-		_, err = tx.Exec(ctx, "DROP SCHEMA _ploti CASCADE")
-		return err
+		if _, err := tx.Exec(ctx, "DROP SCHEMA _ploti CASCADE"); err != nil {
+			return fmt.Errorf("remove %s: drop schema _ploti: %w", Name(where), err)
+		}
+		return nil
 	})
 }

@@ -131,7 +131,7 @@ func (d *demoCmd) startWorld(em *emulator.Emulator, db bool) (*emulator.Demo, er
 		return world, nil
 	}
 	if err := replica.Remove(context.Background(), d.DB); err != nil {
-		return nil, fmt.Errorf("demo: replace %s: %w", d.DB, err)
+		return nil, fmt.Errorf("demo: remove the earlier demo's files (%s): %w", strings.Join(replica.FilesOf(d.DB), ", "), err)
 	}
 	return world, nil
 }
@@ -363,7 +363,7 @@ func checkDemoDatabase(ctx context.Context, url string) error {
 		return &usageError{fmt.Errorf("demo: %s holds a replica that the demo did not write; give it an empty database (createdb)", replica.Name(url))}
 	}
 	if err := replica.Remove(ctx, url); err != nil {
-		return fmt.Errorf("demo: clear the earlier demo's replica: %w", err)
+		return fmt.Errorf("demo: clear the earlier demo's replica in %s (its dataset tables and the _ploti schema): %w", replica.Name(url), err)
 	}
 	return nil
 }

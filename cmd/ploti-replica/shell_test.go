@@ -182,7 +182,7 @@ func TestDemo_replacesOnlyItsOwnFile(t *testing.T) {
 	}
 }
 
-// Item 6: a stored wrong API URL stuck for good. A file follows the
+// A stored wrong API URL must not stick for good. A file follows the
 // server it records, so PLOTI_API_URL alone does not move it (it names
 // both); --api-url on the command line does, and is recorded.
 func TestSync_keepsTheAPIURLOfTheLastSuccessfulRun(t *testing.T) {
@@ -554,5 +554,26 @@ func TestStorageVersion_guard(t *testing.T) {
 		if r.code == exitOK || !strings.Contains(r.stderr, "storage version 69") || !strings.Contains(r.stderr, "rebuild the replica into a new --db file") || !bytes.Equal(after, b) {
 			t.Fatalf("%v on a storage version 69 file: %s", args, r)
 		}
+	}
+}
+
+// An earlier demo's file that cannot be removed stops the demo with an
+// error naming the files it was removing, not only the one that failed.
+// The folder is made immutable (chattr +i), which binds root too; the test
+// skips where the filesystem or the container refuses chattr.
+func TestDemo_cannotClearAnEarlierDemoNamesWhatItWasRemoving(t *testing.T) {
+	dir := t.TempDir()
+	demo := filepath.Join(dir, "demo.duckdb")
+	if r := sh(t, nil, "demo", "--db", demo); r.code != exitOK {
+		t.Fatalf("demo into a new file: %s", r)
+	}
+	if out, err := exec.Command("chattr", "+i", dir).CombinedOutput(); err != nil {
+		t.Skipf("chattr +i %s: %v: %s", dir, err, out)
+	}
+	t.Cleanup(func() { exec.Command("chattr", "-i", dir).Run() })
+	r := sh(t, nil, "demo", "--db", demo)
+	if r.code == exitOK || !strings.Contains(r.stderr, "earlier demo's files") ||
+		!strings.Contains(r.stderr, demo+".wal") || !strings.Contains(r.stderr, "remove "+demo) {
+		t.Fatalf("a demo that cannot remove the earlier demo's file must say which files it was removing: %s", r)
 	}
 }
