@@ -136,7 +136,7 @@ func mustDuckDB(t *testing.T, path, stmt string) {
 	}
 }
 
-// Item 5: demo --db replaced any file with no word.
+// Demo --db replaced any file with no word.
 // A --db in a folder that does not exist is refused before the demo starts
 // (no emulator, no output), naming the folder, not with DuckDB's own "No
 // such file or directory" at the end of the walk-through.
@@ -214,7 +214,7 @@ func TestSync_keepsTheAPIURLOfTheLastSuccessfulRun(t *testing.T) {
 	}
 }
 
-// Item 7: commands that only read or edit state created an empty file.
+// Commands that only read or edit state created an empty file.
 func TestCommands_createNoFileExceptSync(t *testing.T) {
 	em, d, vars := demoWorld(t)
 	missing := filepath.Join(t.TempDir(), "missing.duckdb")
@@ -255,7 +255,7 @@ func TestCommands_createNoFileExceptSync(t *testing.T) {
 	}
 }
 
-// Item 8: a SQLite file made DuckDB fetch sqlite_scanner into ~/.duckdb.
+// A SQLite file made DuckDB fetch sqlite_scanner into ~/.duckdb.
 func TestSQLiteFile_isRefusedInWordsWithoutADownload(t *testing.T) {
 	home := t.TempDir()
 	path := filepath.Join(t.TempDir(), "app.db")
@@ -293,7 +293,7 @@ func TestLockTimeout_zeroDoesNotWait(t *testing.T) {
 	}
 }
 
-// Item 10: usage errors exit 2 with one line.
+// Usage errors exit 2 with one line.
 func TestExitCodes_usageErrorsExit2WithOneLine(t *testing.T) {
 	_, _, vars := demoWorld(t)
 	for _, args := range [][]string{
@@ -315,7 +315,7 @@ func TestExitCodes_usageErrorsExit2WithOneLine(t *testing.T) {
 	}
 }
 
-// Item 10: SIGINT and SIGTERM during a sync exit 130 and 143 with one line.
+// SIGINT and SIGTERM during a sync exit 130 and 143 with one line.
 func TestExitCodes_signalsDuringASync(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(signalName(sig), func(t *testing.T) {
@@ -347,7 +347,7 @@ func TestExitCodes_signalsDuringASync(t *testing.T) {
 	}
 }
 
-// Item 11: status on a DuckDB file that is not a replica showed a catalog error.
+// Status on a DuckDB file that is not a replica showed a catalog error.
 func TestStatus_onAFileThatIsNotAReplica(t *testing.T) {
 	dir := t.TempDir()
 	plain := filepath.Join(dir, "plain.duckdb")
@@ -367,7 +367,7 @@ func TestStatus_onAFileThatIsNotAReplica(t *testing.T) {
 	}
 }
 
-// Item 12: help showed flags a command never reads.
+// Help showed flags a command never reads.
 func TestHelp_showsEachCommandsOwnFlags(t *testing.T) {
 	for _, c := range []struct {
 		args      []string
@@ -393,7 +393,7 @@ func TestHelp_showsEachCommandsOwnFlags(t *testing.T) {
 	}
 }
 
-// Item 14: serve needed a webhook secret, listened on every interface and
+// Serve needed a webhook secret, listened on every interface and
 // took the emulator's port.
 func TestServe_pollsOnlyWithoutASecretOnLoopback(t *testing.T) {
 	if r := sh(t, nil, "serve", "--help"); !strings.Contains(r.stdout, `"127.0.0.1:8790"`) {
@@ -444,7 +444,7 @@ func TestServe_pollsOnlyWithoutASecretOnLoopback(t *testing.T) {
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	cmd.Wait()
-	// Item 15: log fields carry their unit.
+	// Log fields carry their unit.
 	for _, want := range []string{`"duration_ms":`, `"poll_ms":1000`} {
 		if !strings.Contains(errb.String(), want) {
 			t.Fatalf("serve's JSON log lacks %s:\n%s", want, errb.String())
@@ -452,7 +452,7 @@ func TestServe_pollsOnlyWithoutASecretOnLoopback(t *testing.T) {
 	}
 }
 
-// Item 15: one JSON convention.
+// One JSON convention.
 func TestJSON_oneConvention(t *testing.T) {
 	_, _, vars := demoWorld(t)
 	r := sh(t, vars, "sync", "--json")
@@ -509,7 +509,7 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-// Item 2: the storage-version guard.
+// The storage-version guard.
 func TestStorageVersion_guard(t *testing.T) {
 	_, _, vars := syncedFile(t)
 	r := sh(t, vars, "status")
