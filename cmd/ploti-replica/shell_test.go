@@ -136,7 +136,7 @@ func mustDuckDB(t *testing.T, path, stmt string) {
 	}
 }
 
-// Demo --db replaced any file with no word.
+// demo --db replaced any file with no word.
 // A --db in a folder that does not exist is refused before the demo starts
 // (no emulator, no output), naming the folder, not with DuckDB's own "No
 // such file or directory" at the end of the walk-through.
@@ -275,7 +275,7 @@ func TestSQLiteFile_isRefusedInWordsWithoutADownload(t *testing.T) {
 	}
 }
 
-// Item 9: --lock-timeout 0 waited the default 30 s, -1s printed "gave up after -1s".
+// --lock-timeout 0 waited the default 30 s, -1s printed "gave up after -1s".
 func TestLockTimeout_zeroDoesNotWait(t *testing.T) {
 	_, _, vars := syncedFile(t)
 	holdFile(t, vars["PLOTI_DB"], 20*time.Second)
