@@ -500,7 +500,7 @@ func checkCamel(t *testing.T, what string, v any) {
 	}
 }
 
-// Item 16: --version.
+// --version.
 func TestVersion(t *testing.T) {
 	r := sh(t, nil, "--version")
 	if r.code != exitOK || !strings.Contains(r.stdout, "ploti-replica ") || !strings.Contains(r.stdout, "commit ") ||
