@@ -32,6 +32,8 @@ type benchCmd struct {
 	PostgresRows string
 	// CPUProfile is a file for a Go CPU profile of the whole run.
 	CPUProfile string
+	// MemoryLimit is the scale section's memory limit.
+	MemoryLimit string
 }
 
 func newBenchCmd(env *Env) *cobra.Command {
@@ -77,7 +79,8 @@ reload. The table goes to stdout, then one summary line.
 	f.StringVar(&b.Postgres, "postgres", env.Getenv("PLOTI_TEST_POSTGRES"), "a PostgreSQL superuser's URL for the postgres section (it makes a database of its own and drops it; default $PLOTI_TEST_POSTGRES; none: skipped)")
 	f.StringVar(&b.PostgresRows, "postgres-rows", "1000000", "the postgres section's snapshot size (20k with --quick)")
 	f.StringVar(&b.CPUProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file (DuckDB's time shows under the Go calls that ran its statements; go tool pprof reads it), and the many section's catch-up run in a child process to FILE.catchup")
-	f.StringSliceVar(&b.Only, "only", nil, "measure only these sections: "+strings.Join(bench.Sections, ", ")+" (merge, history and publish run load too)")
+	f.StringSliceVar(&b.Only, "only", nil, "measure only these sections: "+strings.Join(bench.Sections, ", ")+" (merge, history and publish run load too; scale runs only when named)")
+	f.StringVar(&b.MemoryLimit, "memory-limit", "", "the scale section's memory limit for the peak-RSS measure, e.g. 2GB (default "+bench.MemoryLimit+")")
 	return cmd
 }
 
@@ -118,7 +121,7 @@ func (b *benchCmd) run(ctx context.Context) error {
 	if err := b.postgres(&cfg); err != nil {
 		return err
 	}
-	cfg.Repeat, cfg.Threads, cfg.Dir, cfg.Only, cfg.Log = b.Repeat, b.Threads, b.Dir, b.Only, b.env.Stderr
+	cfg.Repeat, cfg.Threads, cfg.Dir, cfg.Only, cfg.Log, cfg.MemoryLimit = b.Repeat, b.Threads, b.Dir, b.Only, b.env.Stderr, b.MemoryLimit
 	if b.Many > 0 {
 		cfg.ManyDatasets = b.Many
 	}

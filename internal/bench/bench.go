@@ -62,6 +62,10 @@ type Config struct {
 	// ManyTables is how many small tables the catalog measure builds;
 	// DefaultManyTables when zero.
 	ManyTables int
+	// MemoryLimit is the memory limit of the scale section's peak-RSS
+	// measure (the engine's Options.MemoryLimit and DuckDB alone's
+	// memory_limit); MemoryLimit (the package's) when empty.
+	MemoryLimit string
 	// CPUProfile, when set, is the run's own Go CPU profile (the caller's
 	// to start); the catch-up run in a child process (7c) writes its
 	// own beside it, with ".catchup" appended.
@@ -146,7 +150,7 @@ func (c *Config) defaults() {
 }
 
 // Sections are the parts of a run, for Config.Only.
-var Sections = []string{"load", "merge", "history", "publish", "memory", "file", "log", "updates", "watch", "geometry", "demo", "many", "postgres"}
+var Sections = []string{"load", "merge", "history", "publish", "memory", "file", "log", "updates", "watch", "geometry", "demo", "many", "postgres", "scale"}
 
 // Quick is the CI smoke test's configuration: 1M rows, the 1% merge only,
 // and a catch-up, a statewide subscription and the PostgreSQL section
@@ -202,6 +206,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		{"demo", r.demo},
 		{"many", r.many},
 		{"postgres", r.postgres},
+		{"scale", r.scale},
 	}
 	for _, s := range steps {
 		if err := s.fn(ctx); err != nil {
