@@ -36,6 +36,18 @@
 // only when no query holds it (NOWAIT tries, then tries of SwapWait), for
 // the few milliseconds of its rename and commit.
 //
+// Readers on a hot standby of the database (streaming replication) see
+// the same: a swap or a merge replays as the one transaction it was, so a
+// query there sees a version whole, or nothing when it is cancelled. The
+// swap's lock replays too: the standby's replay waits for the queries
+// reading the table, for up to its max_standby_streaming_delay (30 s by
+// default), then cancels them (SQLSTATE 40001, "conflict with recovery"),
+// and the table's queries that come meanwhile wait behind the replay.
+// Merges take no such lock, and the tables are created with
+// vacuum_truncate off (tableOptions) so that VACUUM never takes one;
+// hot_standby_feedback on the standby keeps VACUUM from removing rows
+// its queries still read.
+//
 // Types (PGType): string text, integer bigint, number double precision,
 // decimal numeric(p,s), boolean, date, timestamp timestamptz, json jsonb,
 // geometry geometry(Type,4326) when the schema names one geometry type

@@ -195,7 +195,7 @@ func (tx *Tx) build(ctx context.Context, table string, cols []ploti.Column, rel 
 		return 0, err
 	}
 	t := tx.db.table(s.built)
-	if _, err := tx.conn.Exec(ctx, fmt.Sprintf("CREATE TABLE %s (%s)", t, defs)); err != nil {
+	if _, err := tx.conn.Exec(ctx, fmt.Sprintf("CREATE TABLE %s (%s) WITH (%s)", t, defs, tableOptions)); err != nil {
 		return 0, fmt.Errorf("create %s: %w", table, err)
 	}
 	var n int64
@@ -228,6 +228,17 @@ func (tx *Tx) build(ctx context.Context, table string, cols []ploti.Column, rel 
 	tx.swaps = append(tx.swaps, s)
 	return n, nil
 }
+
+// tableOptions are a dataset table's storage parameters. vacuum_truncate
+// off: a VACUUM (autovacuum, after merges removed the rows at a table's
+// end) never takes the table's ACCESS EXCLUSIVE lock to give its empty
+// last pages back. On the primary that lock is brief, but a hot standby
+// replays it as a swap's: the replay waits for every query reading the
+// table, the queries that come meanwhile wait behind it, and past
+// max_standby_streaming_delay the standby cancels the readers, at any
+// time, not only when a load swaps a table in. The pages stay the
+// table's, for the rows of later merges.
+const tableOptions = "vacuum_truncate = off"
 
 // primaryKey adds the built table's primary key on _ploti_record_id, or
 // refuses its rows with an idsError when their ids are null or repeat.
