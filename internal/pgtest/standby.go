@@ -20,13 +20,10 @@ const StandbyHint = "no hot standby for the tests: set " + EnvStandbyURL + " to 
 	"'s cluster, or start one beside the throwaway cluster: eval \"$(.ci/pg start)\"; eval \"$(.ci/pg start-standby)\"; " +
 	"stop it with .ci/pg stop \"$PLOTI_PG_STANDBY_DIR\""
 
-// Standby is the URL, on the cluster's hot standby, of the test database
-// at u (a URL DB gave), once the standby has replayed its creation. It
-// skips tb (or fails it, when EnvRequire is set) when no standby is
-// configured.
-func Standby(tb testing.TB, u string) string {
+// RequireStandby skips tb (or fails it, when EnvRequire is set) when no
+// standby is configured, and returns the standby's URL.
+func RequireStandby(tb testing.TB) string {
 	tb.Helper()
-	admin := Require(tb)
 	standby := os.Getenv(EnvStandbyURL)
 	if standby == "" {
 		if os.Getenv(EnvRequire) == "1" {
@@ -34,6 +31,16 @@ func Standby(tb testing.TB, u string) string {
 		}
 		tb.Skip(StandbyHint)
 	}
+	return standby
+}
+
+// Standby is the URL, on the cluster's hot standby, of the test database
+// at u (a URL DB gave), once the standby has replayed its creation. It
+// skips tb (or fails it, when EnvRequire is set) when no standby is
+// configured.
+func Standby(tb testing.TB, u string) string {
+	tb.Helper()
+	admin, standby := Require(tb), RequireStandby(tb)
 	p, err := url.Parse(u)
 	if err != nil {
 		tb.Fatal(err)

@@ -25,6 +25,7 @@ func TestStandby_vacuumTakesNoLockFromReaders(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits for the standby")
 	}
+	pgtest.RequireStandby(t)
 	ctx := context.Background()
 	db, u := mustOpen(t)
 	su := pgtest.Standby(t, u)
