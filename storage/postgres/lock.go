@@ -35,6 +35,22 @@ func (db *DB) lock(ctx context.Context, opts Options) error {
 	})
 }
 
+// refuseStandby refuses, before anything else, to write a database that
+// is a hot standby (in recovery: every write there fails, and the
+// advisory lock taken on it would not keep the primary's writer out):
+// the replica is written on the primary, and the standby is for readers.
+func (db *DB) refuseStandby(ctx context.Context) error {
+	var standby bool
+	if err := db.conn.QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&standby); err != nil {
+		return fmt.Errorf("open %s: %w", db.name, err)
+	}
+	if standby {
+		return fmt.Errorf("open %s: the database is a hot standby (in recovery, read-only): "+
+			"sync writes to its primary, and readers and status may use this standby", db.name)
+	}
+	return nil
+}
+
 // holder names the session that holds the writer's lock, as DuckDB's
 // message names the process that holds a file.
 func (db *DB) holder(ctx context.Context) string {

@@ -148,6 +148,10 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		db.readOnly = true
 		return db, nil
 	}
+	if err := db.refuseStandby(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
 	if err := db.lock(ctx, opts); err != nil {
 		db.Close()
 		return nil, err

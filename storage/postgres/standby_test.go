@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -142,4 +143,25 @@ func must(tb testing.TB, err error) {
 	if err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// A replica is written on the primary: Open refuses a hot standby at
+// once, saying so, rather than after a sync's downloads with PostgreSQL's
+// "cannot execute … during recovery" at the first write; a reader's
+// Open (status) reads it.
+func TestStandby_writerIsRefusedReaderIsNot(t *testing.T) {
+	pgtest.RequireStandby(t)
+	ctx := context.Background()
+	db, u := mustOpen(t)
+	db.Close()
+	su := pgtest.Standby(t, u)
+	_, err := Open(ctx, su, Options{LockTimeout: -1})
+	if err == nil || !strings.Contains(err.Error(), "hot standby") || !strings.Contains(err.Error(), "primary") {
+		t.Fatalf("Open of a standby: %v, want a refusal naming the standby and the primary", err)
+	}
+	ro, err := Open(ctx, su, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("a reader's Open of a standby: %v", err)
+	}
+	ro.Close()
 }
