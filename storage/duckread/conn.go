@@ -16,6 +16,22 @@ import (
 // another engine alike (no extension downloads, UTC, storage every DuckDB
 // 1.x reads).
 func NewConnector(path string, opts storage.Options) (*duckdb.Connector, error) {
+	dsn := path + "?" + Settings(opts).Encode()
+	return duckdb.NewConnector(dsn, func(execer driver.ExecerContext) error {
+		_, err := execer.ExecContext(context.Background(), SessionSetup, nil)
+		return err
+	})
+}
+
+// SessionSetup is the statement every session of the engine's DuckDBs
+// runs first: timestamps in the feed are UTC; casts and display agree.
+const SessionSetup = "SET TimeZone = 'UTC'"
+
+// Settings are the database settings every DuckDB of the engine opens
+// with (NewConnector's, and those of a DuckDB opened through DuckDB's C
+// API, storage/postgres): no extension downloads, storage every DuckDB
+// 1.x reads, and opts' memory limit and threads.
+func Settings(opts storage.Options) url.Values {
 	q := url.Values{}
 	// The replica reads each downloaded file once, and a file fetched
 	// again (a repair after a bad download) reuses its spool name: DuckDB's
@@ -37,10 +53,5 @@ func NewConnector(path string, opts storage.Options) (*duckdb.Connector, error) 
 	if opts.Threads > 0 {
 		q.Set("threads", strconv.Itoa(opts.Threads))
 	}
-	dsn := path + "?" + q.Encode()
-	return duckdb.NewConnector(dsn, func(execer driver.ExecerContext) error {
-		// Timestamps in the feed are UTC; make casts and display agree.
-		_, err := execer.ExecContext(context.Background(), "SET TimeZone = 'UTC'", nil)
-		return err
-	})
+	return q
 }
