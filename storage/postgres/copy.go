@@ -1,12 +1,12 @@
 package postgres
 
 import (
-	"bufio"
-	"database/sql/driver"
 	"encoding/binary"
 	"fmt"
-	"math"
-	"strings"
+	"io"
+	"math/bits"
+
+	bindings "github.com/duckdb/duckdb-go-bindings"
 )
 
 // The binary COPY format (PostgreSQL's "COPY", "Binary Format"): a
@@ -16,149 +16,73 @@ import (
 
 var copySignature = []byte("PGCOPY\n\xff\r\n\x00")
 
-// copyWriter writes rows of driver values in the binary COPY format.
+// copyWriter writes an export's rows in the binary COPY format to w, a
+// data chunk at a time: each field from its vector's memory (column),
+// into one buffer a chunk that w takes in one write.
 type copyWriter struct {
-	w    *bufio.Writer
+	w    io.Writer
 	encs []encoding
-	buf  []byte // scratch for one field
+	cols []column
+	buf  []byte
+	rows int64
 }
 
-func newCopyWriter(w *bufio.Writer, encs []encoding) *copyWriter {
+func newCopyWriter(w io.Writer, encs []encoding) *copyWriter {
 	return &copyWriter{w: w, encs: encs}
 }
 
-// header writes the signature, the flags and an empty extension.
-func (c *copyWriter) header() error {
-	c.w.Write(copySignature)
-	var b [8]byte
-	_, err := c.w.Write(b[:])
-	return err
-}
-
-// trailer ends the data.
-func (c *copyWriter) trailer() error {
-	_, err := c.w.Write([]byte{0xff, 0xff})
-	if err != nil {
-		return err
+// columns checks that the export's columns are what encs take, and writes
+// the signature, the flags and an empty header extension.
+func (c *copyWriter) columns(types []duckType) error {
+	if len(types) != len(c.encs) {
+		return fmt.Errorf("export has %d columns, COPY %d", len(types), len(c.encs))
 	}
-	return c.w.Flush()
-}
-
-// row writes one row; vals are as DuckDB's driver gives exportSelect's
-// columns.
-func (c *copyWriter) row(vals []driver.Value) error {
-	var n [2]byte
-	binary.BigEndian.PutUint16(n[:], uint16(len(vals)))
-	c.w.Write(n[:])
-	for i, v := range vals {
-		if v == nil {
-			c.w.Write([]byte{0xff, 0xff, 0xff, 0xff})
-			continue
-		}
-		var err error
-		c.buf, err = appendValue(c.buf[:0], c.encs[i], v)
-		if err != nil {
+	c.cols = make([]column, len(types))
+	for i := range types {
+		if err := c.cols[i].init(&c.encs[i], types[i]); err != nil {
 			return fmt.Errorf("column %d: %w", i+1, err)
 		}
-		var l [4]byte
-		binary.BigEndian.PutUint32(l[:], uint32(len(c.buf)))
-		c.w.Write(l[:])
-		if _, err := c.w.Write(c.buf); err != nil {
-			return err
-		}
 	}
+	c.buf = append(append(c.buf[:0], copySignature...), 0, 0, 0, 0, 0, 0, 0, 0)
 	return nil
 }
 
-// appendValue appends v's binary send format for e to b.
-func appendValue(b []byte, e encoding, v driver.Value) ([]byte, error) {
-	switch e.kind {
-	case kindText:
-		switch s := v.(type) {
-		case string:
-			return appendText(b, s), nil
-		case []byte:
-			return appendText(b, string(s)), nil
-		}
-	case kindInt8:
-		if x, ok := v.(int64); ok {
-			return binary.BigEndian.AppendUint64(b, uint64(x)), nil
-		}
-	case kindFloat8:
-		if x, ok := v.(float64); ok {
-			return binary.BigEndian.AppendUint64(b, math.Float64bits(x)), nil
-		}
-	case kindNumeric:
-		if s, ok := v.(string); ok {
-			return appendNumeric(b, s)
-		}
-	case kindBool:
-		if x, ok := v.(bool); ok {
-			if x {
-				return append(b, 1), nil
+// chunk writes a data chunk's rows: for each, its field count, then each
+// field's length (-1 for NULL) and bytes.
+func (c *copyWriter) chunk(ch bindings.DataChunk) error {
+	n := int(bindings.DataChunkGetSize(ch))
+	for i := range c.cols {
+		c.cols[i].load(bindings.DataChunkGetVector(ch, bindings.IdxT(i)))
+	}
+	b := c.buf
+	var err error
+	for r := range n {
+		b = binary.BigEndian.AppendUint16(b, uint16(len(c.cols)))
+		for i := range c.cols {
+			col := &c.cols[i]
+			if !col.valid(r) {
+				b = append(b, 0xff, 0xff, 0xff, 0xff)
+				continue
 			}
-			return append(b, 0), nil
-		}
-	case kindDate, kindInt4:
-		if x, ok := v.(int32); ok {
-			return binary.BigEndian.AppendUint32(b, uint32(x)), nil
-		}
-	case kindTimestamp:
-		if x, ok := v.(int64); ok {
-			return binary.BigEndian.AppendUint64(b, uint64(x)), nil
-		}
-	case kindGeometry:
-		if x, ok := v.([]byte); ok {
-			return appendEWKB(b, x, SRID)
-		}
-	case kindJSONB:
-		if s, ok := v.(string); ok {
-			return appendJSONText(append(b, 1), s), nil // jsonb's version 1: the text
-		}
-	case kindArray:
-		if xs, ok := v.([]any); ok {
-			return appendArray(b, *e.elem, xs)
+			at := len(b)
+			b = append(b, 0, 0, 0, 0)
+			if b, err = col.appendField(b, r); err != nil {
+				return fmt.Errorf("column %d: %w", i+1, err)
+			}
+			binary.BigEndian.PutUint32(b[at:], uint32(len(b)-at-4))
 		}
 	}
-	return b, fmt.Errorf("value of Go type %T for a column of kind %d", v, e.kind)
+	c.rows += int64(n)
+	c.buf = b[:0]
+	_, err = c.w.Write(b)
+	return err
 }
 
-// appendArray appends a one-dimensional array of elem: dimensions, a
-// null flag, the element type, the length and lower bound 1, then each
-// element as a field. An empty list is an array of no dimensions.
-func appendArray(b []byte, elem encoding, xs []any) ([]byte, error) {
-	hasNull := uint32(0)
-	for _, x := range xs {
-		if x == nil {
-			hasNull = 1
-		}
-	}
-	dims := uint32(1)
-	if len(xs) == 0 {
-		dims = 0
-	}
-	b = binary.BigEndian.AppendUint32(b, dims)
-	b = binary.BigEndian.AppendUint32(b, hasNull)
-	b = binary.BigEndian.AppendUint32(b, elem.oid)
-	if dims == 0 {
-		return b, nil
-	}
-	b = binary.BigEndian.AppendUint32(b, uint32(len(xs)))
-	b = binary.BigEndian.AppendUint32(b, 1)
-	for _, x := range xs {
-		if x == nil {
-			b = binary.BigEndian.AppendUint32(b, math.MaxUint32)
-			continue
-		}
-		at := len(b)
-		b = append(b, 0, 0, 0, 0)
-		var err error
-		if b, err = appendValue(b, elem, x); err != nil {
-			return b, err
-		}
-		binary.BigEndian.PutUint32(b[at:], uint32(len(b)-at-4))
-	}
-	return b, nil
+// trailer ends the data (after what is left of the header, when the
+// export had no rows).
+func (c *copyWriter) trailer() error {
+	_, err := c.w.Write(append(c.buf, 0xff, 0xff))
+	return err
 }
 
 // EWKB flag for an SRID after the type (PostGIS's extended WKB).
@@ -194,37 +118,43 @@ func appendEWKB(b []byte, wkb []byte, srid uint32) ([]byte, error) {
 	return append(b, wkb[5:]...), nil
 }
 
-// appendNumeric appends a decimal's text ("-1234.50") in numeric's binary
+// appendDecimal appends a DuckDB decimal, the integer hi:lo (128 bits,
+// two's complement) of scale digits after the point, in numeric's binary
 // format: the number of base-10000 digits, the weight of the first, the
-// sign, the display scale, then the digits. PostgreSQL rounds it to the
-// column's numeric(p,s) as it reads it.
-func appendNumeric(b []byte, s string) ([]byte, error) {
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(strings.TrimPrefix(s, "-"), "+")
-	intPart, frac, _ := strings.Cut(s, ".")
-	for _, r := range intPart + frac {
-		if r < '0' || r > '9' {
-			return b, fmt.Errorf("decimal %q is not a number", s)
-		}
+// sign, the display scale (the decimal's scale, as its text has it), then
+// the digits. PostgreSQL rounds it to the column's numeric(p,s) as it
+// reads it.
+func appendDecimal(b []byte, hi, lo uint64, scale uint8) []byte {
+	neg := int64(hi) < 0
+	if neg {
+		hi, lo = ^hi, ^lo
+		var c uint64
+		lo, c = bits.Add64(lo, 1, 0)
+		hi += c
 	}
-	dscale := len(frac)
-	intPart = strings.TrimLeft(intPart, "0")
-	// Pad to whole groups of four digits: the integer part on the left,
-	// the fraction on the right.
-	if r := len(intPart) % 4; r != 0 {
-		intPart = strings.Repeat("0", 4-r) + intPart
+	// Base-10000 digits from the last: the fraction's last group holds
+	// scale%4 digits, padded on the right; the point falls between groups.
+	var groups [16]uint16
+	n, frac := 0, int(scale)/4
+	if k := scale % 4; k != 0 {
+		var r uint64
+		hi, lo, r = divmod128(hi, lo, pow10[k])
+		groups[n] = uint16(r * pow10[4-k])
+		n, frac = n+1, frac+1
 	}
-	if r := len(frac) % 4; r != 0 {
-		frac += strings.Repeat("0", 4-r)
+	for hi != 0 || lo != 0 || n < frac {
+		var r uint64
+		hi, lo, r = divmod128(hi, lo, 10000)
+		groups[n] = uint16(r)
+		n++
 	}
-	all := intPart + frac
-	weight := len(intPart)/4 - 1
-	digits := make([]uint16, 0, len(all)/4)
-	for i := 0; i < len(all); i += 4 {
-		d := uint16(all[i]-'0')*1000 + uint16(all[i+1]-'0')*100 + uint16(all[i+2]-'0')*10 + uint16(all[i+3]-'0')
-		digits = append(digits, d)
+	digits := groups[:n]
+	// The digits of value first; leading zero groups lower the weight,
+	// trailing ones go.
+	for i, j := 0, n-1; i < j; i, j = i+1, j-1 {
+		digits[i], digits[j] = digits[j], digits[i]
 	}
-	// Leading zero groups lower the weight; trailing ones go.
+	weight := n - frac - 1
 	for len(digits) > 0 && digits[0] == 0 {
 		digits = digits[1:]
 		weight--
@@ -242,9 +172,18 @@ func appendNumeric(b []byte, s string) ([]byte, error) {
 	b = binary.BigEndian.AppendUint16(b, uint16(len(digits)))
 	b = binary.BigEndian.AppendUint16(b, uint16(int16(weight)))
 	b = binary.BigEndian.AppendUint16(b, sign)
-	b = binary.BigEndian.AppendUint16(b, uint16(dscale))
+	b = binary.BigEndian.AppendUint16(b, uint16(scale))
 	for _, d := range digits {
 		b = binary.BigEndian.AppendUint16(b, d)
 	}
-	return b, nil
+	return b
+}
+
+var pow10 = [5]uint64{1, 10, 100, 1000, 10000}
+
+// divmod128 divides hi:lo by d.
+func divmod128(hi, lo, d uint64) (qhi, qlo, r uint64) {
+	qhi, r = hi/d, hi%d
+	qlo, r = bits.Div64(r, lo, d)
+	return qhi, qlo, r
 }

@@ -12,11 +12,18 @@
 //
 //	read_parquet / read_json ─ DuckDB casts to the schema's types
 //	   └─ exportSelect: dates and timestamps as PostgreSQL's day and µs
-//	      counts, decimals and JSON as text, geometry as WKB
-//	         └─ copyWriter (Go): the binary COPY format, geometry as
-//	            EWKB in SRID 4326 ─ io.Pipe ─ pgconn.CopyFrom
+//	      counts, JSON as text, geometry as WKB
+//	         └─ copyWriter (Go): the binary COPY format from DuckDB's
+//	            data chunks, geometry as EWKB in SRID 4326 ─ io.Pipe ─
+//	            pgconn.CopyFrom
 //
-// The three run at once. The writer's transactions:
+// The three run at once. The export runs on a second in-memory DuckDB,
+// opened through DuckDB's C API (chunks.go) with the same settings: its
+// streaming result gives the rows a chunk of 2,048 at a time, and each
+// field is encoded from its vector's memory (vectors.go), never made a
+// Go value (database/sql's driver makes one of each cell, and that was
+// most of the process's CPU in a load); a table of any size passes in
+// the memory of a few chunks. The writer's transactions:
 //
 //	LoadSnapshot, LoadRows   CREATE TABLE _ploti_load_N; COPY; primary key
 //	                         on _ploti_record_id; a GiST index a geometry

@@ -59,11 +59,12 @@ type Options struct {
 // DB is a PostgreSQL database with the _ploti schema migrated, held by
 // this process as its one writer.
 type DB struct {
-	conn     *pgx.Conn // the writer's session: it holds the advisory lock, and every Tx runs on it
-	pool     *sql.DB   // database/sql over pgx, ? placeholders allowed (sqldriver.go): the registry's statements
-	pinned   *sql.Conn // conn, as pool's connection kept out of the pool
-	duck     *sql.DB   // in-memory DuckDB: reads and checks the downloaded files
-	name     string    // the database as errors name it: host and database, never a password
+	conn     *pgx.Conn  // the writer's session: it holds the advisory lock, and every Tx runs on it
+	pool     *sql.DB    // database/sql over pgx, ? placeholders allowed (sqldriver.go): the registry's statements
+	pinned   *sql.Conn  // conn, as pool's connection kept out of the pool
+	duck     *sql.DB    // in-memory DuckDB: reads and checks the downloaded files
+	chunks   *chunkDuck // in-memory DuckDB of the COPYs' exports, read by data chunks
+	name     string     // the database as errors name it: host and database, never a password
 	schema   string
 	now      func() time.Time
 	swapWait time.Duration
@@ -160,10 +161,15 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
-	db.duck, err = duckread.OpenPlain(ctx, "", storage.Options{MemoryLimit: opts.MemoryLimit, Threads: opts.Threads})
+	duckOpts := storage.Options{MemoryLimit: opts.MemoryLimit, Threads: opts.Threads}
+	db.duck, err = duckread.OpenPlain(ctx, "", duckOpts)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open %s: the DuckDB that reads files: %w", name, err)
+	}
+	if db.chunks, err = openChunkDuck(duckOpts); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s: the DuckDB that exports rows: %w", name, err)
 	}
 	return db, nil
 }
@@ -243,6 +249,9 @@ func (db *DB) Close() error {
 	errs := []error{db.closeReadOnly()}
 	if db.duck != nil {
 		errs = append(errs, db.duck.Close())
+	}
+	if db.chunks != nil {
+		db.chunks.close()
 	}
 	if db.locked {
 		// The lock is let go before the session ends: a server ends a

@@ -1,9 +1,7 @@
 package postgres
 
 import (
-	"bufio"
 	"context"
-	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
@@ -21,10 +19,11 @@ func (db *DB) fileColumns(ctx context.Context, src string) ([]string, map[string
 // errCopyEnded ends the DuckDB side of a COPY that PostgreSQL stopped.
 var errCopyEnded = errors.New("copy ended")
 
-// copyFrom runs query (exportSelect's) in the in-memory DuckDB and streams
-// its rows to copySQL (a COPY … FROM STDIN (FORMAT binary)) on the writer's
-// session: DuckDB reads and casts, Go writes the binary format through a
-// pipe, PostgreSQL parses it, all at once. An error on the DuckDB side
+// copyFrom runs query (exportSelect's) in the in-memory DuckDB of the
+// exports and streams its rows to copySQL (a COPY … FROM STDIN (FORMAT
+// binary)) on the writer's session: DuckDB reads and casts, Go writes the
+// binary format from DuckDB's data chunks through a pipe, PostgreSQL
+// parses it, all at once. An error on the DuckDB side
 // (a value that does not cast) is returned as DuckDB's, and PostgreSQL's
 // COPY is cancelled; an error on PostgreSQL's side as its.
 func (tx *Tx) copyFrom(ctx context.Context, copySQL, query string, args []any, encs []encoding) (int64, error) {
@@ -57,54 +56,14 @@ type duckError struct{ err error }
 func (e *duckError) Error() string { return e.err.Error() }
 func (e *duckError) Unwrap() error { return e.err }
 
-// encode runs query in the in-memory DuckDB and writes its rows to w in
-// the binary COPY format, reading DuckDB's values at the driver's level
-// (no database/sql conversions on the way).
+// encode runs query in the DuckDB of the exports and writes its rows to
+// w in the binary COPY format, from its data chunks (copyWriter).
 func (db *DB) encode(ctx context.Context, query string, args []any, encs []encoding, w io.Writer) (int64, error) {
-	conn, err := db.duck.Conn(ctx)
-	if err != nil {
-		return 0, err
+	cw := newCopyWriter(w, encs)
+	if err := db.chunks.stream(ctx, query, args, cw); err != nil {
+		return cw.rows, err
 	}
-	defer conn.Close()
-	var n int64
-	err = conn.Raw(func(dc any) error {
-		q, ok := dc.(driver.QueryerContext)
-		if !ok {
-			return fmt.Errorf("the DuckDB driver does not query")
-		}
-		named := make([]driver.NamedValue, len(args))
-		for i, a := range args {
-			named[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
-		}
-		rows, err := q.QueryContext(ctx, query, named)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		if got := len(rows.Columns()); got != len(encs) {
-			return fmt.Errorf("export has %d columns, COPY %d", got, len(encs))
-		}
-		cw := newCopyWriter(bufio.NewWriterSize(w, 256<<10), encs)
-		if err := cw.header(); err != nil {
-			return err
-		}
-		vals := make([]driver.Value, len(encs))
-		for {
-			err := rows.Next(vals)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return err
-			}
-			if err := cw.row(vals); err != nil {
-				return err
-			}
-			n++
-		}
-		return cw.trailer()
-	})
-	return n, err
+	return cw.rows, cw.trailer()
 }
 
 // copySQL is the COPY statement of a table's columns in the binary format.

@@ -105,7 +105,7 @@ const (
 	kindText      kind = iota // VARCHAR → text
 	kindInt8                  // BIGINT → bigint
 	kindFloat8                // DOUBLE → double precision
-	kindNumeric               // DECIMAL as text → numeric
+	kindNumeric               // DECIMAL → numeric
 	kindBool                  // BOOLEAN → boolean
 	kindDate                  // days since 2000-01-01 (INTEGER) → date
 	kindTimestamp             // µs since 2000-01-01 UTC (BIGINT) → timestamptz
@@ -178,11 +178,11 @@ func encodingOf(t ploti.Type, geomOID uint32) (encoding, error) {
 // exportExpr is the DuckDB expression that turns e, a value of type t as
 // the DuckDB engine holds it (GEOMETRY for geometry), into what the COPY
 // writer takes for it: dates and timestamps as PostgreSQL's day and
-// microsecond counts, decimals and JSON as text, geometry as WKB, a list
+// microsecond counts, JSON as text, geometry as WKB, a list
 // of lists as JSON text. depth tells nested lambdas apart.
 func exportExpr(t ploti.Type, e string, depth int) string {
 	switch t.Type {
-	case ploti.TypeDecimal, ploti.TypeJSON:
+	case ploti.TypeJSON:
 		return "CAST(" + e + " AS VARCHAR)"
 	case ploti.TypeDate:
 		return fmt.Sprintf("CAST(%s - DATE '2000-01-01' AS INTEGER)", e)
