@@ -121,7 +121,7 @@ func TestPostgres_rawBaselineMatchesTheEngine(t *testing.T) {
 	if err := p.readers(ctx, b, fx); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"pg_load_ratio", "pg_merge_ratio", "pg_reader_p99_ms"} {
+	for _, k := range []string{"pg_load_ratio", "pg_load_cpu_ratio", "pg_merge_ratio", "pg_reader_p99_ms"} {
 		if v, ok := p.r.rep.Summary[k]; !ok || !(v > 0) {
 			t.Errorf("summary %s = %v (set: %v), want a positive figure", k, v, ok)
 		}
