@@ -199,16 +199,17 @@ func (tx *Tx) build(ctx context.Context, table string, cols []ploti.Column, rel 
 		return 0, fmt.Errorf("create %s: %w", table, err)
 	}
 	var n int64
+	var after string
 	if rel != "" {
 		encs, err := encodings(cols, tx.db.geomOID)
 		if err != nil {
 			return 0, err
 		}
-		if n, err = tx.copyRows(ctx, t, cols, nil, exportSelect(rel, cols), args, encs); err != nil {
+		if n, after, err = tx.copyRows(ctx, "", t, cols, nil, exportSelect(rel, cols), args, encs); err != nil {
 			return 0, renamed(err, s.built, table)
 		}
 	}
-	if err := tx.primaryKey(ctx, t, &s); err != nil {
+	if err := tx.primaryKey(ctx, after, t, &s); err != nil {
 		return 0, err
 	}
 	for i, c := range cols {
@@ -242,9 +243,10 @@ const tableOptions = "vacuum_truncate = off"
 
 // primaryKey adds the built table's primary key on _ploti_record_id, or
 // refuses its rows with an idsError when their ids are null or repeat.
-func (tx *Tx) primaryKey(ctx context.Context, t string, s *swap) error {
+// pre runs first, in the same round trip.
+func (tx *Tx) primaryKey(ctx context.Context, pre, t string, s *swap) error {
 	pk := s.built + "_pkey"
-	if _, err := tx.conn.Exec(ctx, "SAVEPOINT ploti_pkey"); err != nil {
+	if _, err := tx.conn.Exec(ctx, joinStatements(pre, "SAVEPOINT ploti_pkey")); err != nil {
 		return err
 	}
 	_, err := tx.conn.Exec(ctx, fmt.Sprintf("ALTER TABLE %s ADD CONSTRAINT %s PRIMARY KEY (%s)", t, ident(pk), ident(storage.ColRecordID)))

@@ -53,26 +53,12 @@ func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, t
 	if err := duckread.FileFaults(name, nulls, dups, bad); err != nil {
 		return st, err
 	}
-	if err := tx.copyChanges(ctx, cols, sel, src, name); err != nil {
+	after, err := tx.copyChanges(ctx, cols, sel, src, name)
+	if err != nil {
 		return st, err
 	}
 	t := tx.rel(table)
-	if err := tx.deleteChanged(ctx, t, name, st.Changed+st.Removed); err != nil {
-		return st, err
-	}
-	names := columnNames(cols)
-	if _, err := tx.conn.Exec(ctx, fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s FROM %s WHERE %s IN ('added', 'changed')`,
-		t, names, names, mergeTemp, change)); err != nil {
-		if dataFault(err) {
-			return st, &storage.DataError{File: name, Detail: "merge: " + pgMessage(err)}
-		}
-		return st, fmt.Errorf("merge %s into %s: insert: %w", name, table, err)
-	}
-	if _, err := tx.conn.Exec(ctx, fmt.Sprintf(`INSERT INTO _ploti.changes (dataset_id, version, record_id, change)
-		SELECT $1, $2, %s, %s FROM %s`, id, change, mergeTemp), datasetID, version); err != nil {
-		return st, fmt.Errorf("log changes of %s v%d: %w", datasetID, version, err)
-	}
-	if _, err := tx.conn.Exec(ctx, "DROP TABLE "+mergeTemp); err != nil {
+	if err := tx.applyChanges(ctx, after, t, table, cols, datasetID, version, name, st.Changed+st.Removed); err != nil {
 		return st, err
 	}
 	if rowsBefore >= 0 {
@@ -108,63 +94,103 @@ func (tx *Tx) probeChanges(ctx context.Context, cols []ploti.Column, file, src s
 }
 
 // copyChanges creates the merge's temporary table and COPYs the changes
-// file's rows, cast to the schema's types, into it.
-func (tx *Tx) copyChanges(ctx context.Context, cols []ploti.Column, sel, src, name string) error {
+// file's rows, cast to the schema's types, into it; it returns the
+// statement to run next (copyRows' after).
+func (tx *Tx) copyChanges(ctx context.Context, cols []ploti.Column, sel, src, name string) (string, error) {
 	defs, err := columnDefs(cols)
 	if err != nil {
-		return err
+		return "", err
 	}
 	change := storage.Ident(storage.ColChange)
-	if _, err := tx.conn.Exec(ctx, fmt.Sprintf("CREATE TEMPORARY TABLE %s (%s, %s text) ON COMMIT DROP", mergeTemp, defs, change)); err != nil {
-		return fmt.Errorf("merge %s: %w", name, err)
-	}
 	encs, err := encodings(cols, tx.db.geomOID)
 	if err != nil {
-		return err
+		return "", err
 	}
 	encs = append(encs, encoding{kind: kindText, oid: oidText})
+	create := fmt.Sprintf("CREATE TEMPORARY TABLE %s (%s, %s text) ON COMMIT DROP", mergeTemp, defs, change)
 	rel := fmt.Sprintf("SELECT %s, CAST(%s AS VARCHAR) AS %s FROM %s WHERE CAST(%s AS VARCHAR) IN ('added', 'changed', 'removed')", sel, change, change, src, change)
-	if _, err := tx.copyRows(ctx, mergeTemp, cols, []string{change}, exportSelect(rel, cols, change), nil, encs); err != nil {
+	_, after, err := tx.copyRows(ctx, create, mergeTemp, cols, []string{change}, exportSelect(rel, cols, change), nil, encs)
+	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
-			return fmt.Errorf("merge %s: %w", name, cerr)
+			return "", fmt.Errorf("merge %s: %w", name, cerr)
 		}
 		var de *duckError
 		if errors.As(err, &de) && isConversion(de.err) {
-			return &storage.DataError{File: name, Detail: "read: " + firstLine(de.err.Error())}
+			return "", &storage.DataError{File: name, Detail: "read: " + firstLine(de.err.Error())}
 		}
 		if dataFault(err) {
-			return &storage.DataError{File: name, Detail: "read: " + pgMessage(err)}
+			return "", &storage.DataError{File: name, Detail: "read: " + pgMessage(err)}
 		}
-		return fmt.Errorf("merge %s: copy: %w", name, err)
+		return "", fmt.Errorf("merge %s: copy: %w", name, err)
 	}
-	return nil
+	return after, nil
 }
 
-// deleteChanged deletes the table's rows that the changes file changes or
-// removes, in one pass that also checks the file fits the held version:
-// no added id is held, and want (changed + removed) rows were deleted. A
-// misfit names one id, as the DuckDB engine's refusal does.
-func (tx *Tx) deleteChanged(ctx context.Context, t, name string, want int64) error {
+// applyChanges applies the staged changes to t (table, as this
+// transaction has it) in one round trip, after pre: one DELETE of the
+// changed and removed rows that also checks the file fits the held
+// version (no added id is held, and want rows were deleted), one INSERT
+// of the added and changed rows, the changes logged in _ploti.changes,
+// the staged rows dropped. A misfit names one id, as the DuckDB engine's
+// refusal does; the caller's rollback undoes the rest.
+func (tx *Tx) applyChanges(ctx context.Context, pre, t, table string, cols []ploti.Column, datasetID string, version int, name string, want int64) error {
 	id, change := storage.Ident(storage.ColRecordID), storage.Ident(storage.ColChange)
-	var addedHeld, deleted int64
-	var firstAdded, notHeld *string
-	err := tx.conn.QueryRow(ctx, fmt.Sprintf(`WITH d AS (
+	names := columnNames(cols)
+	check := fmt.Sprintf(`WITH d AS (
 			DELETE FROM %[3]s t USING %[4]s m WHERE t.%[1]s = m.%[1]s RETURNING m.%[1]s AS id, m.%[2]s AS change)
 		SELECT count(*) FILTER (WHERE change = 'added'), min(id) FILTER (WHERE change = 'added'),
 			count(*) FILTER (WHERE change <> 'added'),
-			CASE WHEN count(*) FILTER (WHERE change <> 'added') <> $1 THEN
+			CASE WHEN count(*) FILTER (WHERE change <> 'added') <> %[5]d THEN
 				(SELECT min(m.%[2]s || ' id ' || m.%[1]s) FROM %[4]s m WHERE m.%[2]s <> 'added' AND NOT EXISTS (SELECT 1 FROM d WHERE d.id = m.%[1]s))
 			END
-		FROM d`, id, change, t, mergeTemp), want).Scan(&addedHeld, &firstAdded, &deleted, &notHeld)
-	if err != nil {
+		FROM d`, id, change, t, mergeTemp, want)
+	insert := fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s FROM %s WHERE %s IN ('added', 'changed')`, t, names, names, mergeTemp, change)
+	logged := fmt.Sprintf(`INSERT INTO _ploti.changes (dataset_id, version, record_id, change)
+		SELECT %s, %d, %s, %s FROM %s`, storage.Literal(datasetID), version, id, change, mergeTemp)
+	results, err := batch(ctx, tx.conn, pre, check, insert, logged, "DROP TABLE "+mergeTemp)
+	at := 0
+	if pre != "" {
+		at = 1
+	}
+	if row, rerr := firstRow(results, at); rerr == nil {
+		if ferr := misfit(row, name, want); ferr != nil {
+			return ferr
+		}
+	}
+	switch {
+	case err == nil:
+		return nil
+	case dataFault(err):
+		return &storage.DataError{File: name, Detail: "merge: " + pgMessage(err)}
+	case len(results) <= at:
 		return fmt.Errorf("merge %s: delete: %w", name, err)
+	case len(results) == at+1:
+		return fmt.Errorf("merge %s into %s: insert: %w", name, table, err)
+	}
+	return fmt.Errorf("log changes of %s v%d: %w", datasetID, version, err)
+}
+
+// misfit reads the fit check of applyChanges (added ids held, the first
+// of them, rows deleted, the first changed or removed id not held) and
+// refuses a file that does not fit.
+func misfit(row []textValue, name string, want int64) error {
+	if len(row) != 4 {
+		return fmt.Errorf("merge %s: the fit check returned %d values", name, len(row))
+	}
+	addedHeld, err := row[0].int64()
+	if err != nil {
+		return err
+	}
+	deleted, err := row[2].int64()
+	if err != nil {
+		return err
 	}
 	switch {
 	case addedHeld > 0:
-		return &storage.DataError{File: name, Detail: fmt.Sprintf("changes file does not fit the held version: added id %s is already held", deref(firstAdded))}
+		return &storage.DataError{File: name, Detail: fmt.Sprintf("changes file does not fit the held version: added id %s is already held", deref(row[1].str()))}
 	case deleted != want:
 		detail := fmt.Sprintf("its %d changed or removed ids match %d held rows", want, deleted)
-		if notHeld != nil {
+		if notHeld := row[3].str(); notHeld != nil {
 			detail = *notHeld + " is not held"
 		}
 		return &storage.DataError{File: name, Detail: "changes file does not fit the held version: " + detail}

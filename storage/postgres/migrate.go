@@ -53,14 +53,26 @@ func MigrationVersion() int {
 // migrate applies the embedded migrations not yet applied, each in a
 // transaction with its row in _ploti.schema_migrations.
 func (db *DB) migrate(ctx context.Context) error {
-	if _, err := db.conn.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS _ploti;
-		CREATE TABLE IF NOT EXISTS _ploti.schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL)`); err != nil {
+	// One round trip: the schemas and the table made if missing, and the
+	// version read.
+	results, err := batch(ctx, db.conn, "CREATE SCHEMA IF NOT EXISTS "+ident(db.schema), "CREATE SCHEMA IF NOT EXISTS _ploti",
+		"CREATE TABLE IF NOT EXISTS _ploti.schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL)",
+		"SELECT coalesce(max(version), 0) FROM _ploti.schema_migrations")
+	if err != nil {
+		if pgError(err) != nil && len(results) == 0 {
+			return fmt.Errorf("open %s: create schema %s: %w", db.name, db.schema, err)
+		}
 		return fmt.Errorf("migrate %s: %w", db.name, err)
 	}
-	var have int
-	if err := db.conn.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM _ploti.schema_migrations").Scan(&have); err != nil {
+	row, err := firstRow(results, 3)
+	if err != nil {
 		return fmt.Errorf("migrate %s: %w", db.name, err)
 	}
+	n, err := row[0].int64()
+	if err != nil {
+		return fmt.Errorf("migrate %s: %w", db.name, err)
+	}
+	have := int(n)
 	ms, err := migrations()
 	if err != nil {
 		return err

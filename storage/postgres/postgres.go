@@ -153,25 +153,47 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
-	if err := db.lock(ctx, opts); err != nil {
-		db.Close()
-		return nil, err
+	// The in-memory DuckDBs open while the session takes the lock and
+	// migrates: a few milliseconds each, off every sync's path.
+	ducks := openDucks(ctx, storage.Options{MemoryLimit: opts.MemoryLimit, Threads: opts.Threads})
+	err = db.lock(ctx, opts)
+	if err == nil {
+		err = db.setup(ctx)
 	}
-	if err := db.setup(ctx); err != nil {
-		db.Close()
-		return nil, err
+	d := <-ducks
+	db.duck, db.chunks = d.duck, d.chunks
+	if err == nil && d.err != nil {
+		err = fmt.Errorf("open %s: %w", name, d.err)
 	}
-	duckOpts := storage.Options{MemoryLimit: opts.MemoryLimit, Threads: opts.Threads}
-	db.duck, err = duckread.OpenPlain(ctx, "", duckOpts)
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open %s: the DuckDB that reads files: %w", name, err)
-	}
-	if db.chunks, err = openChunkDuck(duckOpts); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open %s: the DuckDB that exports rows: %w", name, err)
+		return nil, err
 	}
 	return db, nil
+}
+
+// ducks are the in-memory DuckDBs a writer opens.
+type ducks struct {
+	duck   *sql.DB
+	chunks *chunkDuck
+	err    error
+}
+
+// openDucks opens the DuckDB that reads and checks files and the one of
+// the exports, one after the other, in the background.
+func openDucks(ctx context.Context, opts storage.Options) <-chan ducks {
+	ch := make(chan ducks, 1)
+	go func() {
+		var d ducks
+		d.duck, d.err = duckread.OpenPlain(ctx, "", opts)
+		if d.err != nil {
+			d.err = fmt.Errorf("the DuckDB that reads files: %w", d.err)
+		} else if d.chunks, d.err = openChunkDuck(opts); d.err != nil {
+			d.err = fmt.Errorf("the DuckDB that exports rows: %w", d.err)
+		}
+		ch <- d
+	}()
+	return ch
 }
 
 // scrub takes the URL's password out of an error's text, should a driver
@@ -191,21 +213,21 @@ func scrub(err error, dsn string) error {
 // setup makes sure PostGIS and the schemas exist, migrates _ploti, and
 // reads what the tables need (geometry's oid, the tables' schema).
 func (db *DB) setup(ctx context.Context) error {
-	var have bool
-	if err := db.conn.QueryRow(ctx, "SELECT to_regtype('geometry') IS NOT NULL").Scan(&have); err != nil {
+	// Statements without arguments go by the simple protocol: one round
+	// trip, not a describe first.
+	var oid *uint32
+	if err := db.conn.QueryRow(ctx, "SELECT to_regtype('geometry')::oid", pgx.QueryExecModeSimpleProtocol).Scan(&oid); err != nil {
 		return fmt.Errorf("open %s: %w", db.name, err)
 	}
-	if !have {
+	if oid == nil {
 		if _, err := db.conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS postgis"); err != nil {
 			return fmt.Errorf("open %s: PostGIS is not installed in the database and creating it failed (a superuser can run CREATE EXTENSION postgis): %w", db.name, err)
 		}
+		if err := db.conn.QueryRow(ctx, "SELECT 'geometry'::regtype::oid", pgx.QueryExecModeSimpleProtocol).Scan(&oid); err != nil {
+			return fmt.Errorf("open %s: find PostGIS's geometry type: %w", db.name, err)
+		}
 	}
-	if err := db.conn.QueryRow(ctx, "SELECT 'geometry'::regtype::oid").Scan(&db.geomOID); err != nil {
-		return fmt.Errorf("open %s: find PostGIS's geometry type: %w", db.name, err)
-	}
-	if _, err := db.conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+ident(db.schema)); err != nil {
-		return fmt.Errorf("open %s: create schema %s: %w", db.name, db.schema, err)
-	}
+	db.geomOID = *oid
 	if err := db.migrate(ctx); err != nil {
 		return err
 	}
@@ -216,7 +238,7 @@ func (db *DB) setup(ctx context.Context) error {
 // another one than the database's: its registry names tables there.
 func (db *DB) checkSchema(ctx context.Context) error {
 	var was string
-	err := db.conn.QueryRow(ctx, "SELECT value FROM _ploti.settings WHERE name = 'schema'").Scan(&was)
+	err := db.conn.QueryRow(ctx, "SELECT value FROM _ploti.settings WHERE name = 'schema'", pgx.QueryExecModeSimpleProtocol).Scan(&was)
 	if errors.Is(err, pgx.ErrNoRows) {
 		_, err = db.conn.Exec(ctx, "INSERT INTO _ploti.settings VALUES ('schema', $1)", db.schema)
 		return err

@@ -39,23 +39,40 @@ func shapeRefused(err error) bool {
 // copyRows COPYs query's rows into table's columns (cols, then tail, each
 // a quoted name), as copyFrom does, and returns how many it copied. When
 // PostGIS refuses a geometry's shape, it copies them again through
-// stageTable.
-func (tx *Tx) copyRows(ctx context.Context, table string, cols []ploti.Column, tail []string, query string, args []any, encs []encoding) (int64, error) {
+// stageTable. pre, when set, is a statement (without arguments) that runs
+// first, in the round trip of the savepoint before the COPY; after is
+// one the caller runs next, in the round trip of its next statement: the
+// savepoint's release, or "".
+func (tx *Tx) copyRows(ctx context.Context, pre, table string, cols []ploti.Column, tail []string, query string, args []any, encs []encoding) (n int64, after string, err error) {
 	names := strings.Join(append([]string{columnNames(cols)}, tail...), ", ")
 	alter, sel, staged := stagedColumns(cols, encs)
 	if len(alter) == 0 {
-		return tx.copyFrom(ctx, copySQL(table, names), query, args, encs)
-	}
-	if _, err := tx.conn.Exec(ctx, "SAVEPOINT ploti_copy"); err != nil {
-		return 0, err
-	}
-	n, err := tx.copyFrom(ctx, copySQL(table, names), query, args, encs)
-	if err == nil || !shapeRefused(err) {
-		if err == nil {
-			_, err = tx.conn.Exec(ctx, "RELEASE SAVEPOINT ploti_copy")
+		if pre != "" {
+			if _, err := tx.conn.Exec(ctx, pre); err != nil {
+				return 0, "", err
+			}
 		}
-		return n, err
+		n, err := tx.copyFrom(ctx, copySQL(table, names), query, args, encs)
+		return n, "", err
 	}
+	if _, err := tx.conn.Exec(ctx, joinStatements(pre, "SAVEPOINT ploti_copy")); err != nil {
+		return 0, "", err
+	}
+	n, err = tx.copyFrom(ctx, copySQL(table, names), query, args, encs)
+	if err == nil {
+		return n, "RELEASE SAVEPOINT ploti_copy", nil
+	}
+	if !shapeRefused(err) {
+		return n, "", err
+	}
+	n, err = tx.copyStaged(ctx, table, names, sel, alter, tail, query, args, staged)
+	return n, "", err
+}
+
+// copyStaged copies the rows again through stageTable, its geometry
+// columns bytea, after PostGIS refused a shape (the savepoint before the
+// first COPY taken and to go back to).
+func (tx *Tx) copyStaged(ctx context.Context, table, names string, sel, alter, tail []string, query string, args []any, staged []encoding) (int64, error) {
 	for _, q := range []string{
 		"ROLLBACK TO SAVEPOINT ploti_copy",
 		fmt.Sprintf("CREATE TEMPORARY TABLE %s (LIKE %s)", stageTable, table),
@@ -65,7 +82,8 @@ func (tx *Tx) copyRows(ctx context.Context, table string, cols []ploti.Column, t
 			return 0, fmt.Errorf("stage rows for %s: %w", table, err)
 		}
 	}
-	if n, err = tx.copyFrom(ctx, copySQL(stageTable, names), query, args, staged); err != nil {
+	n, err := tx.copyFrom(ctx, copySQL(stageTable, names), query, args, staged)
+	if err != nil {
 		return 0, err
 	}
 	sel = append(sel, tail...)
@@ -78,6 +96,18 @@ func (tx *Tx) copyRows(ctx context.Context, table string, cols []ploti.Column, t
 		}
 	}
 	return n, nil
+}
+
+// joinStatements joins statements without arguments for one round trip
+// (the simple protocol), leaving out empty ones.
+func joinStatements(stmts ...string) string {
+	var out []string
+	for _, s := range stmts {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // stagedColumns is how cols (encoded as encs) are staged: the ALTERs that

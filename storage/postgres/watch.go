@@ -110,10 +110,7 @@ func (tx *Tx) insertRows(ctx context.Context, t string, cols []ploti.Column, src
 	if err != nil {
 		return 0, err
 	}
-	if _, err := tx.conn.Exec(ctx, "SAVEPOINT ploti_rows"); err != nil {
-		return 0, err
-	}
-	n, err := tx.copyRows(ctx, t, cols, nil, exportSelect(q, cols), []any{src.IDs}, encs)
+	n, after, err := tx.copyRows(ctx, "SAVEPOINT ploti_rows", t, cols, nil, exportSelect(q, cols), []any{src.IDs}, encs)
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return 0, cerr
@@ -133,7 +130,7 @@ func (tx *Tx) insertRows(ctx context.Context, t string, cols []ploti.Column, src
 	if n != int64(len(src.IDs)) {
 		return 0, &storage.DataError{File: name, Detail: fmt.Sprintf("has %s rows for the %d ids it should give once each (a row missing or repeated)", countWord(n), len(src.IDs))}
 	}
-	_, err = tx.conn.Exec(ctx, "RELEASE SAVEPOINT ploti_rows")
+	_, err = tx.conn.Exec(ctx, joinStatements(after, "RELEASE SAVEPOINT ploti_rows"))
 	return n, err
 }
 
