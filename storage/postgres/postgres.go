@@ -154,8 +154,18 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	// The in-memory DuckDBs open while the session takes the lock and
-	// migrates: a few milliseconds each, off every sync's path.
+	// migrates: a few milliseconds each, off every sync's path. So does
+	// the pool's second session, which the registry's reads outside a
+	// transaction take.
 	ducks := openDucks(ctx, storage.Options{MemoryLimit: opts.MemoryLimit, Threads: opts.Threads})
+	warm := make(chan struct{})
+	go func() {
+		defer close(warm)
+		if c, err := pool.Conn(ctx); err == nil {
+			c.Close() // idle in the pool (an error shows at its first use)
+		}
+	}()
+	defer func() { <-warm }()
 	err = db.lock(ctx, opts)
 	if err == nil {
 		err = db.setup(ctx)
