@@ -104,11 +104,7 @@ func (d *chunkDuck) stream(ctx context.Context, query string, args []any, r chun
 	if bindings.ExecutePending(pending, &res) == bindings.StateError {
 		return stopped(ctx, errors.New(bindings.ResultError(&res)))
 	}
-	types, err := resultTypes(&res)
-	if err != nil {
-		return err
-	}
-	if err := r.columns(types); err != nil {
+	if err := r.columns(resultTypes(&res)); err != nil {
 		return err
 	}
 	for {
@@ -187,7 +183,7 @@ type duckType struct {
 }
 
 // resultTypes are the types of res's columns.
-func resultTypes(res *bindings.Result) ([]duckType, error) {
+func resultTypes(res *bindings.Result) []duckType {
 	n := int(bindings.ColumnCount(res))
 	types := make([]duckType, n)
 	for i := range types {
@@ -195,7 +191,7 @@ func resultTypes(res *bindings.Result) ([]duckType, error) {
 		types[i] = typeOf(lt)
 		bindings.DestroyLogicalType(&lt)
 	}
-	return types, nil
+	return types
 }
 
 // typeOf describes lt.

@@ -3,8 +3,8 @@
 // a DuckDB file (package storage), for teams whose readers are on other
 // machines (QGIS, BI servers, psql) and must never wait for the writer.
 //
-// DuckDB still reads the downloaded files: an in-memory DuckDB (one per
-// DB) reads and checks the Parquet snapshots and changes files and the
+// DuckDB still reads the downloaded files: an in-memory DuckDB (two per
+// DB: one checks, one exports) reads and checks the Parquet snapshots and changes files and the
 // NDJSON rows of watched datasets with the very SQL the DuckDB engine
 // uses (duckread.SelectList, duckread.JSONRowsQuery, the same checks and
 // refusals, in the same words), and the rows reach PostgreSQL by COPY …
@@ -30,7 +30,8 @@
 //	                         column; at Commit the table is swapped in
 //	                         (DROP the old, RENAME the new) in the round
 //	                         trip that commits, with the old one's grants
-//	MergeChanges             CREATE TEMP TABLE; COPY; one DELETE … USING …
+//	MergeChanges             CREATE TEMP TABLE; COPY; then in one round
+//	                         trip (batch.go): one DELETE … USING …
 //	                         RETURNING that also checks the fit (an added
 //	                         id held, a changed or removed id not held);
 //	                         INSERT … SELECT; _ploti.changes
