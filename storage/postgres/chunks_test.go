@@ -158,13 +158,13 @@ func TestCopy_cancelStopsTheExport(t *testing.T) {
 	r := mustReader(t, u)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var at time.Time
+	cancelled := make(chan time.Time, 1)
 	go func() {
 		for ctx.Err() == nil {
 			var n int64
 			// Cancelled once the COPY has rows.
 			if err := r.QueryRow(context.Background(), "SELECT coalesce(max(tuples_processed), 0) FROM pg_stat_progress_copy").Scan(&n); err == nil && n > 0 {
-				at = time.Now()
+				cancelled <- time.Now()
 				cancel()
 				return
 			}
@@ -172,6 +172,11 @@ func TestCopy_cancelStopsTheExport(t *testing.T) {
 		}
 	}()
 	err := db.Update(ctx, func(tx *Tx) error { _, err := tx.LoadSnapshot(ctx, "permits", testCols, []string{large}); return err })
+	var at time.Time
+	select {
+	case at = <-cancelled:
+	default:
+	}
 	if !errors.Is(err, context.Canceled) || at.IsZero() {
 		t.Fatalf("err = %v, want context.Canceled during the COPY", err)
 	}
