@@ -416,7 +416,7 @@ func (p *pgBench) merge(ctx context.Context, b *bigDataset, fx *pgLoadFixture) e
 	p.targetOrLine(Line{What: "9b. changes merge in PostgreSQL (download and API calls excluded; cpu: this process and the cluster's)", Size: size, Engine: p.costText(mr.eng, mr.engSrv),
 		Versus: "PostgreSQL alone, one transaction: temporary table by COPY of a CSV, DELETE … USING, INSERT … SELECT: " + p.costText(mr.raw, mr.rawSrv),
 		Ratio:  ratio, CPURatio: cpu}, 1.2, "pg_merge_ratio", ratio)
-	p.r.rep.add(Line{What: "9b. of which replica.Open (two sessions, the writer's advisory lock, the migrations' check, the in-memory DuckDB)", Size: size,
+	p.r.rep.add(Line{What: "9b. of which replica.Open (two sessions, the writer's advisory lock, the migrations' check, the in-memory DuckDBs)", Size: size,
 		Engine: mr.opens.String(), Ratio: math.NaN()})
 	return nil
 }
