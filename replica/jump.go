@@ -37,26 +37,32 @@ type behind struct {
 // calls than walking to their versions one by one (under the
 // rate limit of 120 calls a minute, one version call for each of 2,000
 // updated datasets is 17 minutes; the manifest is one call). It reads the
-// log ahead first, up to lookAheadPages, and keeps the pages for the walk.
+// log ahead first, up to lookAheadPages, and keeps the pages for the walk;
+// when the log goes on past them, the rest is read in the background
+// while the datasets load (readLogAhead), so the limiter's wait on the
+// pages, which the walk needs anyway, is spent loading.
 //
 // It acts only while the client's rate limiter is on and the walk would
-// need more calls than the limiter's burst, and only for a dataset that
-// is current, whose events ahead are updates and state-only ones (no
-// resync, schema change, addition or removal, which the walk applies),
-// whose reload costs less than the calls it saves, and that the manifest
-// lists at a later version of the schema version it holds, with no
-// column referencing it (Options.IDReferences). The docs allow it:
-// "Skip an updated, resync_required or schema_changed for a version at or
-// below the one you hold, including after you reload a dataset part way
-// through the log". Each load records how the snapshot differs from the
-// table in _ploti.changes, under the version loaded (docs/decisions.md
-// 34). A failure leaves the dataset to the walk.
+// need more calls than the limiter's burst. The manifest says which
+// datasets are behind: it loads those that are current, whose events in
+// the pages read ahead are updates and state-only ones (no resync, schema
+// change, addition or removal, which the walk applies), whose reload
+// costs less than the calls it saves (a version call at least, the
+// versions those pages bring when more), and that it lists at a later
+// version of the schema version they hold, with no column referencing
+// them (Options.IDReferences). A dataset the manifest shows behind whose
+// events lie past the pages read ahead is loaded too: the docs allow
+// it, "Skip an updated, resync_required or schema_changed for a version
+// at or below the one you hold, including after you reload a dataset
+// part way through the log", and the events the walk then meets for it
+// are at or below the version loaded. Each load records how the snapshot
+// differs from the table in _ploti.changes, under the version loaded
+// (docs/decisions.md 34). A failure leaves the dataset to the walk.
 func (r *Replica) catchUpFromManifest(ctx context.Context, sub *storage.Subscription, res *SyncResult) error {
 	if r.rate <= 0 {
 		return nil
 	}
-	burst := r.burst
-	pages, err := r.lookAhead(ctx, sub)
+	pages, more, err := r.lookAhead(ctx, sub)
 	if err != nil || len(pages) == 0 {
 		return err
 	}
@@ -65,18 +71,11 @@ func (r *Replica) catchUpFromManifest(ctx context.Context, sub *storage.Subscrip
 		return err
 	}
 	ahead, calls := r.behindOf(pages, reg)
-	candidates := map[string]*storage.Dataset{}
-	saved := 0
-	for id, b := range ahead {
-		d := reg[id]
-		if b.other || b.versions == 0 || !r.jumpable(d) || d.RowCount > int64(b.versions)*jumpRowsPerCall {
-			continue
-		}
-		candidates[id] = d
-		saved += b.versions
-	}
-	if calls <= burst || saved < 2 {
+	if calls <= r.burst || !more && r.saves(ahead, reg) < 2 {
 		return nil
+	}
+	if more {
+		r.readLogAhead(ctx, sub.ID, pages[len(pages)-1].NextCursor, lookAheadEvents-len(pages)*r.opts.PageSize)
 	}
 	m, err := r.api.Manifest(r.waitFree(ctx), sub.ID, "")
 	if err != nil {
@@ -86,19 +85,53 @@ func (r *Replica) catchUpFromManifest(ctx context.Context, sub *storage.Subscrip
 		r.log.Warn("could not get the manifest to catch up from; walking the log instead", logs.Err(err))
 		return nil
 	}
+	jobs := r.manifestJobs(m, reg, ahead)
+	r.log.Info("catching up datasets from the manifest instead of one version call each",
+		slog.Int("datasets", len(jobs)), slog.Int("calls_ahead", calls), slog.Bool("log_goes_on", more))
+	return r.loadAll(ctx, jobs, res)
+}
+
+// saves counts the version calls that loading the datasets behind in the
+// pages read ahead would save.
+func (r *Replica) saves(ahead map[string]*behind, reg map[string]*storage.Dataset) int {
+	saved := 0
+	for id, b := range ahead {
+		if b.versions > 0 && r.worthLoading(reg[id], b) {
+			saved += b.versions
+		}
+	}
+	return saved
+}
+
+// worthLoading reports whether a dataset behind (b: what the pages read
+// ahead bring it, or nil) is caught up from the manifest: one the walk
+// need not apply, whose reload costs less than the calls it saves, a
+// version call at least.
+func (r *Replica) worthLoading(d *storage.Dataset, b *behind) bool {
+	versions := 1
+	if b != nil {
+		if b.other {
+			return false
+		}
+		versions = max(1, b.versions)
+	}
+	return r.jumpable(d) && d.RowCount <= int64(versions)*jumpRowsPerCall
+}
+
+// manifestJobs are the loads of the datasets the manifest lists past the
+// version held, at the schema version held, that are worth loading.
+func (r *Replica) manifestJobs(m *ploti.Manifest, reg map[string]*storage.Dataset, ahead map[string]*behind) []*loadJob {
 	var jobs []*loadJob
 	for _, md := range m.Datasets {
-		d := candidates[md.DatasetID]
-		if d == nil || md.DecodeErr != nil || md.Version <= d.Version || md.SchemaVersion != d.SchemaVersion {
+		d := reg[md.DatasetID]
+		if d == nil || md.DecodeErr != nil || md.Version <= d.Version || md.SchemaVersion != d.SchemaVersion || !r.worthLoading(d, ahead[md.DatasetID]) {
 			continue
 		}
 		v := &ploti.Version{DatasetID: md.DatasetID, Version: md.Version, SchemaVersion: md.SchemaVersion, RowCount: md.RowCount,
 			Files: md.Files, LinksExpireAt: md.LinksExpireAt}
 		jobs = append(jobs, &loadJob{d: d, v: v, size: snapshotSize(md.Files.Snapshot), ready: make(chan struct{}), logDiff: true})
 	}
-	r.log.Info("catching up datasets from the manifest instead of one version call each",
-		slog.Int("datasets", len(jobs)), slog.Int("calls_saved", saved), slog.Int("calls", calls))
-	return r.loadAll(ctx, jobs, res)
+	return jobs
 }
 
 // jumpable reports whether a dataset can be caught up from a snapshot.
@@ -162,18 +195,21 @@ func (r *Replica) behindOf(pages []*ploti.EventPage, reg map[string]*storage.Dat
 // the answer to each read, for the walk (page): up to lookAheadPages while
 // they are full, and the page that shows the log's end when it comes
 // within them. A read that fails ends it; the walk meets the same answer.
-func (r *Replica) lookAhead(ctx context.Context, sub *storage.Subscription) ([]*ploti.EventPage, error) {
-	var pages []*ploti.EventPage
+// more is whether the log goes on past them.
+func (r *Replica) lookAhead(ctx context.Context, sub *storage.Subscription) (pages []*ploti.EventPage, more bool, err error) {
 	cursor := sub.Cursor
 	read := map[string]bool{} // a cursor read before: the walk stops on it, in words
-	for len(pages) < lookAheadPages && !read[cursor] {
+	for !read[cursor] {
+		if len(pages) == lookAheadPages {
+			return pages, true, nil
+		}
 		read[cursor] = true
 		if err := r.stopped(); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		p, err := r.api.Events(r.waitFree(ctx), sub.ID, cursor, r.opts.PageSize, nil)
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, false, ctx.Err()
 		}
 		r.kept[cursor] = keptPage{p, err}
 		if err != nil || len(p.Events) == 0 || p.NextCursor == "" || p.NextCursor == cursor {
@@ -185,7 +221,7 @@ func (r *Replica) lookAhead(ctx context.Context, sub *storage.Subscription) ([]*
 		}
 		cursor = p.NextCursor
 	}
-	return pages, nil
+	return pages, false, nil
 }
 
 // keptPage is an events read the catch-up made ahead of the walk.
@@ -195,10 +231,13 @@ type keptPage struct {
 }
 
 // page reads the events page after cursor, or takes the answer the
-// catch-up read ahead.
+// catch-up read ahead, or waits for the one it is reading (takeAhead).
 func (r *Replica) page(ctx context.Context, subID, cursor string) (*ploti.EventPage, error) {
 	if k, ok := r.kept[cursor]; ok {
 		delete(r.kept, cursor)
+		return k.page, k.err
+	}
+	if k, ok := r.takeAhead(ctx, cursor); ok {
 		return k.page, k.err
 	}
 	return r.api.Events(ctx, subID, cursor, r.opts.PageSize, nil)

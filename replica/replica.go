@@ -189,6 +189,9 @@ type Replica struct {
 	// kept are events pages read ahead of the walk, by the cursor they
 	// follow (catchUpFromManifest); a sync takes them instead of reading.
 	kept map[string]keptPage
+	// ahead reads the pages after those in the background while the
+	// catch-up loads from the manifest (logahead.go); nil when not.
+	ahead *logAhead
 	// rebootstrap is set while Rebootstrap runs: the bootstrap reloads
 	// datasets at the version they hold too.
 	rebootstrap bool

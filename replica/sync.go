@@ -63,9 +63,9 @@ func (r *Replica) syncExclusive(ctx context.Context) (SyncResult, error) {
 	r.startHistories(ctx)
 	end := &syncEnd{runID: runID}
 	if sub != nil {
-		clear(r.kept)
+		r.forgetKept()
 		err = r.sync(ctx, sub, &res, end)
-		clear(r.kept)
+		r.forgetKept()
 		if err == nil {
 			r.recheckStale(ctx, sub)
 		}
@@ -300,7 +300,7 @@ func (r *Replica) nextPage(ctx context.Context, sub *storage.Subscription, res *
 			return nil, fmt.Errorf("read events of %s: the cursor of a fresh manifest expired again (%d reloads in one sync): %w", sub.ID, *reloads-1, err)
 		}
 		r.log.Info("cursor expired: reloading from the manifest", slog.String("subscription", sub.ID))
-		clear(r.kept)
+		r.forgetKept()
 		return nil, r.bootstrap(ctx, sub, res)
 	case errors.Is(err, fetch.ErrInvalidInput) && sub.Cursor != "":
 		return nil, fmt.Errorf("read events of %s after cursor %q: %w: "+
