@@ -80,7 +80,7 @@ func (r *run) many(ctx context.Context) error {
 		removeDB(f.engine)
 		removeDB(f.raw)
 	}()
-	for _, step := range []func(context.Context, *manyFixture) error{r.manyBootstrap, r.manyAtScale, r.manyLog, r.manyTables} {
+	for _, step := range []func(context.Context, *manyFixture) error{r.manyBootstrap, r.manyAtScale, r.manyOpen, r.manyLog, r.manyTables} {
 		if err := step(ctx, f); err != nil {
 			return err
 		}

@@ -39,7 +39,8 @@ func (l Line) Holds() string {
 var summaryKeys = []string{"load_ratio", "merge_vs_reload", "merge_vs_raw", "events_per_s", "updates_vs_raw", "rss_ratio", "file_growth",
 	"publish_vs_copy", "many_bootstrap_ratio", "many_events_per_s", "many_updates_vs_raw", "status_ms", "calls_per_version", "wkb_load",
 	"wire_bootstrap_ratio", "updates_vs_raw_batch", "tables_bytes_ratio",
-	"pg_load_ratio", "pg_load_cpu_ratio", "pg_merge_ratio", "pg_reader_p99_ms", "pg_reader_errors", "pg_reader_lock_ms"}
+	"pg_load_ratio", "pg_load_cpu_ratio", "pg_merge_ratio", "pg_reader_p99_ms", "pg_reader_errors", "pg_reader_lock_ms",
+	"open_ratio", "many_limited_catchup_s"}
 
 // Report is what a run measured.
 type Report struct {
@@ -108,7 +109,7 @@ func (r *Report) SummaryLine() string {
 		switch {
 		case !ok || math.IsNaN(v):
 			parts[i] = k + "=-"
-		case k == "events_per_s" || k == "many_events_per_s" || k == "status_ms" || k == "pg_reader_errors":
+		case k == "events_per_s" || k == "many_events_per_s" || k == "status_ms" || k == "pg_reader_errors" || k == "many_limited_catchup_s":
 			parts[i] = fmt.Sprintf("%s=%.0f", k, v)
 		default:
 			parts[i] = fmt.Sprintf("%s=%.2f", k, v)
