@@ -10,8 +10,16 @@ import (
 )
 
 // lookAheadPages bounds the events pages a catch-up reads before it
-// decides whether to load datasets from the manifest (20,000 events).
+// decides whether to load datasets from the manifest (20,000 events), and
+// the limiter's burst bounds them further (lookAheadWindow): the pages
+// past them are read while the datasets load.
 const lookAheadPages = 40
+
+// lookAheadWindow is how many pages a catch-up reads before it decides:
+// lookAheadPages, or the limiter's burst when smaller, so that the
+// decision waits on no token (at Ploti's 120 calls a minute, 20 pages;
+// the 20 more took 10 s before any load began).
+func (r *Replica) lookAheadWindow() int { return max(1, min(lookAheadPages, r.burst)) }
 
 // jumpRowsPerCall is how many rows a dataset may hold for its reload from
 // a snapshot to cost less than one API call under the rate limit: half a
@@ -37,7 +45,7 @@ type behind struct {
 // calls than walking to their versions one by one (under the
 // rate limit of 120 calls a minute, one version call for each of 2,000
 // updated datasets is 17 minutes; the manifest is one call). It reads the
-// log ahead first, up to lookAheadPages, and keeps the pages for the walk;
+// log ahead first, up to lookAheadWindow, and keeps the pages for the walk;
 // when the log goes on past them, the rest is read in the background
 // while the datasets load (readLogAhead), so the limiter's wait on the
 // pages, which the walk needs anyway, is spent loading.
@@ -71,6 +79,9 @@ func (r *Replica) catchUpFromManifest(ctx context.Context, sub *storage.Subscrip
 		return err
 	}
 	ahead, calls := r.behindOf(pages, reg)
+	if more {
+		calls++ // the page after them, at least
+	}
 	if calls <= r.burst || !more && r.saves(ahead, reg) < 2 {
 		return nil
 	}
@@ -192,7 +203,7 @@ func (r *Replica) behindOf(pages []*ploti.EventPage, reg map[string]*storage.Dat
 }
 
 // lookAhead reads the events pages after the cursor and keeps them, and
-// the answer to each read, for the walk (page): up to lookAheadPages while
+// the answer to each read, for the walk (page): up to lookAheadWindow while
 // they are full, and the page that shows the log's end when it comes
 // within them. A read that fails ends it; the walk meets the same answer.
 // more is whether the log goes on past them.
@@ -200,7 +211,7 @@ func (r *Replica) lookAhead(ctx context.Context, sub *storage.Subscription) (pag
 	cursor := sub.Cursor
 	read := map[string]bool{} // a cursor read before: the walk stops on it, in words
 	for !read[cursor] {
-		if len(pages) == lookAheadPages {
+		if len(pages) == r.lookAheadWindow() {
 			return pages, true, nil
 		}
 		read[cursor] = true

@@ -10,7 +10,7 @@ import (
 )
 
 // A national subscription's day of events is longer than the pages a
-// catch-up reads before it decides (lookAheadPages): its updates past
+// catch-up reads before it decides (lookAheadWindow): its updates past
 // those pages are caught up from the same manifest call, not one version
 // call each (at 10,000 datasets that was hours on the limiter), and the
 // pages past them, read in the background while the datasets load, are
@@ -53,7 +53,7 @@ func TestSync_catchUpFromTheManifestPastTheLookAhead(t *testing.T) {
 	res := mustSync(t, limited)
 	if api.n("version") != 0 || api.n("manifest") != 1 {
 		t.Fatalf("the catch-up of %d updated datasets past %d pages read ahead made %d API calls (%v), want a manifest and the events pages",
-			len(ids), lookAheadPages, api.total(), api.calls)
+			len(ids), limited.lookAheadWindow(), api.total(), api.calls)
 	}
 	if res.SnapshotsLoaded != len(ids) || res.ChangesMerged != 0 || res.EventsSeen != events {
 		t.Fatalf("catch-up of %d events: %+v", events, res)
