@@ -108,10 +108,13 @@
 //	    cursor := manifest.eventCursor
 //
 // Under the client's rate limit, a sync with a cursor reads the log ahead
-// (up to 40 pages, kept for the walk) and, when the walk would need more
-// calls than the limiter's burst, loads the datasets the log moves past
-// with updates only from one manifest call (catchUpFromManifest); the
-// walk then skips their updates up to the version loaded.
+// (as many pages as the limiter's burst, at most 40, kept for the walk)
+// and, when the walk would need more calls than the burst, loads the
+// datasets the manifest shows behind, but those the pages read name in a
+// resync, schema change, addition or removal, from one manifest call
+// (catchUpFromManifest), while the rest of the log (up to 200,000 events)
+// is read in the background for the walk; the walk then skips their
+// updates up to the version loaded.
 //
 // A page's events make no API call of their own but for the versions they
 // load or merge (one each, through the event's links.version); a merge of
