@@ -7,8 +7,9 @@ import (
 )
 
 // lookAheadEvents bounds the events a catch-up reads ahead of the walk and
-// keeps in memory (a few hundred bytes each): a day of a national
-// subscription is about 100,000. Past it the walk reads the log itself.
+// keeps in memory, about 700 bytes each decoded (140 MB at most): a day
+// of a national subscription is about 100,000. Past it the walk reads the
+// log itself.
 const lookAheadEvents = 200_000
 
 // logAhead reads the events pages after a cursor in the background, in
