@@ -23,11 +23,8 @@ func machine() string {
 		}
 	}
 	mem := ""
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		var kb int64
-		if _, err := fmt.Sscanf(string(b), "MemTotal: %d kB", &kb); err == nil {
-			mem = fmt.Sprintf(", %.0f GiB", float64(kb)/(1<<20))
-		}
+	if kb := memTotalKB(); kb > 0 {
+		mem = fmt.Sprintf(", %.0f GiB", float64(kb)/(1<<20))
 	}
 	duck := "DuckDB ?"
 	if db, err := duckread.OpenPlain(context.Background(), "", storage.Options{}); err == nil {
@@ -38,4 +35,14 @@ func machine() string {
 		db.Close()
 	}
 	return fmt.Sprintf("%s, %d cores%s, %s/%s, %s, %s", cpu, runtime.NumCPU(), mem, runtime.GOOS, runtime.GOARCH, runtime.Version(), duck)
+}
+
+// memTotalKB is the machine's memory in KiB, 0 where /proc/meminfo does
+// not say.
+func memTotalKB() int64 {
+	var kb int64
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		fmt.Sscanf(string(b), "MemTotal: %d kB", &kb)
+	}
+	return kb
 }

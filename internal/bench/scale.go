@@ -42,7 +42,11 @@ func (r *run) scale(ctx context.Context) error {
 	// The emulator builds each next version of a 100M-row table against
 	// the last: with its default 4GB it spilled 27 GB to disk for the
 	// first one and more for the next, so here it may use more memory.
-	em, err := r.newEmulator("emulator-scale", emulator.Options{DuckDBMemoryLimit: "60%"})
+	var opts emulator.Options
+	if kb := memTotalKB(); kb > 0 {
+		opts.DuckDBMemoryLimit = fmt.Sprintf("%dMiB", kb*6/10/1024)
+	}
+	em, err := r.newEmulator("emulator-scale", opts)
 	if err != nil {
 		return err
 	}
