@@ -36,7 +36,7 @@ func (l Line) Holds() string {
 }
 
 // Summary keys, in the order the summary line prints them.
-var summaryKeys = []string{"load_ratio", "merge_vs_reload", "merge_vs_raw", "events_per_s", "updates_vs_raw", "rss_ratio", "file_growth",
+var summaryKeys = []string{"load_ratio", "merge_vs_reload", "merge_vs_raw", "merge_fixed_ms", "events_per_s", "updates_vs_raw", "rss_ratio", "file_growth",
 	"publish_vs_copy", "many_bootstrap_ratio", "many_events_per_s", "many_updates_vs_raw", "status_ms", "calls_per_version", "wkb_load",
 	"wire_bootstrap_ratio", "updates_vs_raw_batch", "tables_bytes_ratio",
 	"pg_load_ratio", "pg_load_cpu_ratio", "pg_merge_ratio", "pg_reader_p99_ms", "pg_reader_errors", "pg_reader_lock_ms",
@@ -109,7 +109,7 @@ func (r *Report) SummaryLine() string {
 		switch {
 		case !ok || math.IsNaN(v):
 			parts[i] = k + "=-"
-		case k == "events_per_s" || k == "many_events_per_s" || k == "status_ms" || k == "pg_reader_errors" || k == "many_limited_catchup_s":
+		case k == "events_per_s" || k == "many_events_per_s" || k == "status_ms" || k == "pg_reader_errors" || k == "many_limited_catchup_s" || k == "merge_fixed_ms":
 			parts[i] = fmt.Sprintf("%s=%.0f", k, v)
 		default:
 			parts[i] = fmt.Sprintf("%s=%.2f", k, v)
