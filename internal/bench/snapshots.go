@@ -337,9 +337,11 @@ func (r *run) reportMerge(size string, f float64, n int64, c *mergeCosts) {
 	if f == 0.01 {
 		r.rep.target(line, 1.1, true)
 		r.rep.Summary["merge_vs_raw"] = vsRaw
-		fixed := c.eng.Wall.Median() - c.raw.Wall.Median()
+		// The wall time's difference is the key; the CPU time's, which
+		// moves less on a machine shared with other work, goes beside it.
+		fixed, fixedCPU := c.eng.Wall.Median()-c.raw.Wall.Median(), c.eng.CPU.Median()-c.raw.CPU.Median()
 		r.rep.add(Line{What: "2b. the engine's time above DuckDB alone's statements (its rules: the file's checks, the change log, the registry and state around them)",
-			Size: size, Engine: fmt.Sprintf("%.0f ms", fixed.Seconds()*1e3), Ratio: math.NaN()})
+			Size: size, Engine: fmt.Sprintf("%.0f ms; cpu %.0f ms", fixed.Seconds()*1e3, fixedCPU.Seconds()*1e3), Ratio: math.NaN()})
 		r.rep.Summary["merge_fixed_ms"] = fixed.Seconds() * 1e3
 		r.rep.add(Line{What: "2. API calls and download on loopback (reported apart)", Size: size, Engine: c.dl.Wall.String(), Ratio: math.NaN()})
 		r.rep.add(Line{What: "2. not in the merge's time: the whole read of a file the engine has not seen in its state (decision 31; a copy, not its own last close)",
