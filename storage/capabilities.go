@@ -82,6 +82,25 @@ type Checkpointer interface {
 	Checkpoint(ctx context.Context) error
 }
 
+// CheckpointHolder is an engine that checkpoints on its own as its log
+// grows (a DuckDB file's WAL), each checkpoint rewriting every table
+// touched since the last: a writer making a run of small commits (the
+// walk's batches) holds them back and checkpoints once after.
+type CheckpointHolder interface {
+	// HoldCheckpoints lets the commits of transactions marked small
+	// (SmallCommitter) gather in the log until it holds bound bytes; a
+	// commit of another that brings much is still checkpointed as it
+	// commits. end ends the hold and checkpoints when the log holds
+	// anything.
+	HoldCheckpoints(bound int64) (end func(context.Context) error)
+}
+
+// SmallCommitter is the transaction of a CheckpointHolder: Small marks it
+// as holding bookkeeping and small merges only.
+type SmallCommitter interface {
+	Small()
+}
+
 // Publisher ends a sync by publishing a read-only copy of the replica at
 // dst, renamed into place whole.
 type Publisher interface {

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/ploti-replica/ploti-replica/storage"
@@ -28,16 +29,17 @@ type DB struct {
 	path     string
 	now      func() time.Time
 	readOnly bool
-	storage  uint64      // DuckDB storage version of the file
-	pubSrc   *os.File    // the file opened by Publish; closed after DuckDB (see publishSource)
-	chained  bool        // Commit appends to _ploti.commit_log (walcheck.go)
-	readable bool        // read back whole at open, or created by it (damaged.go)
-	geometry string      // how the tables store geometry: GeometryNative or GeometryWKB
-	facts    factCache   // changes files read ahead of their merges (inspect_changes.go)
-	threads  threadCount // DuckDB's threads: as opened, and now (threads.go)
-	writer   string      // the path holdWriter took for this writer; "" for none
-	reg      *storage.DB // the registry over this file
-	ro       roHandle    // the read-only handle, once asked for (readonly.go)
+	storage  uint64       // DuckDB storage version of the file
+	pubSrc   *os.File     // the file opened by Publish; closed after DuckDB (see publishSource)
+	chained  bool         // Commit appends to _ploti.commit_log (walcheck.go)
+	readable bool         // read back whole at open, or created by it (damaged.go)
+	geometry string       // how the tables store geometry: GeometryNative or GeometryWKB
+	facts    factCache    // changes files read ahead of their merges (inspect_changes.go)
+	threads  threadCount  // DuckDB's threads: as opened, and now (threads.go)
+	held     atomic.Int64 // the WAL's bound while checkpoints are held (hold.go); 0: none
+	writer   string       // the path holdWriter took for this writer; "" for none
+	reg      *storage.DB  // the registry over this file
+	ro       roHandle     // the read-only handle, once asked for (readonly.go)
 }
 
 var _ storage.Engine = (*DB)(nil)
@@ -94,6 +96,10 @@ type Tx struct {
 	db  *DB
 	Now time.Time
 	ids map[string]idCounts // snapshots' ids counted ahead (CheckSnapshotIDs)
+	// small: the transaction holds bookkeeping and small merges only
+	// (Small), whose commit gathers in the WAL while checkpoints are held
+	// (hold.go).
+	small bool
 }
 
 var _ storage.EngineTx = (*Tx)(nil)
@@ -123,14 +129,14 @@ func (tx *Tx) Commit() error {
 	}
 	// DuckDB reads the setting as the transaction commits (global to the
 	// open file; set within the transaction, it holds for its commit).
-	if _, err := tx.tx.Exec("SET GLOBAL checkpoint_threshold = '" + tx.db.commitThreshold() + "'"); err != nil {
+	if _, err := tx.tx.Exec("SET GLOBAL checkpoint_threshold = '" + tx.db.commitThreshold(tx.small) + "'"); err != nil {
 		tx.tx.Rollback()
 		return fmt.Errorf("commit: %w", err)
 	}
 	err = tx.tx.Commit()
 	// Back to the threshold between commits, for writes through DB(); a
 	// failure leaves this commit's, which the next commit sets again.
-	tx.db.sql.Exec("SET GLOBAL checkpoint_threshold = '" + CheckpointThreshold + "'")
+	tx.db.sql.Exec("SET GLOBAL checkpoint_threshold = '" + tx.db.betweenThreshold() + "'")
 	if err != nil {
 		return err
 	}
@@ -177,6 +183,8 @@ func (db *DB) NilTx() storage.EngineTx { return (*Tx)(nil) }
 // rather than turn the feature off.
 var (
 	_ storage.Checkpointer      = (*DB)(nil)
+	_ storage.CheckpointHolder  = (*DB)(nil)
+	_ storage.SmallCommitter    = (*Tx)(nil)
 	_ storage.Publisher         = (*DB)(nil)
 	_ storage.SummaryCloser     = (*DB)(nil)
 	_ storage.File              = (*DB)(nil)

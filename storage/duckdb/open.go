@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
-	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -189,16 +188,6 @@ const checkpointBytes = 16_000_000
 // checkpointed every few pages, each time rewriting the tables they had
 // touched: 52 s against 31 s with DuckDB's 16MB (DuckDB alone 19 s).
 const BulkCommit = 4_000_000
-
-// commitThreshold is the checkpoint_threshold a commit of the file's runs
-// with: the WAL's size now plus BulkCommit, at most CheckpointThreshold.
-func (db *DB) commitThreshold() string {
-	wal := int64(0)
-	if fi, err := os.Stat(db.path + ".wal"); err == nil {
-		wal = fi.Size()
-	}
-	return fmt.Sprintf("%dKB", min(wal+BulkCommit, checkpointBytes)/1000)
-}
 
 // lockHolder keeps the part of DuckDB's lock message that names the holder.
 func lockHolder(msg string) string {
