@@ -318,6 +318,62 @@ type Batch struct {
 	// ahead fetches the page's next merges (Executor.Ahead); StopAhead
 	// ends it.
 	ahead *ahead
+	// cursor is what the next commit writes as the subscription's cursor
+	// (SetCursor); committed is the last one a commit wrote.
+	cursor, committed string
+	bytes             int64 // bytes of the changes files merged in the batch's transactions (MergedBytes)
+}
+
+// SetCursor makes the batch's next commit write cursor as the
+// subscription's cursor, with the rows it covers: the walk, keeping a
+// transaction open over several pages, sets the cursor after the last
+// page it holds whole, so that a commit made in the middle of the next
+// page (before a load of its own) holds it. "" writes none.
+func (b *Batch) SetCursor(cursor string) { b.cursor = cursor }
+
+// Committed is the cursor the batch's last commit wrote, "" for none.
+func (b *Batch) Committed() string { return b.committed }
+
+// MergedBytes is the size of the changes files merged in the batch's
+// transactions so far (small merges, sharing them).
+func (b *Batch) MergedBytes() int64 { return b.bytes }
+
+// Widen adds datasets to the batch's scope (Scope), reading the rows and
+// holds of those it has not read in one query when it has read any.
+func (b *Batch) Widen(ctx context.Context, ids []string) error {
+	if b.scope == nil {
+		return nil // it reads every row
+	}
+	var more []string
+	for _, id := range ids {
+		if !slices.Contains(b.scope, id) {
+			b.scope = append(b.scope, id)
+			more = append(more, id)
+		}
+	}
+	c := b.cache
+	if c == nil || len(more) == 0 {
+		return nil
+	}
+	tx, err := b.Tx(ctx)
+	if err != nil {
+		return err
+	}
+	rows, holds, err := tx.DatasetsOf(ctx, more)
+	if err != nil {
+		return err
+	}
+	for _, id := range more {
+		delete(c.stale, id)
+		c.known[id] = true
+	}
+	for _, d := range rows {
+		c.rows[d.ID], c.stored[d.ID] = d, cloneDataset(d)
+	}
+	for _, h := range holds {
+		c.holds[h.DatasetID] = append(c.holds[h.DatasetID], h)
+	}
+	return nil
 }
 
 // StopAhead stops fetching merges ahead (Executor.Ahead) and removes the
@@ -357,6 +413,11 @@ func (b *Batch) Tx(ctx context.Context) (*storage.Tx, error) {
 		if err != nil {
 			return nil, err
 		}
+		// Bookkeeping and small merges only: while the engine holds its
+		// checkpoints back (the walk), the commit gathers in its log.
+		if sc, ok := tx.Engine().(storage.SmallCommitter); ok {
+			sc.Small()
+		}
 		b.tx, b.ctx = tx, ctx
 	}
 	return b.tx, nil
@@ -386,12 +447,21 @@ func (b *Batch) Flush() error {
 		b.Abort()
 		return fmt.Errorf("commit batch: %w", err)
 	}
+	if b.cursor != "" {
+		if err := b.tx.SetCursor(b.ctx, b.cursor); err != nil {
+			b.Abort()
+			return fmt.Errorf("commit batch: %w", err)
+		}
+	}
 	tx := b.tx
 	b.tx = nil
 	defer b.release()
 	if err := tx.Commit(); err != nil {
 		b.cache = nil // it holds what did not commit
 		return fmt.Errorf("commit batch: %w", err)
+	}
+	if b.cursor != "" {
+		b.committed, b.cursor = b.cursor, ""
 	}
 	return nil
 }

@@ -55,6 +55,11 @@ func (x *Executor) sharedMerge(ctx context.Context, b *Batch, d *storage.Dataset
 	// The files stay until the batch commits: its Flush checks and logs
 	// them all at once (storage.Tables' FinishMerged).
 	b.keep(x.Source, paths)
+	for _, f := range v.Files.Changes {
+		if f.Bytes != nil { // shareable knew them all
+			b.bytes += *f.Bytes
+		}
+	}
 	tx, err := b.Tx(ctx)
 	if err != nil {
 		return total, err

@@ -83,6 +83,13 @@ type Options struct {
 	NoCreate bool
 	// PageSize is the event page size; default DefaultPageSize (at most 500).
 	PageSize int
+	// BatchEvents is how many events of the log one transaction of the
+	// walk holds at most, over the pages read ahead; default
+	// DefaultBatchEvents. A transaction also ends after 3 s or 64 MiB of
+	// changes files merged, and before any wait on the API; the cursor
+	// commits with the rows it covers, so a crash replays at most one
+	// transaction's events. 1: a transaction a page.
+	BatchEvents int
 	// Prefetch is how many datasets' files a bootstrap downloads at once,
 	// ahead of the loads; default DefaultPrefetch, 1 downloads one at a time.
 	Prefetch int

@@ -246,6 +246,7 @@ func (r *Replica) sync(ctx context.Context, sub *storage.Subscription, res *Sync
 	} else if err := r.catchUp(ctx, sub, res); err != nil {
 		return err
 	}
+	defer r.holdCheckpoints(ctx)()
 	reloads := 0
 	var ahead *ploti.EventPage // the page after the last one applied, read before its commit
 	var guard walkGuard
@@ -277,7 +278,7 @@ func (r *Replica) sync(ctx context.Context, sub *storage.Subscription, res *Sync
 		if err := guard.check(sub.ID, sub.Cursor, page); err != nil {
 			return err
 		}
-		if ahead, err = r.applyPage(ctx, sub, page, res, end); err != nil || end.recorded {
+		if ahead, err = r.applyPages(ctx, sub, page, &guard, res, end); err != nil || end.recorded {
 			return err
 		}
 	}
@@ -370,131 +371,6 @@ func (r *Replica) finish(ctx context.Context, tx *storage.Tx, sub *storage.Subsc
 	done := *res
 	done.Cursor = cursor
 	return tx.FinishRun(ctx, runRow(end.runID, done, outcome(sub.ID, done, nil)))
-}
-
-// applyPage applies one page of events; state-only events and small merges
-// share one transaction with the page's cursor, loads and other merges
-// commit on their own. A merge that fails in the shared transaction aborts
-// it: the rest of the page, from the first event not committed, is then
-// applied again with every merge on its own, so that the failure costs
-// only its dataset.
-func (r *Replica) applyPage(ctx context.Context, sub *storage.Subscription, page *ploti.EventPage, res *SyncResult, end *syncEnd) (*ploti.EventPage, error) {
-	mark := pageMark{res: cloneResult(*res)}
-	ahead, err := r.applyPageFrom(ctx, sub, page, res, end, true, 0, &mark)
-	if errors.Is(err, apply.ErrRetryPage) {
-		if cerr := ctx.Err(); cerr != nil {
-			return nil, fmt.Errorf("%w: %w", cerr, err)
-		}
-		r.log.Info("applying the page again, each merge in a transaction of its own",
-			logs.Err(err), slog.Int("from_event", mark.next))
-		*res = cloneResult(mark.res)
-		ahead, err = r.applyPageFrom(ctx, sub, page, res, end, false, mark.next, nil)
-	}
-	return ahead, err
-}
-
-// pageMark is where a page stood the last time nothing of it was left
-// uncommitted: the index of the next event and the result so far. Events
-// before it are committed (and recorded as applied), so a retry starts
-// there and keeps their counts and failures.
-type pageMark struct {
-	next int
-	res  SyncResult
-}
-
-func cloneResult(r SyncResult) SyncResult {
-	r.Failed = slices.Clone(r.Failed)
-	return r
-}
-
-// applyPageFrom applies the page's events from index from on; mark, when
-// set, follows the last point at which the batch held nothing uncommitted.
-// Before the page's commit it reads the next page: when that is empty,
-// the commit also ends the sync (finish); otherwise it is returned for the
-// walk to apply.
-func (r *Replica) applyPageFrom(ctx context.Context, sub *storage.Subscription, page *ploti.EventPage, res *SyncResult, end *syncEnd, share bool, from int, mark *pageMark) (*ploti.EventPage, error) {
-	b := apply.NewBatch(r.db)
-	b.Share = share
-	b.Scope(pageDatasets(page)) // the batch reads the registry rows of the page's datasets only
-	defer b.Abort()
-	tx, err := b.Tx(ctx)
-	if err != nil {
-		return nil, err
-	}
-	// The page's small merges are fetched while the events before them
-	// apply (apply.Executor.Ahead); what no event took goes with the page.
-	defer b.StopAhead()
-	if share {
-		if err := r.exec.Ahead(ctx, b, page.Events[from:]); err != nil {
-			return nil, err
-		}
-	}
-	ids := make([]string, len(page.Events))
-	for i, ev := range page.Events {
-		ids[i] = ev.ID
-	}
-	seen, err := tx.AppliedEvents(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
-	for i, ev := range page.Events {
-		if i < from {
-			continue
-		}
-		if err := r.applyEvent(ctx, b, seen, i, len(page.Events), ev, res); err != nil {
-			return nil, err
-		}
-		if mark != nil && !b.Pending() {
-			mark.next, mark.res = i+1, cloneResult(*res)
-		}
-	}
-	return r.commitPage(ctx, sub, page, b, res, end)
-}
-
-// pageDatasets lists the datasets a page's events name, once each.
-func pageDatasets(page *ploti.EventPage) []string {
-	var datasets []string
-	inPage := map[string]bool{}
-	for _, ev := range page.Events {
-		if id := ev.Data.DatasetID; id != "" && !inPage[id] {
-			inPage[id] = true
-			datasets = append(datasets, id)
-		}
-	}
-	return datasets
-}
-
-// commitPage commits a page applied in b with the cursor after it,
-// having read the next page first: when that is empty, the commit also
-// ends the sync (finish); otherwise it is returned for the walk to apply.
-func (r *Replica) commitPage(ctx context.Context, sub *storage.Subscription, page *ploti.EventPage, b *apply.Batch, res *SyncResult, end *syncEnd) (*ploti.EventPage, error) {
-	r.describePending(ctx, sub.ID, b)
-	ahead := r.readAhead(ctx, sub.ID, page.NextCursor)
-	last := ahead != nil && len(ahead.Events) == 0
-	cursor := page.NextCursor
-	if last && ahead.NextCursor != "" {
-		cursor = ahead.NextCursor
-	}
-	tx, err := b.Tx(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if last {
-		err = r.finish(ctx, tx, sub, cursor, res, end)
-	} else {
-		err = tx.SetCursor(ctx, cursor)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if err := b.Flush(); err != nil {
-		return nil, err
-	}
-	sub.Cursor, end.recorded = cursor, last
-	if last {
-		return nil, nil
-	}
-	return ahead, nil
 }
 
 // applyEvent applies one event of a page through the batch.

@@ -26,6 +26,7 @@ type connFlags struct {
 	LockTimeout  time.Duration
 	IDRefs       []string
 	PageSize     int
+	BatchEvents  int
 	KeepChanges  int
 	// History is --history (datasets, or all), HistoryKeep --history-keep.
 	History     []string
@@ -95,7 +96,8 @@ func (c *connFlags) register(cmd *cobra.Command, sets flagSet) {
 		f.StringVar(&c.OnMajor, "on-major", "hold", "on a MAJOR schema change: hold (for review) or reload")
 		f.StringVar(&c.MemoryLimit, "memory-limit", "", "DuckDB memory_limit, e.g. 1GB, 512MiB or 50%")
 		f.StringArrayVar(&c.IDRefs, "id-ref", nil, "TABLE.COLUMN=DATASET: a column of yours holding the dataset's record ids, rewritten when Ploti replaces ids (repeatable)")
-		f.IntVar(&c.PageSize, "page-size", replica.DefaultPageSize, "events read per page of the log (1 to 500); the cursor is committed after each page")
+		f.IntVar(&c.PageSize, "page-size", replica.DefaultPageSize, "events read per page of the log (1 to 500)")
+		f.IntVar(&c.BatchEvents, "batch-events", replica.DefaultBatchEvents, "events of the log one transaction holds at most, over the pages read ahead (1: a transaction a page); the cursor commits with them")
 		f.StringVar(&c.Spool, "spool", "", "folder for the files a sync downloads before it loads them (default: beside --db, as <db>.spool)")
 		f.IntVar(&c.KeepChanges, "keep-changes", 0, "versions of each dataset whose rows _ploti.changes keeps (0: all)")
 		f.StringArrayVar(&c.History, "history", nil, "keep every version of this dataset's records in history.<table> (repeatable; all: every dataset)")

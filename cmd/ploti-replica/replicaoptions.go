@@ -49,7 +49,7 @@ func (c *connFlags) options(env *Env) (replica.Options, error) {
 	told := false
 	opts.APIURL, opts.APIKey, opts.SubscriptionID, opts.Watch, opts.Logger, opts.OnMajor = c.APIURL, c.APIKey, c.Subscription, c.Watch, log, c.OnMajor
 	opts.MemoryLimit, opts.PageSize, opts.KeepChanges, opts.SpoolDir, opts.History = c.MemoryLimit, c.PageSize, c.KeepChanges, c.Spool, c.History
-	opts.Publish, opts.Geometry = c.Publish, c.Geometry
+	opts.Publish, opts.Geometry, opts.BatchEvents = c.Publish, c.Geometry, c.BatchEvents
 	// The commands that sync hold no handle of the file across the sync:
 	// it may be given up while a sync waits on Ploti.
 	opts.ReleaseWhileWaiting = c.syncFlags
@@ -92,6 +92,9 @@ func (c *connFlags) checkSyncFlags() error {
 	}
 	if c.PageSize < 1 || c.PageSize > 500 {
 		return &usageError{fmt.Errorf("--page-size %d: want 1 to 500", c.PageSize)}
+	}
+	if c.BatchEvents < 0 {
+		return &usageError{fmt.Errorf("--batch-events %d: want 1 or more", c.BatchEvents)}
 	}
 	if c.KeepChanges < 0 {
 		return &usageError{fmt.Errorf("--keep-changes %d: want 0 (keep all) or more", c.KeepChanges)}
