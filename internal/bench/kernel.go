@@ -12,7 +12,7 @@ import (
 // machines these figures were taken on (a VM whose host backs the guest's
 // memory as it is first touched), a catch-up's wall time went up and down
 // by the kernel time of its page faults alone, so each side of a
-// comparison shows them (BENCHMARKS.md, "The catch-up's page faults").
+// comparison shows them (docs/bench-history.md, "The catch-up's page faults").
 type kernel struct {
 	Sys    time.Duration
 	Faults int64

@@ -281,7 +281,7 @@ func (r *run) rawCatchUp(ctx context.Context, f *manyFixture, l *manyLogFixture,
 // datasets (DuckDB's fresh blocks of every table a checkpoint's commits
 // append to, both ways), and on a VM whose host backs memory as the guest
 // first touches it, the first run to reach that far paid ~12 µs of kernel
-// time a page fault where the next paid ~4 (BENCHMARKS.md, "The
+// time a page fault where the next paid ~4 (docs/bench-history.md, "The
 // catch-up's page faults"): without this, whichever side ran first was
 // slower by up to 17 s of kernel time.
 func (r *run) manyLogWarmUp(ctx context.Context, f *manyFixture, l *manyLogFixture) error {

@@ -24,7 +24,7 @@ func (db *DB) storedType(t ploti.Type) (string, error) {
 // stored turns q, a query of a dataset table's rows whose geometry columns
 // are GEOMETRY, into the rows as this file stores them: with WKB, each
 // geometry becomes its WKB (in DuckDB 1.5, GEOMETRY holds WKB already, so
-// this costs little; BENCHMARKS.md). A value the query cannot turn into
+// this costs little; docs/bench-history.md). A value the query cannot turn into
 // geometry fails it either way: a bad file is refused in both encodings.
 func (db *DB) stored(q string, cols []ploti.Column) string {
 	if db.geometry != storage.GeometryWKB {
