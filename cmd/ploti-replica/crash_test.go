@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -386,7 +387,10 @@ func (w *crashWorld) runChild(t *testing.T, db string, plan *killPlan) childRun 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), childTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, w.bin, "sync", "--db", db, "--log-format", "json", "--log-level", "debug", "--page-size", "3", "--lock-timeout", "20s")
+	// Pages of three events, two pages a transaction (--batch-events):
+	// the walk commits often, and its transactions hold several pages.
+	cmd := exec.CommandContext(ctx, w.bin, "sync", "--db", db, "--log-format", "json", "--log-level", "debug", "--page-size", "3",
+		"--batch-events", strconv.Itoa(crashBatchEvents), "--lock-timeout", "20s")
 	cmd.Env = append(os.Environ(), "PLOTI_API_URL="+w.proxy.URL(), "PLOTI_API_KEY="+w.em.APIKey(), "PLOTI_SUBSCRIPTION="+w.sub)
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
@@ -632,6 +636,8 @@ func crashKind(from string, p killPlan, run childRun) string {
 	inside := p.mode == "after" && strings.Contains(last, `"message":"get file"`) && strings.Contains(last, run.path+`"`)
 	var what string
 	switch {
+	case hit == "events" && p.mode != "mid" && walkMoment(lines) != "":
+		what = walkMoment(lines)
 	case inside && (hit == "snapshot" || hit == "idmap"):
 		what = "snapshot swap, in DuckDB before its commit"
 	case inside && hit == "changes":
@@ -654,6 +660,35 @@ func crashKind(from string, p killPlan, run childRun) string {
 		what = "after " + hit
 	}
 	return from + ": " + what
+}
+
+// crashBatchEvents is the harnesses' --batch-events: two pages of three
+// events a transaction.
+const crashBatchEvents = 6
+
+// The moments of the batched walk a kill after reading a page of events
+// can land in (walkMoment).
+const (
+	inBatch    = "inside a batch of pages, before its commit"
+	afterBatch = "after a batch of pages committed, before the next commit"
+)
+
+// walkMoment says where in the batched walk a run stood when killed, from
+// its last line about a transaction of pages: one that goes on with the
+// next page read ahead (the batch holds it uncommitted), or one of two
+// pages or more committed. "" when neither line came yet.
+func walkMoment(lines []string) string {
+	for i := len(lines) - 1; i >= 0; i-- {
+		switch l := lines[i]; {
+		case strings.Contains(l, `"message":"page applied; its transaction goes on with the next page"`):
+			return inBatch
+		case strings.Contains(l, `"message":"pages committed"`) && !strings.Contains(l, `"pages":1,`):
+			return afterBatch
+		case strings.Contains(l, `"message":"pages committed"`):
+			return ""
+		}
+	}
+	return ""
 }
 
 func TestCrash(t *testing.T) {
