@@ -36,13 +36,16 @@
 // rolls back and loads the file downloaded whole. A swap that replaces a table checkpoints once swaps have
 // freed enough for the file to grow by an eighth (swapped).
 //
-// The walk hands Apply a Batch per page. State-only actions and skips join
+// The walk hands Apply a Batch for a page, and for the pages it reads ahead
+// after it (Widen). State-only actions and skips join
 // it: the batch reads the registry and the holds once, keeps the rows it
 // changes and the event ids it records, and writes them in its transaction
-// at Flush, together with the page's cursor. With Batch.Share set, a merge
+// at Flush, together with the cursor after the last page it holds whole
+// (SetCursor). With Batch.Share set, a merge
 // of small changes files joins it too (its table change, registry row and
 // event id are written in the batch's transaction); if it fails there, Apply
-// returns ErrRetryPage and the walk applies the page again without Share.
+// returns ErrRetryPage and the walk applies its uncommitted pages again
+// without Share.
 // Other heavy actions (loads, larger merges) flush the batch first and
 // commit on their own; the batch then keeps the row they wrote. (A DuckDB
 // statement costs a few hundred microseconds, a commit a few milliseconds;

@@ -89,8 +89,9 @@
 //	    no events:                          done
 //	    for each event not yet applied:     apply.Decide + Execute
 //	        loads and merges commit alone, with their event id and registry row;
-//	        state-only events share the page's transaction
-//	    commit nextCursor with the page's bookkeeping
+//	        state-only events and small merges share the transaction, which
+//	        goes on with the next page when it is in hand (group.go)
+//	    commit the cursor after the last page held whole with their bookkeeping
 //
 //	bootstrap:
 //	    manifest := GET manifest

@@ -17,7 +17,8 @@ import (
 
 // Sync brings the file up to date: bootstrap from the manifest when there
 // is no cursor (or the cursor expired), repair failed datasets, then walk
-// the log a page at a time, committing the cursor after each page's effects.
+// the log a page at a time, committing the cursor with the effects of the
+// pages it covers (a transaction holds the pages read ahead: group.go).
 // A dataset that fails does not stop the others; Sync then returns
 // ErrPartial with the result. StopSync ends it early, between
 // transactions, with ErrStopped. With Options.Publish set, a sync that ran
