@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"errors"
+	"os"
 	"testing"
 
 	"github.com/ploti-replica/ploti-replica/storage"
@@ -22,7 +23,8 @@ func commits(tb testing.TB, r *Replica) int64 {
 // The walk commits the pages it reads ahead in one transaction, bounded
 // by Options.BatchEvents: six pages of a merge each are one commit (with
 // the run's row), against six or more at a transaction a page, and the
-// tables, the counts and the cursor are the same both ways.
+// tables, the counts and the cursor are the same both ways. The sync
+// leaves no WAL behind, the replica still open.
 func TestSync_GroupsPagesInOneTransaction(t *testing.T) {
 	ctx := context.Background()
 	em := mustEmulator(t)
@@ -44,6 +46,11 @@ func TestSync_GroupsPagesInOneTransaction(t *testing.T) {
 		before := commits(t, r)
 		results[i] = mustSync(t, r)
 		made[i] = commits(t, r) - before
+		// The walk's commits gathered in the WAL, and its end
+		// checkpointed them: a replica kept open (Run) leaves none.
+		if fi, err := os.Stat(r.db.Path() + ".wal"); err == nil && fi.Size() > 0 {
+			t.Fatalf("a WAL of %d bytes is left after the sync", fi.Size())
+		}
 		assertMatchesTruth(t, r, em, "ds_permits", 4)
 		assertMatchesTruth(t, r, em, "ds_parcels", 4)
 	}
