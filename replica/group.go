@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"time"
 
@@ -51,12 +52,15 @@ func (r *Replica) holdCheckpoints(ctx context.Context) func() {
 	}
 	end := h.HoldCheckpoints(holdWAL)
 	return func() {
-		start := time.Now()
+		start, wal := time.Now(), int64(0)
+		if fi, err := os.Stat(r.db.Path() + ".wal"); err == nil {
+			wal = fi.Size()
+		}
 		if err := end(ctx); err != nil {
 			r.log.Debug("checkpoint after the walk", logs.Err(err))
 			return
 		}
-		r.log.Debug("checkpointed after the walk", logs.Ms("ms", time.Since(start)))
+		r.log.Debug("checkpointed after the walk", slog.Int64("wal_bytes", wal), logs.Ms("ms", time.Since(start)))
 	}
 }
 
