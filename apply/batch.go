@@ -466,9 +466,10 @@ func (b *Batch) Flush() error {
 	return nil
 }
 
-// Abort rolls the open transaction back.
+// Abort rolls the open transaction back, and with it the cursor it was to
+// write (SetCursor): the rows that cursor covered did not commit.
 func (b *Batch) Abort() {
-	b.cache = nil
+	b.cache, b.cursor = nil, ""
 	if b.tx != nil {
 		b.tx.Rollback()
 		b.tx = nil
