@@ -72,18 +72,8 @@ func newStandbyWorld(t *testing.T) *standbyWorld {
 	must(t, err)
 	w.table = storage.Ident(d.Table)
 	w.standby = pgtest.Standby(t, w.primary)
-	w.pc, w.sc = pgConn(t, w.primary), pgConn(t, w.standby)
+	w.pc, w.sc = pgtest.Conn(t, w.primary), pgtest.Conn(t, w.standby)
 	return w
-}
-
-func pgConn(t *testing.T, u string) *pgx.Conn {
-	t.Helper()
-	c, err := pgx.Connect(context.Background(), u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close(context.Background()) })
-	return c
 }
 
 // publish publishes the next round's version, as a resync (the replica
@@ -219,7 +209,7 @@ func (w *standbyWorld) startReaders(t *testing.T, n int) (stop func() []standbyR
 	reads := make([]standbyReads, n)
 	var wg sync.WaitGroup
 	for i := range reads {
-		c := pgConn(t, w.standby)
+		c := pgtest.Conn(t, w.standby)
 		wg.Add(1)
 		go func(r *standbyReads) {
 			defer wg.Done()
@@ -334,7 +324,7 @@ func (w *standbyWorld) longReaderAcrossReload(t *testing.T, hold time.Duration) 
 	a := acrossReload{old: w.version}
 	w.checkReplayed(t, a.old)
 	a.new = w.publish(t, true) // the replica sees it at its sync
-	lc, qc := pgConn(t, w.standby), pgConn(t, w.standby)
+	lc, qc := pgtest.Conn(t, w.standby), pgtest.Conn(t, w.standby)
 	longDone := make(chan struct{})
 	start := time.Now()
 	go func() {

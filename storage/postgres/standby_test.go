@@ -39,11 +39,11 @@ func TestStandby_vacuumTakesNoLockFromReaders(t *testing.T) {
 		'p' AS _ploti_place_id, i AS v FROM range(%d, %d) t(i)`, rows/2, rows))
 	must(t, db.Update(ctx, func(tx *Tx) error { _, err := tx.LoadSnapshot(ctx, "t", cols, []string{snap}); return err }))
 	must(t, db.Update(ctx, func(tx *Tx) error { _, err := tx.MergeChanges(ctx, "ds", 2, "t", cols, tail, rows); return err }))
-	pc, sc := connect(t, u), connect(t, su)
+	pc, sc := pgtest.Conn(t, u), pgtest.Conn(t, su)
 	waitFeedback(t, pc)
 	pages := relpages(t, pc, "t")
 
-	lc, qc := connect(t, su), connect(t, su)
+	lc, qc := pgtest.Conn(t, su), pgtest.Conn(t, su)
 	_, err := qc.Exec(ctx, "SET lock_timeout = 1000")
 	must(t, err)
 	longDone := make(chan error, 1)
@@ -86,16 +86,6 @@ func TestStandby_vacuumTakesNoLockFromReaders(t *testing.T) {
 	if after := relpages(t, pc, "t"); after >= pages*3/4 {
 		t.Fatalf("with vacuum_truncate on, VACUUM left t at %d of %d pages: this test does not make a case that truncates", after, pages)
 	}
-}
-
-func connect(t *testing.T, u string) *pgx.Conn {
-	t.Helper()
-	c, err := pgx.Connect(context.Background(), u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close(context.Background()) })
-	return c
 }
 
 func relpages(t *testing.T, c *pgx.Conn, table string) int64 {
