@@ -149,9 +149,18 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		db.readOnly = true
 		return db, nil
 	}
-	if err := db.refuseStandby(ctx); err != nil {
+	if err := db.openWriter(ctx, opts); err != nil {
 		db.Close()
 		return nil, err
+	}
+	return db, nil
+}
+
+// openWriter makes db the database's writer: it refuses a hot standby,
+// takes the writer's lock, migrates, and opens the in-memory DuckDBs.
+func (db *DB) openWriter(ctx context.Context, opts Options) error {
+	if err := db.refuseStandby(ctx); err != nil {
+		return err
 	}
 	// The in-memory DuckDBs open while the session takes the lock and
 	// migrates: a few milliseconds each, off every sync's path. So does
@@ -161,25 +170,21 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	warm := make(chan struct{})
 	go func() {
 		defer close(warm)
-		if c, err := pool.Conn(ctx); err == nil {
+		if c, err := db.pool.Conn(ctx); err == nil {
 			c.Close() // idle in the pool (an error shows at its first use)
 		}
 	}()
 	defer func() { <-warm }()
-	err = db.lock(ctx, opts)
+	err := db.lock(ctx, opts)
 	if err == nil {
 		err = db.setup(ctx)
 	}
 	d := <-ducks
 	db.duck, db.chunks = d.duck, d.chunks
 	if err == nil && d.err != nil {
-		err = fmt.Errorf("open %s: %w", name, d.err)
+		err = fmt.Errorf("open %s: %w", db.name, d.err)
 	}
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
-	return db, nil
+	return err
 }
 
 // ducks are the in-memory DuckDBs a writer opens.
