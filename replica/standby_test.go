@@ -15,6 +15,7 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/emulator"
 	"github.com/ploti-replica/ploti-replica/internal/pgtest"
+	"github.com/ploti-replica/ploti-replica/internal/storagetest"
 	"github.com/ploti-replica/ploti-replica/storage"
 )
 
@@ -72,7 +73,7 @@ func newStandbyWorld(t *testing.T) *standbyWorld {
 	must(t, err)
 	w.table = storage.Ident(d.Table)
 	w.standby = pgtest.Standby(t, w.primary)
-	w.pc, w.sc = pgtest.Conn(t, w.primary), pgtest.Conn(t, w.standby)
+	w.pc, w.sc = storagetest.Reader(t, w.primary), storagetest.Reader(t, w.standby)
 	return w
 }
 
@@ -209,7 +210,7 @@ func (w *standbyWorld) startReaders(t *testing.T, n int) (stop func() []standbyR
 	reads := make([]standbyReads, n)
 	var wg sync.WaitGroup
 	for i := range reads {
-		c := pgtest.Conn(t, w.standby)
+		c := storagetest.Reader(t, w.standby)
 		wg.Add(1)
 		go func(r *standbyReads) {
 			defer wg.Done()
@@ -324,7 +325,7 @@ func (w *standbyWorld) longReaderAcrossReload(t *testing.T, hold time.Duration) 
 	a := acrossReload{old: w.version}
 	w.checkReplayed(t, a.old)
 	a.new = w.publish(t, true) // the replica sees it at its sync
-	lc, qc := pgtest.Conn(t, w.standby), pgtest.Conn(t, w.standby)
+	lc, qc := storagetest.Reader(t, w.standby), storagetest.Reader(t, w.standby)
 	longDone := make(chan struct{})
 	start := time.Now()
 	go func() {

@@ -99,14 +99,3 @@ func WaitReplay(ctx context.Context, primary, standby *pgx.Conn) (time.Duration,
 		}
 	}
 }
-
-// Conn is a connection to u for tb, closed when tb ends.
-func Conn(tb testing.TB, u string) *pgx.Conn {
-	tb.Helper()
-	c, err := pgx.Connect(context.Background(), u)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { c.Close(context.Background()) })
-	return c
-}

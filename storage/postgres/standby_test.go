@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ploti-replica/ploti-replica/internal/pgtest"
+	"github.com/ploti-replica/ploti-replica/internal/storagetest"
 	"github.com/ploti-replica/ploti-replica/ploti"
 )
 
@@ -39,11 +40,11 @@ func TestStandby_vacuumTakesNoLockFromReaders(t *testing.T) {
 		'p' AS _ploti_place_id, i AS v FROM range(%d, %d) t(i)`, rows/2, rows))
 	must(t, db.Update(ctx, func(tx *Tx) error { _, err := tx.LoadSnapshot(ctx, "t", cols, []string{snap}); return err }))
 	must(t, db.Update(ctx, func(tx *Tx) error { _, err := tx.MergeChanges(ctx, "ds", 2, "t", cols, tail, rows); return err }))
-	pc, sc := pgtest.Conn(t, u), pgtest.Conn(t, su)
+	pc, sc := storagetest.Reader(t, u), storagetest.Reader(t, su)
 	waitFeedback(t, pc)
 	pages := relpages(t, pc, "t")
 
-	lc, qc := pgtest.Conn(t, su), pgtest.Conn(t, su)
+	lc, qc := storagetest.Reader(t, su), storagetest.Reader(t, su)
 	_, err := qc.Exec(ctx, "SET lock_timeout = 1000")
 	must(t, err)
 	longDone := make(chan error, 1)
