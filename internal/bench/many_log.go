@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -89,43 +88,6 @@ func (r *run) buildManyLog(ctx context.Context, f *manyFixture) (*manyLogFixture
 	return l, nil
 }
 
-// rawMergePages applies the changes files with DuckDB alone, one
-// transaction per page of the log, then closes the file.
-func (r *run) rawMergePages(ctx context.Context, path string, pages [][][2]string) (cost, error) {
-	settle()
-	stop := startWatch()
-	err := withPlain(ctx, path, r.eo, func(db *sql.DB) error {
-		conn, err := db.Conn(ctx)
-		if err != nil {
-			return err
-		}
-		defer conn.Close()
-		for _, page := range pages {
-			if len(page) == 0 {
-				continue
-			}
-			if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
-				return err
-			}
-			for _, m := range page {
-				for _, q := range rawMergeSQL(m[0], m[1]) {
-					if q == "BEGIN" || q == "COMMIT" {
-						continue
-					}
-					if _, err := conn.ExecContext(ctx, q); err != nil {
-						return fmt.Errorf("raw merge of %s: %w", m[1], err)
-					}
-				}
-			}
-			if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	return stop(), err
-}
-
 // manyLog measures the catch-up of the log: on loopback with the rate
 // limits off (the engine's own speed, events a second, and against DuckDB
 // alone applying the same files in one transaction per page), its API
@@ -161,6 +123,7 @@ func (r *run) manyLog(ctx context.Context, f *manyFixture) error {
 		Versus: "events a second: " + t.rate.Format(func(v float64) string { return fmt.Sprintf("%.0f", v) }), Ratio: perSec, CPURatio: math.NaN()}, 2000, false)
 	r.rep.Summary["many_events_per_s"] = perSec
 	r.manyUpdatesLines(size, t)
+	r.manyBatchedLine(size, l.events, t)
 	r.rep.add(Line{What: "7c. the same runs' kernel time and page faults (in the bench's process: the emulator's serving with the engine's)", Size: size,
 		Engine: t.engK.String() + apartText(t.apartK), Versus: "DuckDB alone: " + t.rawK.String(),
 		Ratio: float64(median(faultCounts(t.engK))) / float64(median(faultCounts(t.rawK))), CPURatio: math.NaN()})
@@ -177,6 +140,7 @@ func (r *run) manyLog(ctx context.Context, f *manyFixture) error {
 // its own.
 type logTurns struct {
 	eng, net, raw, apart Costs
+	batched              Costs // DuckDB alone batched as the walk (rawWay)
 	engK, rawK, apartK   kernels
 	gcs                  []gcCost
 	serving              []time.Duration // the emulator's CPU while the engine apart ran
@@ -205,9 +169,15 @@ func (r *run) manyLogTurns(ctx context.Context, f *manyFixture, l *manyLogFixtur
 				return err
 			},
 			func() error {
-				d, k, err := r.rawCatchUp(ctx, f, l, "many-log-raw", &t.rawBytes)
+				d, k, err := r.rawCatchUp(ctx, f, l, "many-log-raw", aPage, &t.rawBytes)
 				t.raw.Add(d)
 				t.rawK = append(t.rawK, k)
+				return err
+			},
+			func() error {
+				var size int64
+				d, _, err := r.rawCatchUp(ctx, f, l, "many-log-raw-batched", batchedAsTheWalk, &size)
+				t.batched.Add(d)
 				return err
 			},
 		}
@@ -225,8 +195,8 @@ func (r *run) manyLogTurns(ctx context.Context, f *manyFixture, l *manyLogFixtur
 				return nil, err
 			}
 		}
-		r.logf("many catch-up, run %d: engine %s (API calls and downloads within it, %s in all; %s; %s), DuckDB alone %s (%s)", i+1,
-			secs(t.eng.Wall.Runs[i]), secs(t.net.Wall.Runs[i]), t.engK[i], t.gcs[i], secs(t.raw.Wall.Runs[i]), t.rawK[i])
+		r.logf("many catch-up, run %d: engine %s (API calls and downloads within it, %s in all; %s; %s), DuckDB alone %s (%s), batched as the walk %s", i+1,
+			secs(t.eng.Wall.Runs[i]), secs(t.net.Wall.Runs[i]), t.engK[i], t.gcs[i], secs(t.raw.Wall.Runs[i]), t.rawK[i], secs(t.batched.Wall.Runs[i]))
 		if len(t.apart.Wall.Runs) > i {
 			r.logf("many catch-up, run %d, the engine apart: %s wall, %s of its CPU (%s), the emulator's serving %s", i+1,
 				secs(t.apart.Wall.Runs[i]), secs(t.apart.CPU.Runs[i]), t.apartK[i], secs(t.serving[i]))
@@ -263,14 +233,14 @@ func (r *run) manyLogCallLines(f *manyFixture, l *manyLogFixture, t *logTurns, u
 // rawCatchUp applies the log's files with DuckDB alone to a copy of its
 // bootstrapped file: its cost, kernel time and page faults, and the
 // file's size after.
-func (r *run) rawCatchUp(ctx context.Context, f *manyFixture, l *manyLogFixture, name string, size *int64) (cost, kernel, error) {
+func (r *run) rawCatchUp(ctx context.Context, f *manyFixture, l *manyLogFixture, name string, way rawWay, size *int64) (cost, kernel, error) {
 	p := r.path(name)
 	defer removeDB(p)
 	if err := copyDB(f.raw, p); err != nil {
 		return cost{}, kernel{}, err
 	}
 	k := kernelNow()
-	d, err := r.rawMergePages(ctx, p, l.pages)
+	d, err := r.rawMergePages(ctx, p, l.pages, way)
 	k = kernelNow().sub(k)
 	*size = fileSize(p)
 	return d, k, err
@@ -286,7 +256,7 @@ func (r *run) rawCatchUp(ctx context.Context, f *manyFixture, l *manyLogFixture,
 // slower by up to 17 s of kernel time.
 func (r *run) manyLogWarmUp(ctx context.Context, f *manyFixture, l *manyLogFixture) error {
 	var size int64
-	d, k, err := r.rawCatchUp(ctx, f, l, "many-log-warm-up", &size)
+	d, k, err := r.rawCatchUp(ctx, f, l, "many-log-warm-up", aPage, &size)
 	if err != nil {
 		return err
 	}
