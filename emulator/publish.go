@@ -336,6 +336,9 @@ func (e *Emulator) build(ctx context.Context, p *buildPlan, stage func(*buildPla
 	if _, err := e.db.ExecContext(ctx, fmt.Sprintf("CREATE OR REPLACE TABLE %s AS %s", p.table("stgt"), src)); err != nil {
 		return nil, fmt.Errorf("stage: %w", err)
 	}
+	if err := e.compact(ctx); err != nil {
+		return nil, fmt.Errorf("stage: %w", err)
+	}
 	if _, err := e.db.ExecContext(ctx, fmt.Sprintf("CREATE OR REPLACE VIEW %s AS SELECT rowid + 1 AS _ord, * FROM %s", stg, p.table("stgt"))); err != nil {
 		return nil, fmt.Errorf("stage: %w", err)
 	}
@@ -358,6 +361,9 @@ func (e *Emulator) build(ctx context.Context, p *buildPlan, stage func(*buildPla
 		return nil, err
 	}
 	e.dropStage(p)
+	if err := e.compact(ctx); err != nil {
+		return nil, fmt.Errorf("version table: %w", err)
+	}
 	if p.base != nil && p.resync == "" {
 		if err := e.computeChanges(ctx, p, v); err != nil {
 			return nil, err
