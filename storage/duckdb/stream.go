@@ -72,25 +72,19 @@ func (tx *Tx) LoadSnapshotStream(ctx context.Context, table string, cols []ploti
 	if replace {
 		create = "CREATE OR REPLACE TABLE"
 	}
-	ids, err := tx.newStreamIDs(ctx)
-	if err != nil {
-		return 0, err
-	}
-	defer ids.drop(ctx)
 	insert := func(where string) error {
-		rows := tx.db.stored(fmt.Sprintf("SELECT %s FROM %s WHERE %s", sel, src, where), cols)
-		q := fmt.Sprintf("INSERT INTO main.%s %s", storage.Ident(table), rows)
+		q := tx.db.stored(fmt.Sprintf("SELECT %s FROM %s WHERE %s", sel, src, where), cols)
 		if create != "" {
-			q = fmt.Sprintf("%s main.%s AS %s", create, storage.Ident(table), rows)
+			q = fmt.Sprintf("%s main.%s AS %s", create, storage.Ident(table), q)
 			create = ""
+		} else {
+			q = fmt.Sprintf("INSERT INTO main.%s %s", storage.Ident(table), q)
 		}
-		for _, q := range []string{q, ids.insertSQL(rows)} {
-			if _, err := tx.tx.ExecContext(ctx, q); err != nil {
-				if serr := stopped(err); serr != nil {
-					return serr
-				}
-				return &storage.DataError{File: name, Detail: "load: " + err.Error()}
+		if _, err := tx.tx.ExecContext(ctx, q); err != nil {
+			if serr := stopped(err); serr != nil {
+				return serr
 			}
+			return &storage.DataError{File: name, Detail: "load: " + err.Error()}
 		}
 		return nil
 	}
@@ -106,7 +100,7 @@ func (tx *Tx) LoadSnapshotStream(ctx context.Context, table string, cols []ploti
 	if err := f.Done(ctx); err != nil {
 		return 0, fmt.Errorf("load %s: %w", name, err)
 	}
-	n, err := tx.checkStreamed(ctx, table, name, from, len(groups) > 0, ids, stopped)
+	n, err := tx.checkStreamed(ctx, table, name, from, len(groups) > 0, stopped)
 	if err != nil {
 		return 0, err
 	}
@@ -114,11 +108,10 @@ func (tx *Tx) LoadSnapshotStream(ctx context.Context, table string, cols []ploti
 }
 
 // checkStreamed refuses a streamed table whose record ids are null or
-// repeat (from the hashes ids gathered as the rows arrived), or whose
-// rows are not the footer's count (from, when the file had row groups),
-// and returns its row count.
-func (tx *Tx) checkStreamed(ctx context.Context, table, name string, from int64, grouped bool, ids streamIDs, stopped func(error) error) (int64, error) {
-	n, nulls, dups, err := ids.check(ctx, "main."+storage.Ident(table))
+// repeat, or whose rows are not the footer's count (from, when the file
+// had row groups), and returns its row count.
+func (tx *Tx) checkStreamed(ctx context.Context, table, name string, from int64, grouped bool, stopped func(error) error) (int64, error) {
+	n, nulls, dups, err := tx.checkRecordIDs(ctx, recordIDsOf("main."+storage.Ident(table)))
 	if err != nil {
 		if serr := stopped(err); serr != nil {
 			return 0, serr
@@ -148,13 +141,7 @@ func (tx *Tx) insertAsArrived(ctx context.Context, f storage.GrowingFile, name s
 		threads = 1
 	}
 	for next := 0; next < len(groups); {
-		// The file's last row groups go a row group a thread: what
-		// arrives last is all that is left to load after the last byte.
-		step := 2 * threads
-		if len(groups)-next <= 2*threads {
-			step = threads
-		}
-		want := min(next+step, len(groups)) - 1
+		want := min(next+2*threads, len(groups)) - 1
 		if err := f.Arrived(ctx, groups[want].end); err != nil {
 			return 0, fmt.Errorf("load %s: %w", name, err)
 		}
