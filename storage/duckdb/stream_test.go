@@ -22,10 +22,10 @@ func (f wholeFile) Done(ctx context.Context) error             { return nil }
 
 // A snapshot loaded as it arrives is refused, as a whole file's load is
 // (docs/design.md invariant 4: a row set that violates the key is
-// refused), when a record id is null or repeats: within a run of row
-// groups, across runs, or only in the last row group; its ids are hashed
-// run by run, and only a repeated hash is counted again exactly, so a
-// good file of many row groups loads with its count.
+// refused), when a record id is null or repeats: across runs of row
+// groups, or only within the last row group; a good file of many row
+// groups loads with its count. The refusal is a data error naming the
+// file.
 func TestTx_loadSnapshotStreamRefusesNullAndRepeatedIDs(t *testing.T) {
 	ctx := context.Background()
 	db, err := Open(ctx, filepath.Join(t.TempDir(), "t.duckdb"), storage.Options{Geometry: testGeometry})
