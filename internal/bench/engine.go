@@ -364,23 +364,7 @@ func rawMergeSQL(table, file string) []string {
 // one transaction each, or one for all the files when oneTx is set, after
 // the setup statements (settings), then closes it.
 func rawMergesIn(ctx context.Context, path string, merges [][2]string, eo engineOpts, oneTx bool, setup ...string) (cost, error) {
-	settle()
-	stop := startWatch()
-	err := withPlain(ctx, path, eo, func(db *sql.DB) error {
-		conn, err := db.Conn(ctx)
-		if err != nil {
-			return err
-		}
-		defer conn.Close()
-		exec := func(q string) error {
-			_, err := conn.ExecContext(ctx, q)
-			return err
-		}
-		for _, q := range setup {
-			if err := exec(q); err != nil {
-				return err
-			}
-		}
+	return timedPlain(ctx, path, eo, setup, func(exec func(string) error) error {
 		if oneTx {
 			if err := exec("BEGIN"); err != nil {
 				return err
@@ -400,6 +384,31 @@ func rawMergesIn(ctx context.Context, path string, merges [][2]string, eo engine
 			return exec("COMMIT")
 		}
 		return nil
+	})
+}
+
+// timedPlain times DuckDB alone's work on the file at path: it opens the
+// file, runs the setup statements (settings) and fn on one connection
+// (exec runs a statement), and closes it.
+func timedPlain(ctx context.Context, path string, eo engineOpts, setup []string, fn func(exec func(string) error) error) (cost, error) {
+	settle()
+	stop := startWatch()
+	err := withPlain(ctx, path, eo, func(db *sql.DB) error {
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		exec := func(q string) error {
+			_, err := conn.ExecContext(ctx, q)
+			return err
+		}
+		for _, q := range setup {
+			if err := exec(q); err != nil {
+				return err
+			}
+		}
+		return fn(exec)
 	})
 	return stop(), err
 }

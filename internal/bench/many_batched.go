@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"math"
 )
@@ -36,23 +35,7 @@ func (r *run) rawMergePages(ctx context.Context, path string, pages [][][2]strin
 		setup = []string{"SET threads = 1", "SET checkpoint_threshold = '512MB'"}
 		end = []string{"CHECKPOINT"}
 	}
-	settle()
-	stop := startWatch()
-	err := withPlain(ctx, path, r.eo, func(db *sql.DB) error {
-		conn, err := db.Conn(ctx)
-		if err != nil {
-			return err
-		}
-		defer conn.Close()
-		exec := func(q string) error {
-			_, err := conn.ExecContext(ctx, q)
-			return err
-		}
-		for _, q := range setup {
-			if err := exec(q); err != nil {
-				return err
-			}
-		}
+	return timedPlain(ctx, path, r.eo, setup, func(exec func(string) error) error {
 		for from := 0; from < len(pages); from += perTx {
 			if err := rawMergeTx(exec, pages[from:min(len(pages), from+perTx)]); err != nil {
 				return err
@@ -65,7 +48,6 @@ func (r *run) rawMergePages(ctx context.Context, path string, pages [][][2]strin
 		}
 		return nil
 	})
-	return stop(), err
 }
 
 // rawMergeTx applies the pages' changes files in one transaction; pages

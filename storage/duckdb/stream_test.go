@@ -28,11 +28,7 @@ func (f wholeFile) Done(ctx context.Context) error             { return nil }
 // file.
 func TestTx_loadSnapshotStreamRefusesNullAndRepeatedIDs(t *testing.T) {
 	ctx := context.Background()
-	db, err := Open(ctx, filepath.Join(t.TempDir(), "t.duckdb"), storage.Options{Geometry: testGeometry})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := mustOpen(t)
 	rowsOf := func(n int) string { return strings.Replace(snapQuery, "range(5)", fmt.Sprintf("range(%d)", n), 1) }
 	write := func(name, q string) string {
 		p := filepath.Join(t.TempDir(), name+".parquet")
