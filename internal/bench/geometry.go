@@ -205,25 +205,17 @@ func rawLoadSelect(ctx context.Context, path, table string, files []string, sel 
 // inserted rows through a select list, in one transaction.
 func rawMergeSelect(ctx context.Context, path, table, file, sel string, eo engineOpts) (cost, error) {
 	t, f := storage.Ident(table), fileList([]string{file})
-	settle()
-	stop := startWatch()
-	err := withPlain(ctx, path, eo, func(db *sql.DB) error {
-		conn, err := db.Conn(ctx)
-		if err != nil {
-			return err
-		}
-		defer conn.Close()
+	return timedPlain(ctx, path, eo, nil, func(exec func(string) error) error {
 		for _, q := range []string{
 			"BEGIN",
 			fmt.Sprintf("DELETE FROM %s WHERE _ploti_record_id IN (SELECT _ploti_record_id FROM read_parquet(%s) WHERE _ploti_change <> 'added')", t, f),
 			fmt.Sprintf("INSERT INTO %s BY NAME SELECT %s FROM (SELECT * EXCLUDE (_ploti_change) FROM read_parquet(%s) WHERE _ploti_change <> 'removed')", t, sel, f),
 			"COMMIT",
 		} {
-			if _, err := conn.ExecContext(ctx, q); err != nil {
+			if err := exec(q); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	return stop(), err
 }
