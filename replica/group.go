@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"time"
 
@@ -52,11 +51,9 @@ func (r *Replica) holdCheckpoints(ctx context.Context) func() {
 	}
 	end := h.HoldCheckpoints(holdWAL)
 	return func() {
-		start, wal := time.Now(), int64(0)
-		if fi, err := os.Stat(r.db.Path() + ".wal"); err == nil {
-			wal = fi.Size()
-		}
-		if err := end(ctx); err != nil {
+		start := time.Now()
+		wal, err := end(ctx)
+		if err != nil {
 			r.log.Debug("checkpoint after the walk", logs.Err(err))
 			return
 		}

@@ -91,8 +91,8 @@ type CheckpointHolder interface {
 	// (SmallCommitter) gather in the log until it holds bound bytes; a
 	// commit of another that brings much is still checkpointed as it
 	// commits. end ends the hold and checkpoints when the log holds
-	// anything.
-	HoldCheckpoints(bound int64) (end func(context.Context) error)
+	// anything, returning the bytes the log held (0: no checkpoint).
+	HoldCheckpoints(bound int64) (end func(context.Context) (int64, error))
 }
 
 // SmallCommitter is the transaction of a CheckpointHolder: Small marks it

@@ -54,18 +54,20 @@ func walSize(path string) int64 {
 // HoldCheckpoints holds the file's automatic checkpoints back for its
 // small transactions' commits until the WAL holds bound bytes; end ends
 // the hold and checkpoints when the WAL holds anything, so that a sync
-// leaves no WAL growing behind it (Replica.Run keeps the file open).
-func (db *DB) HoldCheckpoints(bound int64) (end func(context.Context) error) {
+// leaves no WAL growing behind it (Replica.Run keeps the file open), and
+// returns the WAL's bytes it checkpointed.
+func (db *DB) HoldCheckpoints(bound int64) (end func(context.Context) (int64, error)) {
 	db.held.Store(bound)
-	return func(ctx context.Context) error {
+	return func(ctx context.Context) (int64, error) {
 		if db.held.Swap(0) == 0 {
-			return nil
+			return 0, nil
 		}
 		db.sql.ExecContext(ctx, "SET GLOBAL checkpoint_threshold = '"+CheckpointThreshold+"'")
-		if walSize(db.path) == 0 {
-			return nil
+		wal := walSize(db.path)
+		if wal == 0 {
+			return 0, nil
 		}
-		return db.Checkpoint(ctx)
+		return wal, db.Checkpoint(ctx)
 	}
 }
 

@@ -53,8 +53,9 @@ func TestHoldCheckpoints_gathersSmallCommitsAndCheckpointsAtTheEnd(t *testing.T)
 	if walSize(db.Path()) == 0 {
 		t.Fatal("a small commit checkpointed on an empty WAL")
 	}
-	if err := end(ctx); err != nil {
-		t.Fatal(err)
+	held := walSize(db.Path())
+	if n, err := end(ctx); err != nil || n != held {
+		t.Fatalf("the hold's end checkpointed %d bytes (%v), the WAL held %d", n, err, held)
 	}
 	if n := walSize(db.Path()); n != 0 {
 		t.Fatalf("WAL is %d bytes after the hold's end", n)
@@ -66,7 +67,7 @@ func TestHoldCheckpoints_gathersSmallCommitsAndCheckpointsAtTheEnd(t *testing.T)
 	if threshold != "15.2 MiB" && threshold != "16.0 MB" {
 		t.Fatalf("checkpoint_threshold after the hold = %q, want %s back", threshold, CheckpointThreshold)
 	}
-	if err := end(ctx); err != nil {
-		t.Fatalf("a second end: %v", err)
+	if n, err := end(ctx); err != nil || n != 0 {
+		t.Fatalf("a second end: %d bytes, %v", n, err)
 	}
 }
