@@ -3,8 +3,6 @@ package duckdb
 import (
 	"context"
 	"testing"
-
-	"github.com/ploti-replica/ploti-replica/storage"
 )
 
 // While checkpoints are held, a small transaction's commit gathers in the
@@ -15,19 +13,7 @@ func TestHoldCheckpoints_gathersSmallCommitsAndCheckpointsAtTheEnd(t *testing.T)
 	ctx := context.Background()
 	db := mustOpen(t)
 	be := db.Engine().(*DB)
-	insert := func(rows int, small bool) {
-		t.Helper()
-		err := db.Update(ctx, func(tx *storage.Tx) error {
-			if small {
-				tx.Engine().(storage.SmallCommitter).Small()
-			}
-			_, err := tx.Exec(ctx, "INSERT INTO t SELECT i, i, i, i, repeat('x', 80) || i FROM range(?) r(i)", rows)
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	insert := func(rows int, small bool) { insertWide(t, db, rows, small) }
 	if _, err := db.SQL().ExecContext(ctx, "CREATE TABLE t (i BIGINT, a BIGINT, b BIGINT, c BIGINT, s VARCHAR); CHECKPOINT"); err != nil {
 		t.Fatal(err)
 	}

@@ -485,23 +485,8 @@ func TestTx_PutDatasets_logsSchemasOnlyWhereTheyChange(t *testing.T) {
 func TestTx_Commit_checkpointsBulkCommitsAndLetsSmallOnesGather(t *testing.T) {
 	ctx := context.Background()
 	db := mustOpen(t)
-	wal := func() int64 {
-		fi, err := os.Stat(db.Path() + ".wal")
-		if err != nil {
-			return 0
-		}
-		return fi.Size()
-	}
-	insert := func(rows int) {
-		t.Helper()
-		err := db.Update(ctx, func(tx *storage.Tx) error {
-			_, err := tx.Exec(ctx, "INSERT INTO t SELECT i, i, i, i, repeat('x', 80) || i FROM range(?) r(i)", rows)
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	wal := func() int64 { return walSize(db.Path()) }
+	insert := func(rows int) { insertWide(t, db, rows, false) }
 	if _, err := db.SQL().ExecContext(ctx, "CREATE TABLE t (i BIGINT, a BIGINT, b BIGINT, c BIGINT, s VARCHAR); CHECKPOINT"); err != nil {
 		t.Fatal(err)
 	}
@@ -590,6 +575,24 @@ func TestTx_DatasetsOf_readsTheGivenDatasetsOnly(t *testing.T) {
 		if err == nil && n != 4 {
 			t.Errorf("CountDatasets = %d, want 4", n)
 		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// insertWide commits rows rows into the table t (i, a, b, c BIGINT, s
+// VARCHAR) of the WAL tests, about 120 bytes of WAL a row; small marks
+// the transaction Small.
+func insertWide(t *testing.T, db *storage.DB, rows int, small bool) {
+	t.Helper()
+	ctx := context.Background()
+	err := db.Update(ctx, func(tx *storage.Tx) error {
+		if small {
+			tx.Engine().(storage.SmallCommitter).Small()
+		}
+		_, err := tx.Exec(ctx, "INSERT INTO t SELECT i, i, i, i, repeat('x', 80) || i FROM range(?) r(i)", rows)
 		return err
 	})
 	if err != nil {
