@@ -61,6 +61,21 @@ func (r *run) buildManyLog(ctx context.Context, f *manyFixture) (*manyLogFixture
 	}
 	evs := em.Events(f.sub)[from:]
 	l.events = len(evs)
+	pages, err := manyLogPages(evs, versions)
+	if err != nil {
+		return nil, err
+	}
+	l.pages = pages
+	l.rowsEach = float64(changed) / float64(max(l.updates, 1))
+	r.logf("emulator: %d events, %d updates of %.0f rows on average, built in %s", l.events, l.updates, l.rowsEach, time.Since(start).Round(time.Second))
+	return l, nil
+}
+
+// manyLogPages cuts the log's events into pages of 500 (as the walk reads
+// them from the file's cursor) and lists, for each page, the tables and
+// changes files (versions: dataset, version → file) of its updates.
+func manyLogPages(evs []emulator.Event, versions map[[2]any]string) ([][][2]string, error) {
+	var pages [][][2]string
 	for p := 0; p*500 < len(evs); p++ {
 		var page [][2]string
 		for _, ev := range evs[p*500 : min(len(evs), (p+1)*500)] {
@@ -81,11 +96,9 @@ func (r *run) buildManyLog(ctx context.Context, f *manyFixture) (*manyLogFixture
 			}
 			page = append(page, [2]string{storage.TableName(ev.DatasetID), file})
 		}
-		l.pages = append(l.pages, page)
+		pages = append(pages, page)
 	}
-	l.rowsEach = float64(changed) / float64(max(l.updates, 1))
-	r.logf("emulator: %d events, %d updates of %.0f rows on average, built in %s", l.events, l.updates, l.rowsEach, time.Since(start).Round(time.Second))
-	return l, nil
+	return pages, nil
 }
 
 // manyLog measures the catch-up of the log: on loopback with the rate

@@ -50,17 +50,27 @@ func readTable(ctx context.Context, u, schema, name string) (*pgTable, error) {
 	}
 	defer c.Close(context.WithoutCancel(ctx))
 	t := &pgTable{Schema: schema, Name: name}
+	for _, read := range []func(context.Context, *pgx.Conn) error{t.readColumns, t.readConstraints, t.readIndexes} {
+		if err := read(ctx, c); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// readColumns reads the table's columns and their comments.
+func (t *pgTable) readColumns(ctx context.Context, c *pgx.Conn) error {
 	oid := t.qualified()
 	rs, err := c.Query(ctx, `SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, col_description(a.attrelid, a.attnum)
 		FROM pg_attribute a WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`, oid)
 	if err != nil {
-		return nil, fmt.Errorf("read table %s: %w", oid, err)
+		return fmt.Errorf("read table %s: %w", oid, err)
 	}
 	for rs.Next() {
 		var col pgColumn
 		var comment *string
 		if err := rs.Scan(&col.Name, &col.Type, &col.NotNull, &comment); err != nil {
-			return nil, err
+			return err
 		}
 		t.Columns = append(t.Columns, col)
 		if comment != nil {
@@ -68,21 +78,26 @@ func readTable(ctx context.Context, u, schema, name string) (*pgTable, error) {
 		}
 	}
 	if err := rs.Err(); err != nil {
-		return nil, fmt.Errorf("read table %s: %w", oid, err)
+		return fmt.Errorf("read table %s: %w", oid, err)
 	}
 	if len(t.Columns) == 0 {
-		return nil, fmt.Errorf("read table %s: no columns", oid)
+		return fmt.Errorf("read table %s: no columns", oid)
 	}
-	// Constraints, then the indexes that back none (pg_get_indexdef names
-	// the table with its schema).
-	rs, err = c.Query(ctx, `SELECT conname, contype::text, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = $1::regclass ORDER BY conname`, oid)
+	return nil
+}
+
+// readConstraints reads the table's CHECKs (part of its CREATE) and its
+// keys (added after the rows).
+func (t *pgTable) readConstraints(ctx context.Context, c *pgx.Conn) error {
+	oid := t.qualified()
+	rs, err := c.Query(ctx, `SELECT conname, contype::text, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = $1::regclass ORDER BY conname`, oid)
 	if err != nil {
-		return nil, fmt.Errorf("read constraints of %s: %w", oid, err)
+		return fmt.Errorf("read constraints of %s: %w", oid, err)
 	}
 	for rs.Next() {
 		var cname, ctype, def string
 		if err := rs.Scan(&cname, &ctype, &def); err != nil {
-			return nil, err
+			return err
 		}
 		con := fmt.Sprintf("CONSTRAINT %s %s", pgx.Identifier{cname}.Sanitize(), def)
 		switch ctype {
@@ -91,24 +106,27 @@ func readTable(ctx context.Context, u, schema, name string) (*pgTable, error) {
 		case "p", "u", "x":
 			t.After = append(t.After, fmt.Sprintf("ALTER TABLE %s ADD %s", oid, con))
 		default:
-			return nil, fmt.Errorf("read table %s: constraint %s of kind %s: the bench builds no foreign keys or triggers", oid, cname, ctype)
+			return fmt.Errorf("read table %s: constraint %s of kind %s: the bench builds no foreign keys or triggers", oid, cname, ctype)
 		}
 	}
-	if err := rs.Err(); err != nil {
-		return nil, err
-	}
-	rs, err = c.Query(ctx, `SELECT pg_get_indexdef(i.indexrelid) FROM pg_index i
+	return rs.Err()
+}
+
+// readIndexes reads the indexes that back no constraint (pg_get_indexdef
+// names the table with its schema), added after the rows.
+func (t *pgTable) readIndexes(ctx context.Context, c *pgx.Conn) error {
+	rs, err := c.Query(ctx, `SELECT pg_get_indexdef(i.indexrelid) FROM pg_index i
 		WHERE i.indrelid = $1::regclass AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid AND c.conrelid = i.indrelid)
-		ORDER BY i.indexrelid::regclass::text`, oid)
+		ORDER BY i.indexrelid::regclass::text`, t.qualified())
 	if err != nil {
-		return nil, fmt.Errorf("read indexes of %s: %w", oid, err)
+		return fmt.Errorf("read indexes of %s: %w", t.qualified(), err)
 	}
 	defs, err := pgx.CollectRows(rs, pgx.RowTo[string])
 	if err != nil {
-		return nil, err
+		return err
 	}
 	t.After = append(t.After, defs...)
-	return t, nil
+	return nil
 }
 
 // create is the CREATE TABLE statement: columns, NOT NULL, CHECKs.
