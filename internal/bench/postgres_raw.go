@@ -115,11 +115,12 @@ func (t *pgTable) readConstraints(ctx context.Context, c *pgx.Conn) error {
 // readIndexes reads the indexes that back no constraint (pg_get_indexdef
 // names the table with its schema), added after the rows.
 func (t *pgTable) readIndexes(ctx context.Context, c *pgx.Conn) error {
+	oid := t.qualified()
 	rs, err := c.Query(ctx, `SELECT pg_get_indexdef(i.indexrelid) FROM pg_index i
 		WHERE i.indrelid = $1::regclass AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid AND c.conrelid = i.indrelid)
-		ORDER BY i.indexrelid::regclass::text`, t.qualified())
+		ORDER BY i.indexrelid::regclass::text`, oid)
 	if err != nil {
-		return fmt.Errorf("read indexes of %s: %w", t.qualified(), err)
+		return fmt.Errorf("read indexes of %s: %w", oid, err)
 	}
 	defs, err := pgx.CollectRows(rs, pgx.RowTo[string])
 	if err != nil {
