@@ -2,7 +2,11 @@ package duckdb
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/ploti-replica/ploti-replica/storage"
 )
 
 // While checkpoints are held, a small transaction's commit gathers in the
@@ -55,5 +59,56 @@ func TestHoldCheckpoints_gathersSmallCommitsAndCheckpointsAtTheEnd(t *testing.T)
 	}
 	if n, err := end(ctx); err != nil || n != 0 {
 		t.Fatalf("a second end: %d bytes, %v", n, err)
+	}
+}
+
+// While checkpoints are held, a transaction marked Small that merges a
+// changes file too large for one thread into a table of more than a row
+// group is checkpointed as it commits (its rows are not written to the
+// WAL and again by the hold's end), and one that merges a few rows into
+// the same table still goes to the WAL: DuckDB's estimate of what it
+// adds decides, as for any commit not marked Small.
+func TestHoldCheckpoints_aLargeMergeCheckpointsAsItCommits(t *testing.T) {
+	ctx := context.Background()
+	db := mustOpen(t)
+	big := strings.Replace(snapQuery, "range(5)", "range(130000)", 1)
+	snap := mustParquet(t, db, big)
+	changed := func(n int) string {
+		return mustParquet(t, db, `SELECT * REPLACE (permit || 'x' AS permit), 'changed' AS _ploti_change FROM (`+big+`) WHERE CAST(substr(_ploti_record_id, 2) AS INTEGER) < `+strconv.Itoa(n))
+	}
+	many, few := changed(120_000), changed(10)
+	if err := db.Update(ctx, func(tx *storage.Tx) error {
+		_, err := tx.Tables().LoadSnapshot(ctx, "permits", testCols, []string{snap})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.SQL().ExecContext(ctx, "CHECKPOINT"); err != nil {
+		t.Fatal(err)
+	}
+	end := db.Engine().(*DB).HoldCheckpoints(256_000_000)
+	defer end(ctx)
+	merge := func(file string) {
+		t.Helper()
+		err := db.Update(ctx, func(tx *storage.Tx) error {
+			tx.Engine().(storage.SmallCommitter).Small()
+			_, err := tx.Tables().MergeChanges(ctx, "ds", 2, "permits", testCols, file, 130_000)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	merge(few)
+	if walSize(db.Path()) == 0 {
+		t.Fatal("a merge of 10 rows checkpointed as it committed; it belongs in the WAL")
+	}
+	merge(many)
+	if n := walSize(db.Path()); n != 0 {
+		t.Fatalf("WAL is %d bytes after a merge of 120,000 rows while held: its rows went to the WAL", n)
+	}
+	var n int
+	if err := db.SQL().QueryRowContext(ctx, "SELECT count(*) FROM permits WHERE permit LIKE '%x'").Scan(&n); err != nil || n != 120_000 {
+		t.Fatalf("changed rows after the merges: %d (%v), want 120000", n, err)
 	}
 }

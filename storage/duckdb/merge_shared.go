@@ -23,7 +23,9 @@ import (
 // row count before, or negative when unknown.
 func (tx *Tx) MergeDeferred(ctx context.Context, datasetID string, version int, table string, cols []ploti.Column, file string, rowsBefore int64) (storage.Merged, error) {
 	m := storage.Merged{DatasetID: datasetID, Version: version, File: file}
-	if err := tx.fitThreads(ctx, smallMerge(file, rowsBefore)); err != nil {
+	small := smallMerge(file, rowsBefore)
+	tx.mergeSize(small)
+	if err := tx.fitThreads(ctx, small); err != nil {
 		return m, err
 	}
 	cf, err := tx.probeChanges(ctx, cols, file)

@@ -146,7 +146,9 @@ func mergeDeleteSQL(t, ids string) string {
 func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, table string, cols []ploti.Column, file string, rowsBefore int64) (storage.MergeStats, error) {
 	var st storage.MergeStats
 	name := filepath.Base(file)
-	if err := tx.fitThreads(ctx, smallMerge(file, rowsBefore)); err != nil {
+	small := smallMerge(file, rowsBefore)
+	tx.mergeSize(small)
+	if err := tx.fitThreads(ctx, small); err != nil {
 		return st, err
 	}
 	cf, err := tx.probeChanges(ctx, cols, file)
