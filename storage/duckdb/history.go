@@ -74,10 +74,13 @@ type historyColumn struct{ name, typ string }
 var metaColumns = map[string]bool{storage.ColValidFrom: true, storage.ColValidFromAt: true, storage.ColHistChange: true, storage.ColOriginID: true}
 
 // historyColumns reads the columns of a dataset's history rows table, in
-// order.
+// order; the table must exist. pragma_table_info looks the one table up
+// (0.2 ms) where duckdb_columns() lists every column of the catalog: 10
+// ms of a 1% merge at 10M rows with --history all, in the merge's
+// transaction. Both spell types alike (DuckDB's own type names).
 func (tx *Tx) historyColumns(ctx context.Context, table string) ([]historyColumn, error) {
-	rows, err := tx.tx.QueryContext(ctx, `SELECT column_name, data_type FROM duckdb_columns()
-		WHERE database_name = current_database() AND schema_name = ? AND table_name = ? ORDER BY column_index`, historyRows, table)
+	rows, err := tx.tx.QueryContext(ctx, `SELECT name, type FROM pragma_table_info(?) ORDER BY cid`,
+		storage.Ident(historyRows)+"."+storage.Ident(table))
 	if err != nil {
 		return nil, fmt.Errorf("read the history columns of %s: %w", table, err)
 	}
@@ -230,8 +233,11 @@ func geometryFn(want string) string {
 // convertHistory converts the geometry columns of a dataset's history to
 // the file's geometry setting with fn, as convertTable does its table.
 func (tx *Tx) convertHistory(ctx context.Context, d *storage.Dataset, fn string) error {
+	if st, err := historyOf(ctx, tx.tx, d.ID, d.Table); err != nil || !st.Started {
+		return err
+	}
 	have, err := tx.historyColumns(ctx, d.Table)
-	if err != nil || len(have) == 0 {
+	if err != nil {
 		return err
 	}
 	types := map[string]string{}
