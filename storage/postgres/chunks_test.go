@@ -188,3 +188,32 @@ func TestCopy_cancelStopsTheExport(t *testing.T) {
 		t.Fatalf("the export after the cancelled one: %d rows, %v", n, err)
 	}
 }
+
+// The same through the storage seam (a storage.DB on this engine, whose
+// transactions are database/sql's on the writer's session): the
+// context's end must not make database/sql roll the transaction back on
+// a goroutine of its own while the COPY writes on the same session
+// (pgx's connection is not safe for two at once: it panicked, "slow write
+// timer already active"). The load ends with the context's error; the
+// caller's rollback ends the transaction.
+func TestCopy_cancelThroughTheSeamRollsBackOnce(t *testing.T) {
+	duck := mustDuck(t)
+	large := mustParquet(t, duck, strings.Replace(snapQuery, "range(5)", "range(1000000)", 1))
+	for i := range 3 {
+		db := mustOpenDB(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		stop := time.AfterFunc(time.Duration(150+100*i)*time.Millisecond, cancel)
+		err := db.Update(ctx, func(tx *storage.Tx) error {
+			_, err := tx.Tables().LoadSnapshot(ctx, "permits", testCols, []string{large})
+			return err
+		})
+		stop.Stop()
+		cancel()
+		if err == nil {
+			t.Fatalf("run %d: the load of 1M rows ended before its context", i)
+		}
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("run %d: err = %v, want context.Canceled", i, err)
+		}
+	}
+}

@@ -38,7 +38,13 @@ func (b backend) Begin(ctx context.Context, now time.Time) (storage.EngineTx, er
 	if b.db.readOnly {
 		return nil, fmt.Errorf("%s is open read-only", b.db.name)
 	}
-	stx, err := b.db.pinned.BeginTx(ctx, nil)
+	// Not ctx itself: database/sql rolls a transaction back on a
+	// goroutine of its own the moment its context ends, while the rows'
+	// statements (a COPY, pgx's own calls on the same session) may still
+	// be writing, and pgx's connection is not safe for two at once (it
+	// panicked: "slow write timer already active"). Each statement still
+	// ends with ctx; the caller rolls back (Update, apply.Batch.Abort).
+	stx, err := b.db.pinned.BeginTx(context.WithoutCancel(ctx), nil)
 	if err != nil {
 		return nil, err
 	}
