@@ -79,11 +79,18 @@ func (db *DB) setGeometry(ctx context.Context, want string) error {
 		if err != nil {
 			return err
 		}
+		histories, err := tx.historyTables(ctx) // history.go
+		if err != nil {
+			return err
+		}
 		for _, d := range ds {
 			if err := tx.convertTable(ctx, d, fn); err != nil {
 				return err
 			}
-			if err := tx.convertHistory(ctx, d, fn); err != nil { // history.go
+			if !histories[d.Table] {
+				continue
+			}
+			if err := tx.convertHistory(ctx, d, fn); err != nil {
 				return err
 			}
 		}

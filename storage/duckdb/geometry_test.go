@@ -95,8 +95,8 @@ func TestTx_geometryColumnsCarryTheirCRS(t *testing.T) {
 
 // The file remembers how it stores geometry; a writing
 // open with the other encoding converts every dataset table's geometry
-// columns (and their comments) in one go, and the values survive the
-// round trip.
+// columns (and their comments) in one go, and a dataset's history with
+// them when it keeps one, and the values survive the round trip.
 func TestOpen_geometryConvertsTheTables(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "t.duckdb")
@@ -114,7 +114,17 @@ func TestOpen_geometryConvertsTheTables(t *testing.T) {
 		if _, err := tx.Tables().LoadSnapshot(ctx, "permits", geoCols, []string{snap}); err != nil {
 			return err
 		}
-		return tx.PutDataset(ctx, &storage.Dataset{ID: "ds_permits", Table: "permits", Status: storage.StatusCurrent, Version: 1, Columns: geoCols})
+		if err := tx.PutDataset(ctx, &storage.Dataset{ID: "ds_permits", Table: "permits", Status: storage.StatusCurrent, Version: 1, Columns: geoCols}); err != nil {
+			return err
+		}
+		// A second dataset keeps a history; the first does not.
+		if _, err := tx.Tables().LoadSnapshot(ctx, "kept", geoCols, []string{snap}); err != nil {
+			return err
+		}
+		if err := tx.PutDataset(ctx, &storage.Dataset{ID: "ds_kept", Table: "kept", Status: storage.StatusCurrent, Version: 1, Columns: geoCols}); err != nil {
+			return err
+		}
+		return eng(tx).StartHistory(ctx, storage.HistoryVersion{DatasetID: "ds_kept", Table: "kept", Source: storage.SourceFeed, Version: 1})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -140,8 +150,16 @@ func TestOpen_geometryConvertsTheTables(t *testing.T) {
 		if err := ro.SQL().QueryRow("SELECT "+text+", "+wkb+" FROM permits WHERE _ploti_record_id = 'r3'").Scan(&wkt, &hexWKB); err != nil {
 			t.Fatal(err)
 		}
+		var histTyp string
+		if err := ro.SQL().QueryRow(`SELECT data_type FROM duckdb_columns()
+			WHERE schema_name = '_ploti_history' AND table_name = 'kept' AND column_name = 'geometry'`).Scan(&histTyp); err != nil {
+			t.Fatal(err)
+		}
 		got := ro.Geometry()
 		ro.Close()
+		if histTyp != step.typ {
+			t.Fatalf("open with %q: the history's geometry column is %s, want %s", step.open, histTyp, step.typ)
+		}
 		if got != step.want || typ != step.typ || !strings.HasSuffix(comment, "encoding="+step.want) {
 			t.Fatalf("open with %q: file stores %q, column %s (comment %q); want %s, %s", step.open, got, typ, comment, step.want, step.typ)
 		}

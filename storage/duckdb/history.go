@@ -96,6 +96,25 @@ func (tx *Tx) historyColumns(ctx context.Context, table string) ([]historyColumn
 	return out, rows.Err()
 }
 
+// historyTables names the history rows tables the file holds, with one
+// read of the catalog.
+func (tx *Tx) historyTables(ctx context.Context) (map[string]bool, error) {
+	rows, err := tx.tx.QueryContext(ctx, `SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = ?`, historyRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		out[n] = true
+	}
+	return out, rows.Err()
+}
+
 // sameDuckType compares a type as DuckType spells it with one as
 // duckdb_columns does.
 func sameDuckType(a, b string) bool {
@@ -230,12 +249,10 @@ func geometryFn(want string) string {
 	return "ST_GeomFromWKB"
 }
 
-// convertHistory converts the geometry columns of a dataset's history to
-// the file's geometry setting with fn, as convertTable does its table.
+// convertHistory converts the geometry columns of a dataset's history
+// (which must exist: historyTables) to the file's geometry setting with
+// fn, as convertTable does its table.
 func (tx *Tx) convertHistory(ctx context.Context, d *storage.Dataset, fn string) error {
-	if st, err := historyOf(ctx, tx.tx, d.ID, d.Table); err != nil || !st.Started {
-		return err
-	}
 	have, err := tx.historyColumns(ctx, d.Table)
 	if err != nil {
 		return err
@@ -263,7 +280,7 @@ var nonIdent = regexp.MustCompile(`[^a-z0-9_]+`)
 
 // asideName is the name a retyped column's old values keep: the column's
 // name and the schema version they had, not one the table has yet.
-func asideName(col, schemaVersion string, taken map[string]string) string {
+func asideName(col, schemaVersion string, taken map[string]bool) string {
 	sv := nonIdent.ReplaceAllString(strings.ToLower(schemaVersion), "_")
 	if sv == "" {
 		sv = "before"
@@ -271,7 +288,7 @@ func asideName(col, schemaVersion string, taken map[string]string) string {
 	base := col + "__" + sv
 	name := base
 	for i := 2; ; i++ {
-		if _, ok := taken[name]; !ok {
+		if !taken[name] {
 			return name
 		}
 		name = fmt.Sprintf("%s_%d", base, i)
@@ -351,25 +368,11 @@ func historyViewSQL(datasetID, table string, have []historyColumn) []string {
 // id "<dataset> (<source>)", and it gets its own view and macros. The
 // dataset's history then starts again. It returns the new table name.
 func (tx *Tx) SetHistoryAside(ctx context.Context, datasetID, table, source string) (string, error) {
-	var taken []string
-	rows, err := tx.tx.QueryContext(ctx, `SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = ?`, historyRows)
+	taken, err := tx.historyTables(ctx)
 	if err != nil {
 		return "", fmt.Errorf("set the history of %s aside: %w", datasetID, err)
 	}
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			rows.Close()
-			return "", err
-		}
-		taken = append(taken, n)
-	}
-	rows.Close()
-	names := map[string]string{}
-	for _, n := range taken {
-		names[n] = ""
-	}
-	aside := asideName(table, source, names)
+	aside := asideName(table, source, taken)
 	label := datasetID + " (" + source + ")"
 	for _, s := range []struct {
 		q    string

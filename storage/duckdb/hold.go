@@ -75,19 +75,22 @@ func (db *DB) HoldCheckpoints(bound int64) (end func(context.Context) (int64, er
 // only: while checkpoints are held, its commit gathers in the WAL.
 func (tx *Tx) Small() { tx.small = true }
 
-// mergeSize unmarks Small for a transaction that does a merge too large
-// for one thread (smallMerge): its rows would go to the WAL at the commit
-// and be written again by the checkpoint that ends the walk, where a
-// commit past BulkCommit checkpointed as it commits writes them once
-// (decision 52). Measured on the 1% merge of 10M rows (75,000 rows in):
-// a commit of 50 ms to the WAL and a closing checkpoint of 198 ms (409 ms
-// with --history all, which doubles the rows). Unmarked, its commit's
-// threshold is the WAL's size plus BulkCommit: a large merge checkpoints
-// as it commits, with what the walk gathered before; a few rows into a
-// large table still go to the WAL. The statewide walk's merges of small
-// files into tables of one row group stay Small.
-func (tx *Tx) mergeSize(small bool) {
+// fitMerge readies the transaction for a merge of file into a table of
+// rowsBefore rows: one DuckDB thread for a small merge (fitThreads), and
+// a large one unmarks Small, because its rows would go to the WAL at the
+// commit and be written again by the checkpoint that ends the walk,
+// where a commit past BulkCommit checkpointed as it commits writes them
+// once (decision 52). Measured on the 1% merge of 10M rows (75,000 rows
+// in): a commit of 50 ms to the WAL and a closing checkpoint of 198 ms
+// (409 ms with --history all, which doubles the rows). Unmarked, its
+// commit's threshold is the WAL's size plus BulkCommit: a large merge
+// checkpoints as it commits, with what the walk gathered before; a few
+// rows into a large table still go to the WAL. The statewide walk's
+// merges of small files into tables of one row group stay Small.
+func (tx *Tx) fitMerge(ctx context.Context, file string, rowsBefore int64) error {
+	small := smallMerge(file, rowsBefore)
 	if !small {
 		tx.small = false
 	}
+	return tx.fitThreads(ctx, small)
 }

@@ -23,9 +23,7 @@ import (
 // row count before, or negative when unknown.
 func (tx *Tx) MergeDeferred(ctx context.Context, datasetID string, version int, table string, cols []ploti.Column, file string, rowsBefore int64) (storage.Merged, error) {
 	m := storage.Merged{DatasetID: datasetID, Version: version, File: file}
-	small := smallMerge(file, rowsBefore)
-	tx.mergeSize(small)
-	if err := tx.fitThreads(ctx, small); err != nil {
+	if err := tx.fitMerge(ctx, file, rowsBefore); err != nil {
 		return m, err
 	}
 	cf, err := tx.probeChanges(ctx, cols, file)

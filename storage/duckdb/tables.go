@@ -146,9 +146,7 @@ func mergeDeleteSQL(t, ids string) string {
 func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, table string, cols []ploti.Column, file string, rowsBefore int64) (storage.MergeStats, error) {
 	var st storage.MergeStats
 	name := filepath.Base(file)
-	small := smallMerge(file, rowsBefore)
-	tx.mergeSize(small)
-	if err := tx.fitThreads(ctx, small); err != nil {
+	if err := tx.fitMerge(ctx, file, rowsBefore); err != nil {
 		return st, err
 	}
 	cf, err := tx.probeChanges(ctx, cols, file)
