@@ -114,6 +114,12 @@ func TestSync_KeepChangesPrunesTheLog(t *testing.T) {
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Fatalf("_ploti.changes holds %v, want %v", got, want)
 			}
+			// The view's sets: a pruned version's set goes with its rows.
+			var sets int
+			must(t, r.DB().QueryRowContext(ctx, `SELECT count(*) FROM _ploti.change_sets`).Scan(&sets))
+			if sets != len(want) {
+				t.Fatalf("_ploti.change_sets holds %d sets for %d logged versions", sets, len(want))
+			}
 		})
 	}
 }

@@ -22,12 +22,14 @@
 // with DuckDB's own read_parquet and read_json, never row by row through
 // Go.
 //
-// The _ploti schema (migration 8; migration 2 stores _ploti.changes.record_id
+// The _ploti schema (migration 9; migration 2 stores _ploti.changes.record_id
 // uncompressed, for faster checkpoints of a merge's log; migration 3 adds
 // datasets.source, 'renamed' changes and the inbox, for watched datasets;
 // migration 4 the attachments; migration 5 the commit log; migration 6 the
 // settings; migration 7 the marks; migration 8 the history's ends and
-// versions, and the schemas history and _ploti_history, see storage/duckdb's history.go):
+// versions, and the schemas history and _ploti_history, see storage/duckdb's history.go;
+// migration 9 makes _ploti.changes a view over change_sets and change_rows,
+// see changesets.go):
 //
 //	_ploti.subscription(subscription_id, api_url, cursor, last_sync_at, manifest_at)
 //	_ploti.datasets(dataset_id, table_name, title, place_id, topic, version,
@@ -38,8 +40,10 @@
 //	_ploti.holds(dataset_id, version, kind, reason, since, detail)
 //	_ploti.applied_events(event_id, applied_at)
 //	_ploti.id_map(dataset_id, version, from_id, to_id)
-//	_ploti.changes(dataset_id, version, record_id, change)   -- all versions, or the latest N (PruneChanges);
+//	_ploti.changes(dataset_id, version, record_id, change)   -- a view: all versions, or the latest N (PruneChanges);
 //	                                                           -- change: added, changed, removed, renamed (watches)
+//	_ploti.change_sets(set_id, dataset_id, version)          -- what the view reads: a row a logged version,
+//	_ploti.change_rows(set_id, record_id, change)            -- a row a logged record (change an ENUM)
 //	_ploti.inbox(event_id, type, occurred_at, received_at, request_id, url, data)
 //	_ploti.sync_runs(run_id, started_at, finished_at, result, error, ...)
 //	_ploti.attachments(dataset_id, version, name, content_type, bytes, sha256,

@@ -260,15 +260,25 @@ func (tx *Tx) PruneChanges(ctx context.Context, keep int) (int64, []MarkHold, er
 	if err := rows.Err(); err != nil {
 		return 0, nil, err
 	}
-	res, err := tx.tx.ExecContext(ctx, `DELETE FROM _ploti.changes c USING (`+ranked+`
+	// The rows of the old versions' sets, then every set left without
+	// rows (storage.ChangeSetsSQL).
+	res, err := tx.tx.ExecContext(ctx, `DELETE FROM _ploti.change_rows WHERE set_id IN (
+		SELECT s.set_id FROM _ploti.change_sets s JOIN (`+ranked+`
 			SELECT r.dataset_id, r.version FROM ranked r LEFT JOIN oldest o USING (dataset_id)
 			WHERE r.rank > ? AND (o.version IS NULL OR r.version <= o.version)) old
-		WHERE c.dataset_id = old.dataset_id AND c.version = old.version`, keep)
+		ON s.dataset_id = old.dataset_id AND s.version = old.version)`, keep)
 	if err != nil {
 		return 0, nil, fmt.Errorf("prune _ploti.changes to %d versions a dataset: %w", keep, err)
 	}
 	n, err := res.RowsAffected()
-	return n, holds, err
+	if err != nil {
+		return 0, nil, err
+	}
+	if _, err := tx.tx.ExecContext(ctx, `DELETE FROM _ploti.change_sets s
+		WHERE NOT EXISTS (SELECT 1 FROM _ploti.change_rows r WHERE r.set_id = s.set_id)`); err != nil {
+		return 0, nil, fmt.Errorf("prune _ploti.changes: empty sets: %w", err)
+	}
+	return n, holds, nil
 }
 
 // RebaseLog renumbers what the file keeps of a dataset in another source's
@@ -287,10 +297,19 @@ func (tx *Tx) RebaseLog(ctx context.Context, datasetID string, last, first int) 
 	if off == 0 {
 		return nil
 	}
-	for _, t := range []string{"_ploti.changes", "_ploti.id_map"} {
-		if _, err := tx.tx.ExecContext(ctx, "DELETE FROM "+t+" WHERE dataset_id = ? AND version + ? < 1", datasetID, off); err != nil {
-			return fmt.Errorf("renumber %s of %s: %w", t, datasetID, err)
+	// The change log's rows name their version through their set
+	// (storage.ChangeSetsSQL): the rows of the sets that fall below 1
+	// go, and the sets move.
+	for _, s := range []struct{ what, q string }{
+		{"_ploti.changes", "DELETE FROM _ploti.change_rows WHERE set_id IN (SELECT set_id FROM _ploti.change_sets WHERE dataset_id = ? AND version + ? < 1)"},
+		{"_ploti.changes", "DELETE FROM _ploti.change_sets WHERE dataset_id = ? AND version + ? < 1"},
+		{"_ploti.id_map", "DELETE FROM _ploti.id_map WHERE dataset_id = ? AND version + ? < 1"},
+	} {
+		if _, err := tx.tx.ExecContext(ctx, s.q, datasetID, off); err != nil {
+			return fmt.Errorf("renumber %s of %s: %w", s.what, datasetID, err)
 		}
+	}
+	for _, t := range []string{"_ploti.change_sets", "_ploti.id_map"} {
 		if _, err := tx.tx.ExecContext(ctx, "UPDATE "+t+" SET version = version + ? WHERE dataset_id = ?", off, datasetID); err != nil {
 			return fmt.Errorf("renumber %s of %s: %w", t, datasetID, err)
 		}

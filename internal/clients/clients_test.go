@@ -101,6 +101,16 @@ func engineView(t *testing.T, path string) view {
 		t.Fatal(err)
 	}
 	v.History = engineHistory(t, q)
+	for key, q2 := range map[string]string{
+		"_ploti.changes":         "SELECT count(*) FROM _ploti.changes",
+		"_ploti.changes changed": "SELECT count(*) FROM _ploti.changes WHERE change = 'changed'",
+	} {
+		var n int64
+		if err := q.QueryRowContext(ctx, q2).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		v.Counts[key] = n
+	}
 	for rows.Next() {
 		var c column
 		if err := rows.Scan(&c.Schema, &c.Table, &c.Column, &c.Type, &c.Comment); err != nil {
@@ -399,8 +409,8 @@ func TestClients_afterSchemaChangesAndIDMaps(t *testing.T) {
 	sync()
 
 	want := engineView(t, path)
-	if d := want.Datasets; len(d) != 1 || d[0].Version == nil || *d[0].Version != rel.Version || want.Counts["_ploti.id_map"] == 0 || commentOf(want.Columns, "ds_permits.site") == "" {
-		t.Fatalf("the file is not at the id map's version %d with a site column and id map rows: %s, %v", rel.Version, js(d), want.Counts)
+	if d := want.Datasets; len(d) != 1 || d[0].Version == nil || *d[0].Version != rel.Version || want.Counts["_ploti.id_map"] == 0 || want.Counts["_ploti.changes"] == 0 || commentOf(want.Columns, "ds_permits.site") == "" {
+		t.Fatalf("the file is not at the id map's version %d with a site column, id map rows and a change log: %s, %v", rel.Version, js(d), want.Counts)
 	}
 	for _, c := range clients {
 		got := read(t, node, clientsDir, c, path)

@@ -35,17 +35,16 @@ func (tx *Tx) LogSnapshotDiff(ctx context.Context, datasetID string, version int
 	for _, c := range cols {
 		differs = append(differs, fmt.Sprintf("n.%[1]s IS DISTINCT FROM o.%[1]s", storage.Ident(c.Name)))
 	}
-	res, err := tx.tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO _ploti.changes (dataset_id, version, record_id, change)
-		SELECT ?, ?, coalesce(n.%[1]s, o.%[1]s),
+	n, err := tx.logSet(ctx, datasetID, version, fmt.Sprintf(`coalesce(n.%[1]s, o.%[1]s),
 			CASE WHEN o.%[1]s IS NULL THEN 'added' WHEN n.%[1]s IS NULL THEN 'removed' ELSE 'changed' END
 		FROM (%[2]s) n FULL OUTER JOIN main.%[3]s o ON n.%[1]s = o.%[1]s
 		WHERE n.%[1]s IS NULL OR o.%[1]s IS NULL OR %[4]s`,
-		id, tx.db.stored(fmt.Sprintf("SELECT %s FROM %s", sel, duckread.ParquetSource(files)), cols), storage.Ident(table), strings.Join(differs, " OR ")), datasetID, version)
+		id, tx.db.stored(fmt.Sprintf("SELECT %s FROM %s", sel, duckread.ParquetSource(files)), cols), storage.Ident(table), strings.Join(differs, " OR ")))
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return 0, fmt.Errorf("log changes of %s v%d: %w: %w", datasetID, version, cerr, err)
 		}
 		return 0, &storage.DataError{File: duckread.BaseNames(files), Detail: "compare with the table: " + err.Error()}
 	}
-	return res.RowsAffected()
+	return n, nil
 }

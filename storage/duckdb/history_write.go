@@ -172,11 +172,12 @@ func (tx *Tx) recordDiff(ctx context.Context, hv storage.HistoryVersion, cols []
 			[]any{hv.Version, hv.PublishedAt}},
 	}
 	if logChanges {
-		stmts = append(stmts, struct {
-			what, q string
-			args    []any
-		}{"log", fmt.Sprintf(`INSERT INTO _ploti.changes (dataset_id, version, record_id, change) SELECT ?, ?, id, change FROM %s`, d),
-			[]any{hv.DatasetID, hv.Version}})
+		for _, q := range storage.LogOneSetSQL(hv.DatasetID, hv.Version, "id, change FROM "+d) {
+			stmts = append(stmts, struct {
+				what, q string
+				args    []any
+			}{"log", q, nil})
+		}
 	}
 	for _, s := range stmts {
 		if _, err := tx.tx.ExecContext(ctx, s.q, s.args...); err != nil {

@@ -80,9 +80,14 @@ func (tx *Tx) FinishMerged(ctx context.Context, ms []storage.Merged) error {
 				c.changed+c.removed, m.Deleted)}
 		}
 	}
-	_, err = tx.tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO _ploti.changes (dataset_id, version, record_id, change)
-		SELECT m.dataset_id, m.version, f.%[1]s, f.%[2]s FROM %[3]s f JOIN (VALUES %[4]s) m(file, dataset_id, version) ON f.zz_ploti_file = m.file`,
-		id, change, changesByFile(files), strings.Join(rows, ", ")), args...)
+	versions := "(VALUES " + strings.Join(rows, ", ") + ") m(file, dataset_id, version)"
+	_, err = tx.tx.ExecContext(ctx, storage.ChangeSetsSQL(versions), args...)
+	if err == nil {
+		_, err = tx.tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO _ploti.change_rows (set_id, record_id, change)
+			SELECT s.set_id, f.%[1]s, f.%[2]s FROM %[3]s f JOIN %[4]s ON f.zz_ploti_file = m.file
+			JOIN _ploti.change_sets s ON s.dataset_id = m.dataset_id AND s.version = m.version`,
+			id, change, changesByFile(files), versions), args...)
+	}
 	if err != nil {
 		return fmt.Errorf("log changes of %d versions: %w", len(ms), err)
 	}

@@ -92,18 +92,17 @@ func (tx *Tx) LogReload(ctx context.Context, d storage.Digest, datasetID string,
 			filled = append(filled, storage.Ident(c.Name)+" IS NOT NULL")
 		}
 	}
-	q := fmt.Sprintf(`INSERT INTO _ploti.changes (dataset_id, version, record_id, change)
-		SELECT ?, ?, coalesce(n.id, o.held), CASE WHEN o.held IS NULL THEN 'added' WHEN n.id IS NULL THEN 'removed'
+	rows := fmt.Sprintf(`coalesce(n.id, o.held), CASE WHEN o.held IS NULL THEN 'added' WHEN n.id IS NULL THEN 'removed'
 			WHEN o.held <> o.now THEN 'renamed' ELSE 'changed' END
 		FROM (SELECT %[1]s AS id, %[2]s AS h, %[3]s AS filled FROM main.%[4]s) n
 		FULL JOIN (SELECT h.held, h.now, d.h FROM %[5]s h JOIN %[6]s d ON d.id = h.held) o ON n.id = o.now
 		WHERE o.held IS NULL OR n.id IS NULL OR o.held <> o.now OR n.h <> o.h OR n.filled`,
 		storage.Ident(storage.ColRecordID), rowHash(dg.cols), strings.Join(filled, " OR "), storage.Ident(table), held, storage.Ident(dg.name))
-	res, err := tx.tx.ExecContext(ctx, q, datasetID, version)
+	n, err := tx.logSet(ctx, datasetID, version, rows)
 	if err != nil {
 		return 0, fmt.Errorf("log the reload of %s v%d: %w", datasetID, version, err)
 	}
-	return res.RowsAffected()
+	return n, nil
 }
 
 // heldIDs is a relation (held, now) of each id of rel (a relation with a

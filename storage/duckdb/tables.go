@@ -185,8 +185,7 @@ func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, t
 	if want := st.Changed + st.Removed; deleted != want {
 		return st, tx.changesNotHeld(ctx, table, file, want, deleted)
 	}
-	if _, err := tx.tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO _ploti.changes (dataset_id, version, record_id, change)
-		SELECT ?, ?, %s, %s FROM %s`, id, change, ids), datasetID, version); err != nil {
+	if _, err := tx.logSet(ctx, datasetID, version, fmt.Sprintf("%s, %s FROM %s", id, change, ids)); err != nil {
 		return st, fmt.Errorf("log changes of %s v%d: %w", datasetID, version, err)
 	}
 	if rowsBefore >= 0 {

@@ -169,8 +169,13 @@ func (tx *Tx) logWatch(ctx context.Context, m storage.WatchMerge) error {
 		for i, l := range m.Log {
 			versions[i], ids[i], kinds[i] = int32(l.Version), l.ID, l.Change
 		}
-		_, err := tx.tx.ExecContext(ctx, `INSERT INTO _ploti.changes (dataset_id, version, record_id, change)
-			SELECT ?, unnest(?::INTEGER[]), unnest(?::VARCHAR[]), unnest(?::VARCHAR[])`, m.DatasetID, versions, ids, kinds)
+		log := `(SELECT ?::VARCHAR AS dataset_id, unnest(?::INTEGER[]) AS version, unnest(?::VARCHAR[]) AS id, unnest(?::VARCHAR[]) AS change) l`
+		_, err := tx.tx.ExecContext(ctx, storage.ChangeSetsSQL(log), m.DatasetID, versions, ids, kinds)
+		if err == nil {
+			_, err = tx.tx.ExecContext(ctx, `INSERT INTO _ploti.change_rows (set_id, record_id, change)
+				SELECT s.set_id, l.id, l.change FROM `+log+` JOIN _ploti.change_sets s ON s.dataset_id = l.dataset_id AND s.version = l.version`,
+				m.DatasetID, versions, ids, kinds)
+		}
 		if err != nil {
 			return fmt.Errorf("log changes of %s: %w", m.DatasetID, err)
 		}

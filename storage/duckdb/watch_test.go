@@ -350,8 +350,10 @@ func TestOpen_migration3KeepsRegistryAndLog(t *testing.T) {
 	if d.Source != storage.SourceFeed || d.Version != 7 || d.KeyColumns[0] != "k" || d.Columns[0].Name != "k" {
 		t.Fatalf("registry row after migration 3: %+v", d)
 	}
-	if _, err := db.SQL().ExecContext(ctx, "INSERT INTO _ploti.changes VALUES ('ds_a', 8, 'r1b', 'renamed')"); err != nil {
-		t.Fatalf("a renamed change: %v", err)
+	for _, q := range storage.LogOneSetSQL("ds_a", 8, "'r1b', 'renamed'") {
+		if _, err := db.SQL().ExecContext(ctx, q); err != nil {
+			t.Fatalf("a renamed change: %v", err)
+		}
 	}
 	if _, err := db.SQL().ExecContext(ctx, "UPDATE _ploti.datasets SET source = 'elsewhere'"); err == nil {
 		t.Fatal("a source other than feed or watch was accepted")

@@ -145,9 +145,8 @@ func (tx *Tx) applyChanges(ctx context.Context, pre, t, table string, cols []plo
 			END
 		FROM d`, id, change, t, mergeTemp, want)
 	insert := fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s FROM %s WHERE %s IN ('added', 'changed')`, t, names, names, mergeTemp, change)
-	logged := fmt.Sprintf(`INSERT INTO _ploti.changes (dataset_id, version, record_id, change)
-		SELECT %s, %d, %s, %s FROM %s`, storage.Literal(datasetID), version, id, change, mergeTemp)
-	results, err := batch(ctx, tx.conn, pre, check, insert, logged, "DROP TABLE "+mergeTemp)
+	logged := storage.LogOneSetSQL(datasetID, version, fmt.Sprintf("%s, CAST(%s AS _ploti.change_kind) FROM %s", id, change, mergeTemp))
+	results, err := batch(ctx, tx.conn, pre, check, insert, logged[0], logged[1], "DROP TABLE "+mergeTemp)
 	at := 0
 	if pre != "" {
 		at = 1

@@ -1,0 +1,48 @@
+package storage
+
+import "fmt"
+
+// The change log in both engines (migration 9; docs/decisions.md 104):
+// _ploti.change_sets holds a row per dataset and version the log holds,
+// numbered by set_id, and _ploti.change_rows a row per logged record
+// naming its set, with the kind of change an ENUM (_ploti.change_kind).
+// _ploti.changes, what readers query, is a view joining the two, with the
+// columns the table had (dataset_id, version, record_id, change).
+// Writers add a version's set first (ChangeSetsSQL), then its rows under
+// its set_id (ChangeSetOf, or a join on change_sets).
+
+// ChangeSetsSQL adds to _ploti.change_sets the sets of rel (a relation
+// with the columns dataset_id and version; others are ignored) that it
+// lacks, numbered after the highest set_id. The writer's transaction is
+// the only one that adds sets, so the numbers do not collide.
+func ChangeSetsSQL(rel string) string {
+	return `INSERT INTO _ploti.change_sets (set_id, dataset_id, version)
+		SELECT (SELECT coalesce(max(set_id), 0) FROM _ploti.change_sets) + row_number() OVER (ORDER BY n.dataset_id, n.version), n.dataset_id, n.version
+		FROM (SELECT DISTINCT dataset_id, version FROM ` + rel + `) n
+		WHERE NOT EXISTS (SELECT 1 FROM _ploti.change_sets s WHERE s.dataset_id = n.dataset_id AND s.version = n.version)`
+}
+
+// OneChangeSet is a relation of one set, datasetID's version, for
+// ChangeSetsSQL, written as literals (so that a statement needs no
+// parameter for it, on either engine).
+func OneChangeSet(datasetID string, version int) string {
+	return fmt.Sprintf("(SELECT %s AS dataset_id, %d AS version) one", Literal(datasetID), version)
+}
+
+// ChangeSetOf is a scalar subquery of the set_id of datasetID's version,
+// for a statement that logs rows of one set after ChangeSetsSQL added it.
+func ChangeSetOf(datasetID string, version int) string {
+	return fmt.Sprintf("(SELECT set_id FROM _ploti.change_sets WHERE dataset_id = %s AND version = %d)", Literal(datasetID), version)
+}
+
+// LogOneSetSQL is the statements that log datasetID's version: its set,
+// then its rows, selected by "SELECT <its set_id>, " + rows (rows names
+// the record id and the change, then the FROM clause and what follows).
+// On PostgreSQL the change must be cast to _ploti.change_kind; DuckDB
+// casts a VARCHAR on insert.
+func LogOneSetSQL(datasetID string, version int, rows string) []string {
+	return []string{
+		ChangeSetsSQL(OneChangeSet(datasetID, version)),
+		fmt.Sprintf(`INSERT INTO _ploti.change_rows (set_id, record_id, change) SELECT %s, %s`, ChangeSetOf(datasetID, version), rows),
+	}
+}
