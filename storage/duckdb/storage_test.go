@@ -296,26 +296,7 @@ func TestTx_PutDataset_keepsTableName(t *testing.T) {
 // file at migration 1 keeps its log rows, and new rows are written that way.
 func TestOpen_migration2KeepsTheChangesLog(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "old.duckdb")
-	plain, err := duckread.OpenPlain(ctx, path, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, err := migrationFS.ReadFile("migrations/0001_init.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{"CREATE SCHEMA _ploti", string(first),
-		"CREATE TABLE _ploti.schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL)",
-		"INSERT INTO _ploti.schema_migrations VALUES (1, now())",
-		"INSERT INTO _ploti.changes VALUES ('ds', 2, 'r1', 'added'), ('ds', 2, 'r2', 'removed')"} {
-		if _, err := plain.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	if err := plain.Close(); err != nil {
-		t.Fatal(err)
-	}
+	path := fileAtMigration(t, 1, "INSERT INTO _ploti.changes VALUES ('ds', 2, 'r1', 'added'), ('ds', 2, 'r2', 'removed')")
 	db, err := Open(ctx, path, storage.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -602,34 +583,32 @@ func insertWide(t *testing.T, db *storage.DB, rows int, small bool) {
 	}
 }
 
-// Migration 9 splits _ploti.changes into change_sets and change_rows under
-// a view of the same name and columns: a file at migration 8 keeps its log
-// rows, read through the view as before; a set added after them takes the
-// next number; and the migration, left in the write-ahead log by a close
-// that did not checkpoint, replays when the file opens again.
-func TestOpen_migration9KeepsTheChangesLogUnderAView(t *testing.T) {
+// fileAtMigration writes a file at migration n, as a build of that
+// migration left it, then runs the statements extra in it; it returns the
+// file's path.
+func fileAtMigration(t *testing.T, n int, extra ...string) string {
+	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "old.duckdb")
 	plain, err := duckread.OpenPlain(ctx, path, storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	names, err := migrationNames()
+	if err != nil {
+		t.Fatal(err)
+	}
 	stmts := []string{"CREATE SCHEMA _ploti"}
-	for i := 1; i <= 8; i++ {
-		names, err := migrationNames()
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := migrationFS.ReadFile("migrations/" + names[i-1])
+	for _, name := range names[:n] {
+		b, err := migrationFS.ReadFile("migrations/" + name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		stmts = append(stmts, string(b))
 	}
 	stmts = append(stmts, "CREATE TABLE _ploti.schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL)",
-		"INSERT INTO _ploti.schema_migrations SELECT i, now() FROM range(1, 9) t(i)",
-		"INSERT INTO _ploti.changes VALUES ('ds_b', 3, 'b1', 'removed'), ('ds_a', 2, 'a1', 'added'), ('ds_a', 2, 'a2', 'changed'), ('ds_a', 4, 'a1', 'renamed')")
-	for _, q := range stmts {
+		fmt.Sprintf("INSERT INTO _ploti.schema_migrations SELECT i, now() FROM range(1, %d) t(i)", n+1))
+	for _, q := range append(stmts, extra...) {
 		if _, err := plain.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -637,23 +616,44 @@ func TestOpen_migration9KeepsTheChangesLogUnderAView(t *testing.T) {
 	if err := plain.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db, err := Open(ctx, path, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range append(storage.LogOneSetSQL("ds_a", 5, "'a3', 'added'"), "PRAGMA disable_checkpoint_on_shutdown") {
+	return path
+}
+
+// closeLeavingTheLog runs stmts in the file, then closes it as a crash
+// would leave it: without the close's checkpoint, its commits in the
+// write-ahead log; and opens it again.
+func closeLeavingTheLog(t *testing.T, db *storage.DB, path string, stmts ...string) *storage.DB {
+	t.Helper()
+	ctx := context.Background()
+	for _, q := range append(stmts, "PRAGMA disable_checkpoint_on_shutdown") {
 		if _, err := db.SQL().ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
 	db.Close()
 	if _, err := os.Stat(path + ".wal"); err != nil {
-		t.Fatalf("the migration is not in the write-ahead log: %v", err)
+		t.Fatalf("the commits are not in the write-ahead log: %v", err)
 	}
-	db, err = Open(ctx, path, storage.Options{})
+	db, err := Open(ctx, path, storage.Options{})
 	if err != nil {
-		t.Fatalf("open after the migration's log: %v", err)
+		t.Fatalf("open with the write-ahead log: %v", err)
 	}
+	return db
+}
+
+// Migration 9 splits _ploti.changes into change_sets and change_rows under
+// a view of the same name and columns: a file at migration 8 keeps its log
+// rows, read through the view as before; a set added after them takes the
+// next number; and the migration, left in the write-ahead log by a close
+// that did not checkpoint, replays when the file opens again.
+func TestOpen_migration9KeepsTheChangesLogUnderAView(t *testing.T) {
+	ctx := context.Background()
+	path := fileAtMigration(t, 8, "INSERT INTO _ploti.changes VALUES ('ds_b', 3, 'b1', 'removed'), ('ds_a', 2, 'a1', 'added'), ('ds_a', 2, 'a2', 'changed'), ('ds_a', 4, 'a1', 'renamed')")
+	db, err := Open(ctx, path, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db = closeLeavingTheLog(t, db, path, storage.LogOneSetSQL("ds_a", 5, "'a3', 'added'")...)
 	defer db.Close()
 	want := "ds_a:2:a1:added ds_a:2:a2:changed ds_a:4:a1:renamed ds_a:5:a3:added ds_b:3:b1:removed"
 	if got := tableState(t, db, "SELECT string_agg(concat_ws(':', dataset_id, version, record_id, change), ' ' ORDER BY dataset_id, version, record_id) FROM _ploti.changes"); got != want {
@@ -678,19 +678,7 @@ func TestOpen_newFileMigrationsReplayFromTheLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range append(storage.LogOneSetSQL("ds_a", 2, "'a1', 'added'"), "PRAGMA disable_checkpoint_on_shutdown") {
-		if _, err := db.SQL().ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	db.Close()
-	if _, err := os.Stat(path + ".wal"); err != nil {
-		t.Fatalf("the migrations are not in the write-ahead log: %v", err)
-	}
-	db, err = Open(ctx, path, storage.Options{})
-	if err != nil {
-		t.Fatalf("open after the migrations' log: %v", err)
-	}
+	db = closeLeavingTheLog(t, db, path, storage.LogOneSetSQL("ds_a", 2, "'a1', 'added'")...)
 	defer db.Close()
 	if got := tableState(t, db, "SELECT string_agg(concat_ws(':', dataset_id, version, record_id, change), ' ') FROM _ploti.changes"); got != "ds_a:2:a1:added" {
 		t.Fatalf("log = %s", got)

@@ -3,14 +3,12 @@ package duckdb
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/ploti-replica/ploti-replica/internal/storagetest"
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
-	"github.com/ploti-replica/ploti-replica/storage/duckread"
 )
 
 // mustNDJSON writes rows, one a line, to a file and returns its path.
@@ -312,32 +310,9 @@ func TestTx_AddInbox(t *testing.T) {
 // dataset in it comes from the feed.
 func TestOpen_migration3KeepsRegistryAndLog(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "old.duckdb")
-	plain, err := duckread.OpenPlain(ctx, path, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stmts := []string{"CREATE SCHEMA _ploti"}
-	for _, name := range []string{"0001_init.sql", "0002_changes_uncompressed.sql"} {
-		b, err := migrationFS.ReadFile("migrations/" + name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		stmts = append(stmts, string(b))
-	}
-	stmts = append(stmts, "CREATE TABLE _ploti.schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL)",
-		"INSERT INTO _ploti.schema_migrations VALUES (1, now()), (2, now())",
-		`INSERT INTO _ploti.datasets (dataset_id, table_name, version, key_columns, status, updated_at, columns)
+	path := fileAtMigration(t, 2, `INSERT INTO _ploti.datasets (dataset_id, table_name, version, key_columns, status, updated_at, columns)
 			VALUES ('ds_a', 'ds_a', 7, ['k'], 'current', now(), '[{"name":"k","type":"string"}]')`,
 		"INSERT INTO _ploti.changes VALUES ('ds_a', 7, 'r1', 'added')")
-	for _, q := range stmts {
-		if _, err := plain.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	if err := plain.Close(); err != nil {
-		t.Fatal(err)
-	}
 	db, err := Open(ctx, path, storage.Options{})
 	if err != nil {
 		t.Fatal(err)
