@@ -5,11 +5,12 @@ import "fmt"
 // The change log in both engines (migration 9; docs/decisions.md 104):
 // _ploti.change_sets holds a row per dataset and version the log holds,
 // numbered by set_id, and _ploti.change_rows a row per logged record
-// naming its set, with the kind of change an ENUM (_ploti.change_kind).
+// naming its set, with the kind of change an ENUM (on PostgreSQL the named
+// type _ploti.change_kind).
 // _ploti.changes, what readers query, is a view joining the two, with the
 // columns the table had (dataset_id, version, record_id, change).
-// Writers add a version's set first (ChangeSetsSQL), then its rows under
-// its set_id (ChangeSetOf, or a join on change_sets).
+// Writers add a version's set first (ChangeSetsSQL, OneChangeSetSQL), then
+// its rows under its set_id (ChangeSetOf, or a join on change_sets).
 
 // ChangeSetsSQL adds to _ploti.change_sets the sets of rel (a relation
 // with the columns dataset_id and version; others are ignored) that it
@@ -22,11 +23,16 @@ func ChangeSetsSQL(rel string) string {
 		WHERE NOT EXISTS (SELECT 1 FROM _ploti.change_sets s WHERE s.dataset_id = n.dataset_id AND s.version = n.version)`
 }
 
-// OneChangeSet is a relation of one set, datasetID's version, for
-// ChangeSetsSQL, written as literals (so that a statement needs no
-// parameter for it, on either engine).
-func OneChangeSet(datasetID string, version int) string {
-	return fmt.Sprintf("(SELECT %s AS dataset_id, %d AS version) one", Literal(datasetID), version)
+// OneChangeSetSQL adds datasetID's version to _ploti.change_sets unless
+// it is there, numbered after the highest set_id: ChangeSetsSQL for one
+// set, in one pass over the sets and without a window (0.6 ms against
+// 1.3–2.6 ms beside 20,000 sets, a probe on DuckDB). Written with
+// literals, so that it takes no parameter on either engine.
+func OneChangeSetSQL(datasetID string, version int) string {
+	ds := Literal(datasetID)
+	return fmt.Sprintf(`INSERT INTO _ploti.change_sets (set_id, dataset_id, version)
+		SELECT coalesce(max(set_id), 0) + 1, %[1]s, %[2]d FROM _ploti.change_sets
+		HAVING NOT coalesce(bool_or(dataset_id = %[1]s AND version = %[2]d), false)`, ds, version)
 }
 
 // ChangeSetOf is a scalar subquery of the set_id of datasetID's version,
@@ -42,7 +48,7 @@ func ChangeSetOf(datasetID string, version int) string {
 // casts a VARCHAR on insert.
 func LogOneSetSQL(datasetID string, version int, rows string) []string {
 	return []string{
-		ChangeSetsSQL(OneChangeSet(datasetID, version)),
+		OneChangeSetSQL(datasetID, version),
 		fmt.Sprintf(`INSERT INTO _ploti.change_rows (set_id, record_id, change) SELECT %s, %s`, ChangeSetOf(datasetID, version), rows),
 	}
 }

@@ -684,3 +684,31 @@ func TestOpen_newFileMigrationsReplayFromTheLog(t *testing.T) {
 		t.Fatalf("log = %s", got)
 	}
 }
+
+// A version logged in two statements (a version's changes files merged
+// one by one) is one set; the next version's set takes the next number,
+// the first ever number 1; the view reads each row once.
+func TestLogOneSetSQL_aVersionIsOneSet(t *testing.T) {
+	ctx := context.Background()
+	db := mustOpen(t)
+	var stmts []string
+	for _, l := range []struct {
+		ds   string
+		v    int
+		rows string
+	}{{"ds_a", 3, "'a1', 'added'"}, {"ds_a", 3, "'a2', 'removed'"}, {"ds_b", 3, "'b1', 'changed'"}, {"ds_a", 4, "'a1', 'changed'"}} {
+		stmts = append(stmts, storage.LogOneSetSQL(l.ds, l.v, l.rows)...)
+	}
+	for _, q := range stmts {
+		if _, err := db.SQL().ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if got := tableState(t, db, "SELECT string_agg(concat_ws(':', set_id, dataset_id, version), ' ' ORDER BY set_id) FROM _ploti.change_sets"); got != "1:ds_a:3 2:ds_b:3 3:ds_a:4" {
+		t.Fatalf("sets = %s", got)
+	}
+	want := "ds_a:3:a1:added ds_a:3:a2:removed ds_a:4:a1:changed ds_b:3:b1:changed"
+	if got := tableState(t, db, "SELECT string_agg(concat_ws(':', dataset_id, version, record_id, change), ' ' ORDER BY dataset_id, version, record_id) FROM _ploti.changes"); got != want {
+		t.Fatalf("log = %s, want %s", got, want)
+	}
+}
