@@ -36,7 +36,7 @@ func OneChangeSetSQL(datasetID string, version int) string {
 }
 
 // ChangeSetOf is a scalar subquery of the set_id of datasetID's version,
-// for a statement that logs rows of one set after ChangeSetsSQL added it.
+// for a statement that logs rows of one set after OneChangeSetSQL added it.
 func ChangeSetOf(datasetID string, version int) string {
 	return fmt.Sprintf("(SELECT set_id FROM _ploti.change_sets WHERE dataset_id = %s AND version = %d)", Literal(datasetID), version)
 }
@@ -50,5 +50,18 @@ func LogOneSetSQL(datasetID string, version int, rows string) []string {
 	return []string{
 		OneChangeSetSQL(datasetID, version),
 		fmt.Sprintf(`INSERT INTO _ploti.change_rows (set_id, record_id, change) SELECT %s, %s`, ChangeSetOf(datasetID, version), rows),
+	}
+}
+
+// LogSetsSQL is the statements that log the rows of rel, a relation
+// aliased l with the columns dataset_id, version, id and change, under
+// the sets of their versions: the sets it lacks, then the rows. change is
+// the change's expression (PostgreSQL casts l.change to
+// _ploti.change_kind). Both statements take rel's parameters.
+func LogSetsSQL(rel, change string) []string {
+	return []string{
+		ChangeSetsSQL(rel),
+		`INSERT INTO _ploti.change_rows (set_id, record_id, change)
+		SELECT s.set_id, l.id, ` + change + ` FROM ` + rel + ` JOIN _ploti.change_sets s ON s.dataset_id = l.dataset_id AND s.version = l.version`,
 	}
 }

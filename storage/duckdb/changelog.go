@@ -74,14 +74,14 @@ func (db *DB) renamesBetween(ctx context.Context, datasetID string, from, to int
 }
 
 // logSet logs datasetID's version in the change log: its set, then its
-// rows, "SELECT <set_id>, " + rows run with args (storage.LogOneSetSQL).
-// It returns how many rows it logged.
-func (tx *Tx) logSet(ctx context.Context, datasetID string, version int, rows string, args ...any) (int64, error) {
+// rows, "SELECT <set_id>, " + rows (storage.LogOneSetSQL). It returns how
+// many rows it logged.
+func (tx *Tx) logSet(ctx context.Context, datasetID string, version int, rows string) (int64, error) {
 	stmts := storage.LogOneSetSQL(datasetID, version, rows)
 	if _, err := tx.tx.ExecContext(ctx, stmts[0]); err != nil {
 		return 0, err
 	}
-	res, err := tx.tx.ExecContext(ctx, stmts[1], args...)
+	res, err := tx.tx.ExecContext(ctx, stmts[1])
 	if err != nil {
 		return 0, err
 	}

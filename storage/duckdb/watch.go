@@ -170,14 +170,10 @@ func (tx *Tx) logWatch(ctx context.Context, m storage.WatchMerge) error {
 			versions[i], ids[i], kinds[i] = int32(l.Version), l.ID, l.Change
 		}
 		log := `(SELECT ?::VARCHAR AS dataset_id, unnest(?::INTEGER[]) AS version, unnest(?::VARCHAR[]) AS id, unnest(?::VARCHAR[]) AS change) l`
-		_, err := tx.tx.ExecContext(ctx, storage.ChangeSetsSQL(log), m.DatasetID, versions, ids, kinds)
-		if err == nil {
-			_, err = tx.tx.ExecContext(ctx, `INSERT INTO _ploti.change_rows (set_id, record_id, change)
-				SELECT s.set_id, l.id, l.change FROM `+log+` JOIN _ploti.change_sets s ON s.dataset_id = l.dataset_id AND s.version = l.version`,
-				m.DatasetID, versions, ids, kinds)
-		}
-		if err != nil {
-			return fmt.Errorf("log changes of %s: %w", m.DatasetID, err)
+		for _, q := range storage.LogSetsSQL(log, "l.change") {
+			if _, err := tx.tx.ExecContext(ctx, q, m.DatasetID, versions, ids, kinds); err != nil {
+				return fmt.Errorf("log changes of %s: %w", m.DatasetID, err)
+			}
 		}
 	}
 	if len(m.Renames) == 0 {

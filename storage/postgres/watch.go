@@ -150,14 +150,10 @@ func (tx *Tx) logWatch(ctx context.Context, m storage.WatchMerge) error {
 			versions[i], ids[i], kinds[i] = int32(l.Version), l.ID, l.Change
 		}
 		log := `(SELECT $1::text AS dataset_id, l.* FROM unnest($2::integer[], $3::text[], $4::text[]) l(version, id, change)) l`
-		_, err := tx.conn.Exec(ctx, storage.ChangeSetsSQL(log), m.DatasetID, versions, ids, kinds)
-		if err == nil {
-			_, err = tx.conn.Exec(ctx, `INSERT INTO _ploti.change_rows (set_id, record_id, change)
-				SELECT s.set_id, l.id, CAST(l.change AS _ploti.change_kind) FROM `+log+` JOIN _ploti.change_sets s ON s.dataset_id = l.dataset_id AND s.version = l.version`,
-				m.DatasetID, versions, ids, kinds)
-		}
-		if err != nil {
-			return fmt.Errorf("log changes of %s: %w", m.DatasetID, err)
+		for _, q := range storage.LogSetsSQL(log, "CAST(l.change AS _ploti.change_kind)") {
+			if _, err := tx.conn.Exec(ctx, q, m.DatasetID, versions, ids, kinds); err != nil {
+				return fmt.Errorf("log changes of %s: %w", m.DatasetID, err)
+			}
 		}
 	}
 	if len(m.Renames) == 0 {
