@@ -42,7 +42,10 @@ type SnapshotIDChecker interface {
 type GrowingFile interface {
 	// Path is the file's local path.
 	Path() string
-	// Have is how many of the file's first bytes are on disk.
+	// Have is how many of the file's first bytes are on disk, for good:
+	// the bytes it counts are never written again (a resumed download
+	// starts after them), so what a load read from them is what Done
+	// verifies.
 	Have() int64
 	// Arrived waits until the first n bytes are on disk, or returns why
 	// the download stopped first.
@@ -59,10 +62,11 @@ type StreamLoader interface {
 	// LoadSnapshotStream is LoadSnapshot (replace) or CreateSnapshot of
 	// one Parquet file that is still arriving: the rows of each run of row
 	// groups on disk are inserted as soon as they are, all in the
-	// caller's transaction. It then waits for the whole file's
-	// verification, and refuses, as LoadSnapshot, a table whose record
-	// ids are null or repeat, checked on the loaded table; any failure
-	// leaves the table to the caller's rollback.
+	// caller's transaction, and their record ids checked as they come.
+	// It then waits for the whole file's verification, and refuses, as
+	// LoadSnapshot, a file whose record ids are null or repeat, or a
+	// table that does not hold the file's rows; any failure leaves the
+	// table to the caller's rollback.
 	LoadSnapshotStream(ctx context.Context, table string, cols []ploti.Column, f GrowingFile, replace bool) (int64, error)
 }
 

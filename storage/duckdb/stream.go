@@ -89,19 +89,33 @@ func (tx *Tx) LoadSnapshotStream(ctx context.Context, table string, cols []ploti
 		}
 		return nil
 	}
+	var ids *runIDs
 	if len(groups) == 0 {
 		if err := insert("true"); err != nil {
 			return 0, err
 		}
+	} else {
+		ids = tx.newRunIDs(src, groups[len(groups)-1].rows)
 	}
-	from, err := tx.insertAsArrived(ctx, f, name, groups, insert)
+	from, err := tx.insertAsArrived(ctx, f, name, groups, func(where string) error {
+		if err := insert(where); err != nil {
+			return err
+		}
+		if err := ids.add(ctx, where); err != nil {
+			if serr := stopped(err); serr != nil {
+				return serr
+			}
+			return &storage.DataError{File: name, Detail: "load: " + err.Error()}
+		}
+		return nil
+	})
 	if err != nil {
 		return 0, err
 	}
 	if err := f.Done(ctx); err != nil {
 		return 0, fmt.Errorf("load %s: %w", name, err)
 	}
-	n, err := tx.checkStreamed(ctx, table, files, name, from, len(groups) > 0, stopped)
+	n, err := tx.checkStreamed(ctx, table, files, name, from, len(groups) > 0, ids, stopped)
 	if err != nil {
 		return 0, err
 	}
@@ -111,11 +125,18 @@ func (tx *Tx) LoadSnapshotStream(ctx context.Context, table string, cols []ploti
 // checkStreamed refuses a streamed snapshot whose record ids are null or
 // repeat in its files, or whose table does not hold the files' rows (nor,
 // when the file had row groups, the footer's count from), and returns the
-// row count. The ids are read from the file, not the table: the same
-// check on the table the transaction just wrote took a third longer
-// (0.79–1.34 s against 0.55–0.96 s at 10M rows, docs/bench-history.md).
-func (tx *Tx) checkStreamed(ctx context.Context, table string, files []string, name string, from int64, grouped bool, stopped func(error) error) (int64, error) {
-	n, nulls, dups, err := tx.checkRecordIDs(ctx, recordIDsOf(duckread.ParquetSource(files)))
+// row count. The ids are the file's, not the table's: checked run by run
+// as the rows arrived (ids, runIDs) when that check held, else read from
+// the file now.
+func (tx *Tx) checkStreamed(ctx context.Context, table string, files []string, name string, from int64, grouped bool, ids *runIDs, stopped func(error) error) (int64, error) {
+	rel := recordIDsOf(duckread.ParquetSource(files))
+	var n, nulls, dups int64
+	var err error
+	if ids.held() {
+		n, nulls, dups, err = ids.counts(ctx, rel)
+	} else {
+		n, nulls, dups, err = tx.checkRecordIDs(ctx, rel)
+	}
 	var held int64
 	if err == nil {
 		err = tx.tx.QueryRowContext(ctx, "SELECT count(*) FROM main."+storage.Ident(table)).Scan(&held)

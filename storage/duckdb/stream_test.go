@@ -20,6 +20,22 @@ func (f wholeFile) Have() int64                                { st, _ := os.Sta
 func (f wholeFile) Arrived(ctx context.Context, n int64) error { return nil }
 func (f wholeFile) Done(ctx context.Context) error             { return nil }
 
+// steppedFile is a GrowingFile whose bytes arrive as they are waited
+// for: each run of the load is as short as the loader asks, so a file of
+// many row groups loads in many runs.
+type steppedFile struct {
+	path string
+	have int64
+}
+
+func (f *steppedFile) Path() string { return f.path }
+func (f *steppedFile) Have() int64  { return f.have }
+func (f *steppedFile) Arrived(ctx context.Context, n int64) error {
+	f.have = max(f.have, n)
+	return nil
+}
+func (f *steppedFile) Done(ctx context.Context) error { return nil }
+
 // A snapshot loaded as it arrives is refused, as a whole file's load is
 // (docs/design.md invariant 4: a row set that violates the key is
 // refused), when a record id is null or repeats: across runs of row
@@ -44,26 +60,73 @@ func TestTx_loadSnapshotStreamRefusesNullAndRepeatedIDs(t *testing.T) {
 	}{
 		{"good", base, "", 20000},
 		{"repeat across runs", "SELECT CASE WHEN permit = 'P19999' THEN 'r0' ELSE _ploti_record_id END AS _ploti_record_id, * EXCLUDE (_ploti_record_id) FROM (" + base + ")", "0 null and 1 duplicate _ploti_record_id", 0},
+		{"repeat within a run", "SELECT CASE WHEN permit = 'P1' THEN 'r0' ELSE _ploti_record_id END AS _ploti_record_id, * EXCLUDE (_ploti_record_id) FROM (" + base + ")", "0 null and 1 duplicate _ploti_record_id", 0},
 		{"repeat in the last row group", "SELECT CASE WHEN permit = 'P19999' THEN 'r19998' ELSE _ploti_record_id END AS _ploti_record_id, * EXCLUDE (_ploti_record_id) FROM (" + base + ")", "0 null and 1 duplicate _ploti_record_id", 0},
 		{"null ids", "SELECT CASE WHEN permit IN ('P3', 'P19000') THEN NULL ELSE _ploti_record_id END AS _ploti_record_id, * EXCLUDE (_ploti_record_id) FROM (" + base + ")", "2 null and 0 duplicate _ploti_record_id", 0},
 	}
+	budget := maxRunIDsBytes
+	defer func() { maxRunIDsBytes = budget }()
 	for _, c := range cases {
 		f := write(strings.ReplaceAll(c.name, " ", "_"), c.q)
-		tx, err := db.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n, err := eng(tx).LoadSnapshotStream(ctx, "t_"+strings.ReplaceAll(c.name, " ", "_"), testCols, wholeFile(f), false)
-		tx.Rollback()
-		if c.want == "" {
-			if err != nil || n != c.rows {
-				t.Fatalf("%s: %d rows, %v; want %d", c.name, n, err, c.rows)
+		for i, arrival := range []storage.GrowingFile{wholeFile(f), &steppedFile{path: f}, &steppedFile{path: f}} {
+			// The last arrival has no memory for the runs' check: the
+			// whole file is checked after its last byte.
+			maxRunIDsBytes = map[bool]uint64{true: 0, false: budget}[i == 2]
+			what := fmt.Sprintf("%s, %T, budget %d", c.name, arrival, maxRunIDsBytes)
+			tx, err := db.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
 			}
-			continue
+			n, err := eng(tx).LoadSnapshotStream(ctx, "t_"+strings.ReplaceAll(c.name, " ", "_"), testCols, arrival, false)
+			tx.Rollback()
+			if c.want == "" {
+				if err != nil || n != c.rows {
+					t.Fatalf("%s: %d rows, %v; want %d", what, n, err, c.rows)
+				}
+				continue
+			}
+			var de *storage.DataError
+			if !errors.As(err, &de) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), filepath.Base(f)) {
+				t.Fatalf("%s: %v; want a data error naming the file and %q", what, err, c.want)
+			}
 		}
-		var de *storage.DataError
-		if !errors.As(err, &de) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), filepath.Base(f)) {
-			t.Fatalf("%s: %v; want a data error naming the file and %q", c.name, err, c.want)
+	}
+}
+
+// The runs' check of a streamed load's ids sizes its set from the
+// footer's rows, and gives way to the whole file's check past its
+// budget or an eighth of a memory limit set.
+func TestTx_newRunIDsKeepsToItsMemory(t *testing.T) {
+	cases := []struct {
+		limit string
+		rows  int64
+		slots int // 0: no runs' check
+	}{
+		{"", 10_000_000, 1 << 24},
+		{"", 1, 2},
+		{"", 30_000_000, 0},
+		{"1GB", 10_000_000, 0},
+		{"2GiB", 10_000_000, 1 << 24},
+		{"not a size", 10_000_000, 1 << 24},
+	}
+	for _, c := range cases {
+		r := (&Tx{db: &DB{opts: storage.Options{MemoryLimit: c.limit}}}).newRunIDs("src", c.rows)
+		got := 0
+		if r != nil {
+			got = len(r.set)
+		}
+		if got != c.slots {
+			t.Errorf("limit %q, %d rows: %d slots, want %d", c.limit, c.rows, got, c.slots)
+		}
+	}
+	for s, want := range map[string]uint64{"1GB": 1e9, "512 MiB": 512 << 20, "2.5GB": 2.5e9, "1000000": 1e6, "4 KB": 4000} {
+		if got, ok := parseBytes(s); !ok || got != want {
+			t.Errorf("parseBytes(%q) = %d, %v; want %d", s, got, ok, want)
+		}
+	}
+	for _, s := range []string{"", "GB", "-1GB", "1 PB", "lots"} {
+		if got, ok := parseBytes(s); ok {
+			t.Errorf("parseBytes(%q) = %d; want none", s, got)
 		}
 	}
 }

@@ -35,12 +35,23 @@ func CheckRecordIDs(ctx context.Context, db interface {
 		(SELECT count(*) FROM (SELECT h = lag(h) OVER (ORDER BY h) AS same FROM (SELECT hash(%[1]s) AS h FROM %[2]s WHERE %[1]s IS NOT NULL)) WHERE same)
 		FROM %[2]s`, id, rel)).Scan(&n, &nulls, &hashDups)
 	if err == nil && hashDups > 0 {
-		err = db.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(%[1]s) - count(DISTINCT %[1]s) FROM %[2]s`, id, rel)).Scan(&dups)
+		dups, err = RepeatedIDs(ctx, db, rel)
 	}
 	if err != nil {
 		return 0, 0, 0, fmt.Errorf("check record ids: %w", err)
 	}
 	return n, nulls, dups, nil
+}
+
+// RepeatedIDs is the exact count of rel's repeated record ids (the ids
+// that are not null, less the distinct ones), for a check whose hashes
+// repeated.
+func RepeatedIDs(ctx context.Context, db interface {
+	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
+}, rel string) (int64, error) {
+	var dups int64
+	err := db.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(%[1]s) - count(DISTINCT %[1]s) FROM %[2]s`, storage.Ident(storage.ColRecordID), rel)).Scan(&dups)
+	return dups, err
 }
 
 // SnapshotIDFaults refuses a snapshot whose record ids are null or repeat
