@@ -1,6 +1,10 @@
 package storage
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // The change log in both engines (migration 9; docs/decisions.md 104):
 // _ploti.change_sets holds a row per dataset and version the log holds,
@@ -53,15 +57,27 @@ func LogOneSetSQL(datasetID string, version int, rows string) []string {
 	}
 }
 
-// LogSetsSQL is the statements that log the rows of rel, a relation
-// aliased l with the columns dataset_id, version, id and change, under
-// the sets of their versions: the sets it lacks, then the rows. change is
-// the change's expression (PostgreSQL casts l.change to
-// _ploti.change_kind). Both statements take rel's parameters.
-func LogSetsSQL(rel, change string) []string {
-	return []string{
-		ChangeSetsSQL(rel),
-		`INSERT INTO _ploti.change_rows (set_id, record_id, change)
-		SELECT s.set_id, l.id, ` + change + ` FROM ` + rel + ` JOIN _ploti.change_sets s ON s.dataset_id = l.dataset_id AND s.version = l.version`,
+// VersionSetsSQL adds the sets of datasetID's versions that
+// _ploti.change_sets lacks, with literals (it takes no parameter on either
+// engine): one version, the most common (a watch sync of one new
+// version), by OneChangeSetSQL; more by ChangeSetsSQL over their list.
+func VersionSetsSQL(datasetID string, versions []int) string {
+	distinct := slices.Compact(slices.Sorted(slices.Values(versions)))
+	if len(distinct) == 1 {
+		return OneChangeSetSQL(datasetID, distinct[0])
 	}
+	rows := make([]string, len(distinct))
+	for i, v := range distinct {
+		rows[i] = fmt.Sprintf("(%s, %d)", Literal(datasetID), v)
+	}
+	return ChangeSetsSQL("(VALUES " + strings.Join(rows, ", ") + ") n(dataset_id, version)")
+}
+
+// LogRowsSQL logs the rows of rel, a relation aliased l with the columns
+// dataset_id, version, id and change, under the sets of their versions,
+// which VersionSetsSQL added first. change is the change's expression
+// (PostgreSQL casts l.change to _ploti.change_kind).
+func LogRowsSQL(rel, change string) string {
+	return `INSERT INTO _ploti.change_rows (set_id, record_id, change)
+		SELECT s.set_id, l.id, ` + change + ` FROM ` + rel + ` JOIN _ploti.change_sets s ON s.dataset_id = l.dataset_id AND s.version = l.version`
 }

@@ -712,3 +712,26 @@ func TestLogOneSetSQL_aVersionIsOneSet(t *testing.T) {
 		t.Fatalf("log = %s, want %s", got, want)
 	}
 }
+
+// A watch's versions get a set each, once, whether one version comes
+// (OneChangeSetSQL) or several (ChangeSetsSQL over their list), and
+// their rows land under them.
+func TestVersionSetsSQL_eachVersionOnce(t *testing.T) {
+	ctx := context.Background()
+	db := mustOpen(t)
+	for _, vs := range [][]int{{5, 3, 5}, {3, 5}, {7, 7}, {8}, {7}} {
+		if _, err := db.SQL().ExecContext(ctx, storage.VersionSetsSQL("ds_a", vs)); err != nil {
+			t.Fatalf("%v: %v", vs, err)
+		}
+	}
+	if got := tableState(t, db, "SELECT string_agg(concat_ws(':', set_id, dataset_id, version), ' ' ORDER BY set_id) FROM _ploti.change_sets"); got != "1:ds_a:3 2:ds_a:5 3:ds_a:7 4:ds_a:8" {
+		t.Fatalf("sets = %s", got)
+	}
+	rel := `(SELECT 'ds_a' AS dataset_id, unnest([3, 8]) AS version, unnest(['r3', 'r8']) AS id, unnest(['added', 'removed']) AS change) l`
+	if _, err := db.SQL().ExecContext(ctx, storage.LogRowsSQL(rel, "l.change")); err != nil {
+		t.Fatal(err)
+	}
+	if got := tableState(t, db, "SELECT string_agg(concat_ws(':', version, record_id, change), ' ' ORDER BY version) FROM _ploti.changes"); got != "3:r3:added 8:r8:removed" {
+		t.Fatalf("log = %s", got)
+	}
+}
