@@ -46,80 +46,101 @@ func (tx *Tx) rowGroups(ctx context.Context, path string) ([]rowGroup, error) {
 // LoadSnapshotStream is StreamLoader's, for the DuckDB file. The schema's
 // casts are the whole-file load's (snapshotSelect); DuckDB prunes the row
 // groups a file_row_number filter excludes without reading their bytes,
-// so a statement reads only row groups already on disk. The record ids
-// are checked in the file after the inserts, once its sha256 has matched
-// (the whole-file load checks them in the file first), and the table must
-// hold as many rows as the file.
+// so a statement reads only row groups already on disk. Each run's record
+// ids are hashed and checked as soon as its rows are in (runIDs); once the
+// file's sha256 has matched, the counts settle the check, and the table
+// must hold as many rows as the file.
 func (tx *Tx) LoadSnapshotStream(ctx context.Context, table string, cols []ploti.Column, f storage.GrowingFile, replace bool) (int64, error) {
 	files := []string{f.Path()}
-	name := strings.TrimSuffix(duckread.BaseNames(files), ".part") // the file's name once verified
+	l := &streamLoad{tx: tx, table: table, name: strings.TrimSuffix(duckread.BaseNames(files), ".part"), // the file's name once verified
+		stopped: loadStopped(ctx, files), create: "CREATE TABLE"}
+	if replace {
+		l.create = "CREATE OR REPLACE TABLE"
+	}
 	if err := tx.fitThreads(ctx, false); err != nil {
 		return 0, err
 	}
-	stopped := loadStopped(ctx, files)
 	groups, err := tx.rowGroups(ctx, f.Path())
 	if err != nil {
-		if serr := stopped(err); serr != nil {
+		if serr := l.stopped(err); serr != nil {
 			return 0, serr
 		}
-		return 0, &storage.DataError{File: name, Detail: "not a readable Parquet snapshot: " + err.Error()}
+		return 0, &storage.DataError{File: l.name, Detail: "not a readable Parquet snapshot: " + err.Error()}
 	}
-	sel, cols, err := tx.snapshotSelect(ctx, files, cols)
+	if l.sel, l.cols, err = tx.snapshotSelect(ctx, files, cols); err != nil {
+		return 0, err
+	}
+	l.src = "read_parquet(" + duckread.FileList(files) + ", hive_partitioning = false, file_row_number = true)"
+	if len(groups) == 0 {
+		err = l.insert(ctx, "true")
+	} else {
+		l.ids = tx.newRunIDs(l.src, groups[len(groups)-1].rows)
+	}
 	if err != nil {
 		return 0, err
 	}
-	src := "read_parquet(" + duckread.FileList(files) + ", hive_partitioning = false, file_row_number = true)"
-	create := "CREATE TABLE"
-	if replace {
-		create = "CREATE OR REPLACE TABLE"
-	}
-	insert := func(where string) error {
-		q := tx.db.stored(fmt.Sprintf("SELECT %s FROM %s WHERE %s", sel, src, where), cols)
-		if create != "" {
-			q = fmt.Sprintf("%s main.%s AS %s", create, storage.Ident(table), q)
-			create = ""
-		} else {
-			q = fmt.Sprintf("INSERT INTO main.%s %s", storage.Ident(table), q)
-		}
-		if _, err := tx.tx.ExecContext(ctx, q); err != nil {
-			if serr := stopped(err); serr != nil {
-				return serr
-			}
-			return &storage.DataError{File: name, Detail: "load: " + err.Error()}
-		}
-		return nil
-	}
-	var ids *runIDs
-	if len(groups) == 0 {
-		if err := insert("true"); err != nil {
-			return 0, err
-		}
-	} else {
-		ids = tx.newRunIDs(src, groups[len(groups)-1].rows)
-	}
-	from, err := tx.insertAsArrived(ctx, f, name, groups, func(where string) error {
-		if err := insert(where); err != nil {
-			return err
-		}
-		if err := ids.add(ctx, where); err != nil {
-			if serr := stopped(err); serr != nil {
-				return serr
-			}
-			return &storage.DataError{File: name, Detail: "load: " + err.Error()}
-		}
-		return nil
-	})
+	from, err := tx.insertAsArrived(ctx, f, l.name, groups, l.run)
 	if err != nil {
 		return 0, err
 	}
 	if err := f.Done(ctx); err != nil {
-		return 0, fmt.Errorf("load %s: %w", name, err)
+		return 0, fmt.Errorf("load %s: %w", l.name, err)
 	}
-	n, err := tx.checkStreamed(ctx, table, files, name, from, len(groups) > 0, ids, stopped)
+	n, err := tx.checkStreamed(ctx, table, files, l.name, from, len(groups) > 0, l.ids, l.stopped)
 	if err != nil {
 		return 0, err
 	}
-	return n, tx.commentGeometry(ctx, table, cols)
+	return n, tx.commentGeometry(ctx, table, l.cols)
+}
+
+// streamLoad is one LoadSnapshotStream's statements.
+type streamLoad struct {
+	tx          *Tx
+	table, name string
+	sel, src    string // the select list's casts, the file's read_parquet
+	cols        []ploti.Column
+	create      string // the first statement's CREATE; "" once made
+	stopped     func(error) error
+	ids         *runIDs // nil: checked whole after the last byte
+}
+
+// insert inserts the rows of the file that where selects, the first
+// statement creating the table.
+func (l *streamLoad) insert(ctx context.Context, where string) error {
+	q := l.tx.db.stored(fmt.Sprintf("SELECT %s FROM %s WHERE %s", l.sel, l.src, where), l.cols)
+	if l.create != "" {
+		q = fmt.Sprintf("%s main.%s AS %s", l.create, storage.Ident(l.table), q)
+		l.create = ""
+	} else {
+		q = fmt.Sprintf("INSERT INTO main.%s %s", storage.Ident(l.table), q)
+	}
+	if _, err := l.tx.tx.ExecContext(ctx, q); err != nil {
+		if serr := l.stopped(err); serr != nil {
+			return serr
+		}
+		return &storage.DataError{File: l.name, Detail: "load: " + err.Error()}
+	}
+	return nil
+}
+
+// run inserts the file's rows [from, to), a run of row groups on disk,
+// and checks their record ids.
+func (l *streamLoad) run(ctx context.Context, from, to int64) error {
+	if err := l.insert(ctx, rowRange(from, to)); err != nil {
+		return err
+	}
+	if err := l.ids.add(ctx, from, to); err != nil {
+		if serr := l.stopped(err); serr != nil {
+			return serr
+		}
+		return fmt.Errorf("load %s: %w", l.name, err)
+	}
+	return nil
+}
+
+// rowRange is the WHERE of the file's rows [from, to).
+func rowRange(from, to int64) string {
+	return fmt.Sprintf("file_row_number >= %d AND file_row_number < %d", from, to)
 }
 
 // checkStreamed refuses a streamed snapshot whose record ids are null or
@@ -158,7 +179,7 @@ func (tx *Tx) checkStreamed(ctx context.Context, table string, files []string, n
 
 // insertAsArrived inserts the file's row groups, each run as soon as its
 // bytes are on disk, and returns the rows the footer counts for them.
-func (tx *Tx) insertAsArrived(ctx context.Context, f storage.GrowingFile, name string, groups []rowGroup, insert func(where string) error) (from int64, err error) {
+func (tx *Tx) insertAsArrived(ctx context.Context, f storage.GrowingFile, name string, groups []rowGroup, run func(ctx context.Context, from, to int64) error) (from int64, err error) {
 	// A row group is DuckDB's unit of work in a Parquet scan: a statement
 	// of one row group runs on one thread. Each statement waits for two
 	// row groups a thread (the file's last ones excepted), so the load
@@ -182,7 +203,7 @@ func (tx *Tx) insertAsArrived(ctx context.Context, f storage.GrowingFile, name s
 			last++
 		}
 		to := groups[last].rows
-		if err := insert(fmt.Sprintf("file_row_number >= %d AND file_row_number < %d", from, to)); err != nil {
+		if err := run(ctx, from, to); err != nil {
 			return 0, err
 		}
 		from, next = to, last+1

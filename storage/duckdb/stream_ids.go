@@ -17,92 +17,116 @@ import (
 // tests of that path.
 var maxRunIDsBytes uint64 = 256 << 20
 
+// runIDsChunk is at most how many rows' hashes one statement brings to
+// Go, as a list of boxed values (about 24 bytes a row): a run longer than
+// that (the whole file when it is already on disk) is hashed in parts.
+const runIDsChunk = 1 << 20
+
 // runIDs checks a streamed snapshot's record ids run by run, while the
 // rest of the file is still on the wire: DuckDB hashes each run's ids as
 // soon as its rows are in, and the hashes go into an open-addressing set
-// sized from the footer's row count, which notes any hash seen before.
-// After the last byte only the last run is left to hash, where a check of
-// the whole file was a sort of every id's hash after it (0.55–0.96 s at
-// 10M rows on two cores, most of the link's bootstrap's time past the
-// wire). A check of its own in SQL, each run's hashes joined to the
-// earlier runs', grew with the file and fell behind the wire (12.8 s
-// against 12.0 s over the 50 MB/s link).
+// sized from the footer's row count, which counts every hash it sees
+// again. After the last byte only the last run is left to hash, where a
+// check of the whole file was a sort of every id's hash after it
+// (0.55–0.96 s at 10M rows on two cores, most of the link's bootstrap's
+// time past the wire). A check of its own in SQL, each run's hashes
+// joined to the earlier runs', grew with the file and fell behind the
+// wire (12.8 s against 12.0 s over the 50 MB/s link).
 //
-// A run reads bytes the download has written for good (fetch.Stream
-// appends and never rewrites what Have counts), the same bytes its rows
-// were inserted from; the whole file's sha256 is matched before the
-// counts are taken, so what they were read from is what Ploti published.
-// Equal hashes (a repeated id, or two ids that collide) are settled by the
-// exact count over the verified file.
+// A run reads bytes the download has written for good (GrowingFile.Have),
+// the same bytes its rows were inserted from; the whole file's sha256 is
+// matched before the counts are used, so what they were read from is what
+// Ploti published. Equal hashes (a repeated id, or two ids that collide)
+// are settled by the exact count over the verified file.
 type runIDs struct {
 	tx       *Tx
 	src      string   // the file's read_parquet with file_row_number
-	set      []uint64 // nil once more ids came than the footer counted
+	set      []uint64 // nil once given up (held)
 	used     int
 	zero     bool // a hash of 0, which marks an empty slot in set
 	n, nulls int64
 	again    int64 // hashes seen before: 0 means no id repeats
 }
 
-// newRunIDs is a check for a file of rows rows, or nil when its set would
-// pass maxRunIDsBytes or a set memory limit's eighth.
+// newRunIDs is a check for a file whose footer counts rows rows, or nil
+// when its set would pass maxRunIDsBytes or an eighth of a memory limit
+// set (the footer is read before the file is verified: any count is
+// possible).
 func (tx *Tx) newRunIDs(src string, rows int64) *runIDs {
-	slots := uint64(1) << bits.Len64(uint64(rows+rows/2))
 	limit := maxRunIDsBytes
 	if m, ok := parseBytes(tx.db.opts.MemoryLimit); ok {
 		limit = min(limit, m/8)
 	}
+	if rows < 0 || uint64(rows) > limit/8 {
+		return nil
+	}
+	slots := uint64(1) << bits.Len64(uint64(rows+rows/2))
 	if slots*8 > limit {
 		return nil
 	}
 	return &runIDs{tx: tx, src: src, set: make([]uint64, slots)}
 }
 
-// add hashes the ids of the file's rows that where selects (a run of row
-// groups already on disk) and counts them, their nulls and the hashes
-// seen before. More ids than the set was sized for (a footer that
-// undercounts) give the check up to the whole file's (held).
-func (r *runIDs) add(ctx context.Context, where string) error {
-	if !r.held() {
-		return nil
+// add hashes the ids of the file's rows [from, to), a run of row groups
+// already on disk, and counts them, their nulls and the hashes seen
+// before, in parts of at most runIDsChunk rows.
+func (r *runIDs) add(ctx context.Context, from, to int64) error {
+	for at := from; at < to && r.held(); at += runIDsChunk {
+		if err := r.addPart(ctx, at, min(at+runIDsChunk, to)); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+func (r *runIDs) addPart(ctx context.Context, from, to int64) error {
 	id := storage.Ident(storage.ColRecordID)
 	var n, nulls int64
 	var hashes []any
+	// A part of null ids only has no list: an empty one, not NULL.
 	err := r.tx.tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*), count(*) - count(%[1]s),
-		list(hash(CAST(%[1]s AS VARCHAR))) FILTER (WHERE %[1]s IS NOT NULL) FROM %[2]s WHERE %[3]s`, id, r.src, where)).Scan(&n, &nulls, &hashes)
+		coalesce(list(hash(CAST(%[1]s AS VARCHAR))) FILTER (WHERE %[1]s IS NOT NULL), []) FROM %[2]s WHERE %[3]s`,
+		id, r.src, rowRange(from, to))).Scan(&n, &nulls, &hashes)
 	if err != nil {
 		return fmt.Errorf("check record ids: %w", err)
 	}
 	r.n, r.nulls = r.n+n, r.nulls+nulls
+	// A guard: the set never fills past three quarters, whatever the
+	// footer said.
 	if (r.used+len(hashes))*4 > len(r.set)*3 {
 		r.set = nil
 		return nil
 	}
-	r.used += len(hashes)
-	mask := uint64(len(r.set) - 1)
 	for _, v := range hashes {
 		h, ok := v.(uint64)
 		if !ok {
 			return fmt.Errorf("check record ids: a hash of %T", v)
 		}
-		if h == 0 {
-			if r.zero {
-				r.again++
-			}
-			r.zero = true
-			continue
-		}
-		i := h & mask
-		for r.set[i] != 0 && r.set[i] != h {
-			i = (i + 1) & mask
-		}
-		if r.set[i] == h {
-			r.again++
-		}
-		r.set[i] = h
+		r.note(h)
 	}
 	return nil
+}
+
+// note puts h in the set, counting it in again when it was there.
+func (r *runIDs) note(h uint64) {
+	if h == 0 {
+		if r.zero {
+			r.again++
+		}
+		r.zero = true
+		return
+	}
+	mask := uint64(len(r.set) - 1)
+	i := h & mask
+	for r.set[i] != 0 && r.set[i] != h {
+		i = (i + 1) & mask
+	}
+	if r.set[i] == h {
+		r.again++
+		return
+	}
+	r.set[i] = h
+	r.used++
 }
 
 // held is whether the runs' check holds for the whole file: false for no
@@ -132,7 +156,7 @@ func parseBytes(s string) (uint64, bool) {
 	if err != nil || v <= 0 {
 		return 0, false
 	}
-	scale := map[string]float64{"": 1, "B": 1, "BYTES": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
+	scale := map[string]float64{"": 1, "B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
 		"KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40}
 	m, ok := scale[unit]
 	if !ok {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ploti-replica/ploti-replica/storage"
+	"github.com/ploti-replica/ploti-replica/storage/duckread"
 )
 
 // wholeFile is a GrowingFile that has wholly arrived.
@@ -26,12 +27,14 @@ func (f wholeFile) Done(ctx context.Context) error             { return nil }
 type steppedFile struct {
 	path string
 	have int64
+	runs int // calls of Arrived: one a run
 }
 
 func (f *steppedFile) Path() string { return f.path }
 func (f *steppedFile) Have() int64  { return f.have }
 func (f *steppedFile) Arrived(ctx context.Context, n int64) error {
 	f.have = max(f.have, n)
+	f.runs++
 	return nil
 }
 func (f *steppedFile) Done(ctx context.Context) error { return nil }
@@ -41,10 +44,16 @@ func (f *steppedFile) Done(ctx context.Context) error { return nil }
 // refused), when a record id is null or repeats: across runs of row
 // groups, or only within the last row group; a good file of many row
 // groups loads with its count. The refusal is a data error naming the
-// file.
+// file. Each file is loaded whole, as it arrives a run at a time (one
+// DuckDB thread: runs of two row groups), and with no memory for the
+// runs' check (the whole file checked after its last byte).
 func TestTx_loadSnapshotStreamRefusesNullAndRepeatedIDs(t *testing.T) {
 	ctx := context.Background()
-	db := mustOpen(t)
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "t.duckdb"), storage.Options{Geometry: testGeometry, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
 	rowsOf := func(n int) string { return strings.Replace(snapQuery, "range(5)", fmt.Sprintf("range(%d)", n), 1) }
 	write := func(name, q string) string {
 		p := filepath.Join(t.TempDir(), name+".parquet")
@@ -53,7 +62,7 @@ func TestTx_loadSnapshotStreamRefusesNullAndRepeatedIDs(t *testing.T) {
 		}
 		return p
 	}
-	base := rowsOf(20000) // ten row groups: several runs on any thread count
+	base := rowsOf(20000) // ten row groups: five runs
 	cases := []struct {
 		name, q, want string
 		rows          int64
@@ -62,6 +71,7 @@ func TestTx_loadSnapshotStreamRefusesNullAndRepeatedIDs(t *testing.T) {
 		{"repeat across runs", "SELECT CASE WHEN permit = 'P19999' THEN 'r0' ELSE _ploti_record_id END AS _ploti_record_id, * EXCLUDE (_ploti_record_id) FROM (" + base + ")", "0 null and 1 duplicate _ploti_record_id", 0},
 		{"repeat within a run", "SELECT CASE WHEN permit = 'P1' THEN 'r0' ELSE _ploti_record_id END AS _ploti_record_id, * EXCLUDE (_ploti_record_id) FROM (" + base + ")", "0 null and 1 duplicate _ploti_record_id", 0},
 		{"repeat in the last row group", "SELECT CASE WHEN permit = 'P19999' THEN 'r19998' ELSE _ploti_record_id END AS _ploti_record_id, * EXCLUDE (_ploti_record_id) FROM (" + base + ")", "0 null and 1 duplicate _ploti_record_id", 0},
+		{"a run of null ids", "SELECT CASE WHEN CAST(substr(permit, 2) AS INTEGER) < 4096 THEN NULL ELSE _ploti_record_id END AS _ploti_record_id, * EXCLUDE (_ploti_record_id) FROM (" + base + ")", "4096 null and 0 duplicate _ploti_record_id", 0},
 		{"null ids", "SELECT CASE WHEN permit IN ('P3', 'P19000') THEN NULL ELSE _ploti_record_id END AS _ploti_record_id, * EXCLUDE (_ploti_record_id) FROM (" + base + ")", "2 null and 0 duplicate _ploti_record_id", 0},
 	}
 	budget := maxRunIDsBytes
@@ -79,6 +89,9 @@ func TestTx_loadSnapshotStreamRefusesNullAndRepeatedIDs(t *testing.T) {
 			}
 			n, err := eng(tx).LoadSnapshotStream(ctx, "t_"+strings.ReplaceAll(c.name, " ", "_"), testCols, arrival, false)
 			tx.Rollback()
+			if sf, ok := arrival.(*steppedFile); ok && sf.runs < 5 {
+				t.Fatalf("%s: %d runs, want 5", what, sf.runs)
+			}
 			if c.want == "" {
 				if err != nil || n != c.rows {
 					t.Fatalf("%s: %d rows, %v; want %d", what, n, err, c.rows)
@@ -108,6 +121,8 @@ func TestTx_newRunIDsKeepsToItsMemory(t *testing.T) {
 		{"1GB", 10_000_000, 0},
 		{"2GiB", 10_000_000, 1 << 24},
 		{"not a size", 10_000_000, 1 << 24},
+		{"", 1 << 62, 0}, // a footer's count that would overflow the set's size
+		{"", -1, 0},
 	}
 	for _, c := range cases {
 		r := (&Tx{db: &DB{opts: storage.Options{MemoryLimit: c.limit}}}).newRunIDs("src", c.rows)
@@ -128,5 +143,31 @@ func TestTx_newRunIDsKeepsToItsMemory(t *testing.T) {
 		if got, ok := parseBytes(s); ok {
 			t.Errorf("parseBytes(%q) = %d; want none", s, got)
 		}
+	}
+}
+
+// The runs' set counts a hash it has seen, 0 (its empty slot's mark)
+// too; a hash seen again that is not a repeated id (a collision) is
+// settled by the exact count over the file and refuses nothing.
+func TestRunIDs_countsHashesSeenAgain(t *testing.T) {
+	r := &runIDs{set: make([]uint64, 8)}
+	for _, h := range []uint64{0, 5, 13, 0, 13, 21, 5} { // 5, 13 and 21 share a slot
+		r.note(h)
+	}
+	if r.again != 3 || r.used != 3 || !r.zero {
+		t.Fatalf("again %d, used %d, zero %v; want 3, 3, true", r.again, r.used, r.zero)
+	}
+	ctx := context.Background()
+	db := mustOpen(t)
+	f := mustParquet(t, db, snapQuery)
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	r = &runIDs{tx: eng(tx), set: make([]uint64, 8), n: 5, again: 1}
+	n, nulls, dups, err := r.counts(ctx, recordIDsOf(duckread.ParquetSource([]string{f})))
+	if err != nil || n != 5 || nulls != 0 || dups != 0 {
+		t.Fatalf("counts = %d, %d, %d, %v; want 5 rows, no null or repeated id", n, nulls, dups, err)
 	}
 }
