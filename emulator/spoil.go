@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -70,7 +71,8 @@ func (e *Emulator) SpoilFile(ctx context.Context, datasetID string, version int,
 // SpoilFileQuery is SpoilFile for a Parquet file, spoiled with a DuckDB
 // query over the version's own file, which the query reads as the relation
 // original: "SELECT * FROM original UNION ALL (SELECT * FROM original LIMIT
-// 1)" repeats a record id.
+// 1)" repeats a record id. The spoiled file has the row groups of the
+// emulator's own (Options.RowGroupRows).
 func (e *Emulator) SpoilFileQuery(ctx context.Context, datasetID string, version int, kind string, part int, query string) error {
 	return e.SpoilFile(ctx, datasetID, version, kind, part, func(src string) ([]byte, error) {
 		tmp, err := os.CreateTemp(e.dir, "spoil-*.parquet")
@@ -79,8 +81,7 @@ func (e *Emulator) SpoilFileQuery(ctx context.Context, datasetID string, version
 		}
 		tmp.Close()
 		defer os.Remove(tmp.Name())
-		q := fmt.Sprintf("COPY (WITH original AS (SELECT * FROM read_parquet(%s, hive_partitioning = false)) %s) TO %s (FORMAT parquet)", lit(src), query, lit(tmp.Name()))
-		if _, err := e.db.ExecContext(ctx, q); err != nil {
+		if _, err := e.copyTo(ctx, fmt.Sprintf("WITH original AS (SELECT * FROM read_parquet(%s, hive_partitioning = false)) %s", lit(src), query), filepath.Base(tmp.Name())); err != nil { // in e.dir
 			return nil, err
 		}
 		return os.ReadFile(tmp.Name())

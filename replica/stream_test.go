@@ -247,3 +247,37 @@ func TestStream_cutMidStream(t *testing.T) {
 	mustSync(t, r2)
 	assertMatchesTruth(t, r2, em, "ds_big", 1)
 }
+
+// docs/design.md invariant 4 (a row set that violates the key is
+// refused) on the streamed path: a snapshot whose record id repeats in a
+// row group that arrives last, far from its first, is refused while it
+// streams in runs, with a data error naming the file and its count;
+// nothing of it is committed, the table keeps the version it held, and
+// the next sync loads the good file.
+func TestStream_repeatedIDAcrossRunsIsRefused(t *testing.T) {
+	em, sub, publish := streamSetup(t)
+	tap, logs := newTap(), &lockedLog{}
+	r := openStreaming(t, em, sub, tap, logs)
+	mustSync(t, r)
+	assertMatchesTruth(t, r, em, "ds_big", 1)
+
+	publish(2)
+	must(t, em.SpoilFileQuery(context.Background(), "ds_big", 2, "snapshot", 0, "SELECT * FROM original UNION ALL (SELECT * FROM original LIMIT 1)"))
+	if _, err := r.Rebootstrap(context.Background()); err == nil {
+		t.Fatal("a rebootstrap onto a snapshot with a repeated id succeeded")
+	}
+	if _, partial := tap.counts(); partial == 0 || !strings.Contains(logs.String(), "streamed load rolled back") {
+		t.Fatalf("the snapshot was not refused while it streamed (%d partial answers):\n%s", partial, logs.String())
+	}
+	d, err := r.db.Dataset(context.Background(), "ds_big")
+	must(t, err)
+	if d.Version != 1 || d.Status != storage.StatusFailed || !strings.Contains(d.LastError, "0 null and 1 duplicate _ploti_record_id") || !strings.Contains(d.LastError, "snapshot") {
+		t.Fatalf("after a snapshot with a repeated id: version %d, status %s, error %q; want 1, failed, the file and the count", d.Version, d.Status, d.LastError)
+	}
+	assertMatchesTruth(t, r, em, "ds_big", 1)
+	must(t, em.RestoreFiles("ds_big", 2))
+	if _, err := r.Rebootstrap(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	assertMatchesTruth(t, r, em, "ds_big", 2)
+}
