@@ -61,6 +61,7 @@ func LogOneSetSQL(datasetID string, version int, rows string) []string {
 // _ploti.change_sets lacks, with literals (it takes no parameter on either
 // engine): one version, the most common (a watch sync of one new
 // version), by OneChangeSetSQL; more by ChangeSetsSQL over their list.
+// versions must not be empty.
 func VersionSetsSQL(datasetID string, versions []int) string {
 	distinct := slices.Compact(slices.Sorted(slices.Values(versions)))
 	if len(distinct) == 1 {
