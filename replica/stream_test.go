@@ -131,6 +131,19 @@ func openStreaming(t *testing.T, em *emulator.Emulator, sub string, tap *rangeTa
 	})
 }
 
+// streamingAtTwo is a streaming replica that holds ds_big's version 1,
+// with version 2 published.
+func streamingAtTwo(t *testing.T) (*emulator.Emulator, *Replica, *rangeTap, *lockedLog) {
+	t.Helper()
+	em, sub, publish := streamSetup(t)
+	tap, logs := newTap(), &lockedLog{}
+	r := openStreaming(t, em, sub, tap, logs)
+	mustSync(t, r)
+	assertMatchesTruth(t, r, em, "ds_big", 1)
+	publish(2)
+	return em, r, tap, logs
+}
+
 func newTap() *rangeTap {
 	return &rangeTap{base: http.DefaultTransport.(*http.Transport).Clone()}
 }
@@ -177,13 +190,7 @@ func TestStream_rangedAndWholeLoadTheSameTable(t *testing.T) {
 // back, the whole download refuses the file, and the table keeps the
 // version it held.
 func TestStream_wrongSHA256RollsBack(t *testing.T) {
-	em, sub, publish := streamSetup(t)
-	tap, logs := newTap(), &lockedLog{}
-	r := openStreaming(t, em, sub, tap, logs)
-	mustSync(t, r)
-	assertMatchesTruth(t, r, em, "ds_big", 1)
-
-	publish(2)
+	em, r, tap, logs := streamingAtTwo(t)
 	tap.mu.Lock()
 	tap.badSHA = true
 	tap.mu.Unlock()
@@ -255,13 +262,7 @@ func TestStream_cutMidStream(t *testing.T) {
 // nothing of it is committed, the table keeps the version it held, and
 // the next sync loads the good file.
 func TestStream_repeatedIDAcrossRunsIsRefused(t *testing.T) {
-	em, sub, publish := streamSetup(t)
-	tap, logs := newTap(), &lockedLog{}
-	r := openStreaming(t, em, sub, tap, logs)
-	mustSync(t, r)
-	assertMatchesTruth(t, r, em, "ds_big", 1)
-
-	publish(2)
+	em, r, tap, logs := streamingAtTwo(t)
 	must(t, em.SpoilFileQuery(context.Background(), "ds_big", 2, "snapshot", 0, "SELECT * FROM original UNION ALL (SELECT * FROM original LIMIT 1)"))
 	if _, err := r.Rebootstrap(context.Background()); err == nil {
 		t.Fatal("a rebootstrap onto a snapshot with a repeated id succeeded")
