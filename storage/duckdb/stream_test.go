@@ -117,9 +117,10 @@ func TestTx_newRunIDsKeepsToItsMemory(t *testing.T) {
 	}{
 		{"", 10_000_000, 1 << 24},
 		{"", 1, 2},
-		{"", 30_000_000, 0},
-		{"1GB", 10_000_000, 0},
-		{"2GiB", 10_000_000, 1 << 24},
+		{"", 30_000_000, 1 << 26},
+		{"", 50_000_000, 0},
+		{"500MB", 10_000_000, 0},
+		{"1GB", 10_000_000, 1 << 24},
 		{"not a size", 10_000_000, 1 << 24},
 		{"", 1 << 62, 0}, // a footer's count that would overflow the set's size
 		{"", -1, 0},
@@ -146,16 +147,19 @@ func TestTx_newRunIDsKeepsToItsMemory(t *testing.T) {
 	}
 }
 
-// The runs' set counts a hash it has seen, 0 (its empty slot's mark)
-// too; a hash seen again that is not a repeated id (a collision) is
-// settled by the exact count over the file and refuses nothing.
+// The runs' set counts a hash it has seen (one whose high bits are 0,
+// its empty slot's mark, too); hashes that share a slot, or their high
+// bits only, are told apart; a hash seen again that is not a repeated id
+// (a collision) is settled by the exact count over the file and refuses
+// nothing.
 func TestRunIDs_countsHashesSeenAgain(t *testing.T) {
-	r := &runIDs{set: make([]uint64, 8)}
-	for _, h := range []uint64{0, 5, 13, 0, 13, 21, 5} { // 5, 13 and 21 share a slot
+	r := &runIDs{set: make([]uint32, 8)}
+	a, b, c := uint64(7)<<32|5, uint64(9)<<32|13, uint64(7)<<32|6 // a and b share a slot, a and c their high bits
+	for _, h := range []uint64{0, a, b, 0, b, c, a} {
 		r.note(h)
 	}
-	if r.again != 3 || r.used != 3 || !r.zero {
-		t.Fatalf("again %d, used %d, zero %v; want 3, 3, true", r.again, r.used, r.zero)
+	if r.again != 3 || r.used != 4 {
+		t.Fatalf("again %d, used %d; want 3, 4", r.again, r.used)
 	}
 	ctx := context.Background()
 	db := mustOpen(t)
@@ -165,7 +169,7 @@ func TestRunIDs_countsHashesSeenAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	r = &runIDs{tx: eng(tx), set: make([]uint64, 8), n: 5, again: 1}
+	r = &runIDs{tx: eng(tx), set: make([]uint32, 8), n: 5, again: 1}
 	n, nulls, dups, err := r.counts(ctx, recordIDsOf(duckread.ParquetSource([]string{f})))
 	if err != nil || n != 5 || nulls != 0 || dups != 0 {
 		t.Fatalf("counts = %d, %d, %d, %v; want 5 rows, no null or repeated id", n, nulls, dups, err)
