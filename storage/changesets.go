@@ -62,10 +62,10 @@ func LogOneSetSQL(datasetID string, version int, rows string) []string {
 // engine): one version, the most common (a watch sync of one new
 // version), by OneChangeSetSQL; more by ChangeSetsSQL over their list.
 // versions must not be empty.
-func VersionSetsSQL(datasetID string, versions []int) string {
+func VersionSetsSQL(datasetID string, versions []int32) string {
 	distinct := slices.Compact(slices.Sorted(slices.Values(versions)))
 	if len(distinct) == 1 {
-		return OneChangeSetSQL(datasetID, distinct[0])
+		return OneChangeSetSQL(datasetID, int(distinct[0]))
 	}
 	rows := make([]string, len(distinct))
 	for i, v := range distinct {

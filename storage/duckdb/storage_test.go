@@ -719,7 +719,7 @@ func TestLogOneSetSQL_aVersionIsOneSet(t *testing.T) {
 func TestVersionSetsSQL_eachVersionOnce(t *testing.T) {
 	ctx := context.Background()
 	db := mustOpen(t)
-	for _, vs := range [][]int{{5, 3, 5}, {3, 5}, {7, 7}, {8}, {7}} {
+	for _, vs := range [][]int32{{5, 3, 5}, {3, 5}, {7, 7}, {8}, {7}} {
 		if _, err := db.SQL().ExecContext(ctx, storage.VersionSetsSQL("ds_a", vs)); err != nil {
 			t.Fatalf("%v: %v", vs, err)
 		}

@@ -72,12 +72,11 @@ func (tx *Tx) LoadSnapshotStream(ctx context.Context, table string, cols []ploti
 	}
 	l.src = "read_parquet(" + duckread.FileList(files) + ", hive_partitioning = false, file_row_number = true)"
 	if len(groups) == 0 {
-		err = l.insert(ctx, "true")
+		if err := l.insert(ctx, "true"); err != nil {
+			return 0, err
+		}
 	} else {
 		l.ids = tx.newRunIDs(l.src, groups[len(groups)-1].rows)
-	}
-	if err != nil {
-		return 0, err
 	}
 	from, err := tx.insertAsArrived(ctx, f, l.name, groups, l.run)
 	if err != nil {
@@ -86,7 +85,7 @@ func (tx *Tx) LoadSnapshotStream(ctx context.Context, table string, cols []ploti
 	if err := f.Done(ctx); err != nil {
 		return 0, fmt.Errorf("load %s: %w", l.name, err)
 	}
-	n, err := tx.checkStreamed(ctx, table, files, l.name, from, len(groups) > 0, l.ids, l.stopped)
+	n, err := l.check(ctx, files, from, len(groups) > 0)
 	if err != nil {
 		return 0, err
 	}
@@ -143,36 +142,36 @@ func rowRange(from, to int64) string {
 	return fmt.Sprintf("file_row_number >= %d AND file_row_number < %d", from, to)
 }
 
-// checkStreamed refuses a streamed snapshot whose record ids are null or
-// repeat in its files, or whose table does not hold the files' rows (nor,
-// when the file had row groups, the footer's count from), and returns the
-// row count. The ids are the file's, not the table's: checked run by run
-// as the rows arrived (ids, runIDs) when that check held, else read from
-// the file now.
-func (tx *Tx) checkStreamed(ctx context.Context, table string, files []string, name string, from int64, grouped bool, ids *runIDs, stopped func(error) error) (int64, error) {
+// check refuses a streamed snapshot whose record ids are null or repeat
+// in its files, or whose table does not hold the files' rows (nor, when
+// the file had row groups, the footer's count from), and returns the row
+// count. The ids are the file's, not the table's: checked run by run as
+// the rows arrived (l.ids) when that check held, else read from the file
+// now.
+func (l *streamLoad) check(ctx context.Context, files []string, from int64, grouped bool) (int64, error) {
 	rel := recordIDsOf(duckread.ParquetSource(files))
 	var n, nulls, dups int64
 	var err error
-	if ids.held() {
-		n, nulls, dups, err = ids.counts(ctx, rel)
+	if l.ids.held() {
+		n, nulls, dups, err = l.ids.counts(ctx, rel)
 	} else {
-		n, nulls, dups, err = tx.checkRecordIDs(ctx, rel)
+		n, nulls, dups, err = l.tx.checkRecordIDs(ctx, rel)
 	}
 	var held int64
 	if err == nil {
-		err = tx.tx.QueryRowContext(ctx, "SELECT count(*) FROM main."+storage.Ident(table)).Scan(&held)
+		err = l.tx.tx.QueryRowContext(ctx, "SELECT count(*) FROM main."+storage.Ident(l.table)).Scan(&held)
 	}
 	if err != nil {
-		if serr := stopped(err); serr != nil {
+		if serr := l.stopped(err); serr != nil {
 			return 0, serr
 		}
-		return 0, &storage.DataError{File: name, Detail: "load: " + err.Error()}
+		return 0, &storage.DataError{File: l.name, Detail: "load: " + err.Error()}
 	}
-	if err := duckread.SnapshotIDFaults(name, nulls, dups); err != nil {
+	if err := duckread.SnapshotIDFaults(l.name, nulls, dups); err != nil {
 		return 0, err
 	}
 	if held != n || (from != n && grouped) {
-		return 0, &storage.DataError{File: name, Detail: fmt.Sprintf("load: %d rows loaded, the file has %d and its footer counts %d", held, n, from)}
+		return 0, &storage.DataError{File: l.name, Detail: fmt.Sprintf("load: %d rows loaded, the file has %d and its footer counts %d", held, n, from)}
 	}
 	return n, nil
 }

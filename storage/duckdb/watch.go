@@ -166,12 +166,11 @@ func (tx *Tx) insertRows(ctx context.Context, t string, cols []ploti.Column, src
 func (tx *Tx) logWatch(ctx context.Context, m storage.WatchMerge) error {
 	if len(m.Log) > 0 {
 		versions, ids, kinds := make([]int32, len(m.Log)), make([]string, len(m.Log)), make([]string, len(m.Log))
-		sets := make([]int, len(m.Log))
 		for i, l := range m.Log {
-			versions[i], ids[i], kinds[i], sets[i] = int32(l.Version), l.ID, l.Change, l.Version
+			versions[i], ids[i], kinds[i] = int32(l.Version), l.ID, l.Change
 		}
 		log := `(SELECT ?::VARCHAR AS dataset_id, unnest(?::INTEGER[]) AS version, unnest(?::VARCHAR[]) AS id, unnest(?::VARCHAR[]) AS change) l`
-		if _, err := tx.tx.ExecContext(ctx, storage.VersionSetsSQL(m.DatasetID, sets)); err != nil {
+		if _, err := tx.tx.ExecContext(ctx, storage.VersionSetsSQL(m.DatasetID, versions)); err != nil {
 			return fmt.Errorf("log changes of %s: %w", m.DatasetID, err)
 		}
 		if _, err := tx.tx.ExecContext(ctx, storage.LogRowsSQL(log, "l.change"), m.DatasetID, versions, ids, kinds); err != nil {

@@ -18,6 +18,11 @@ import (
 	"github.com/ploti-replica/ploti-replica/storage"
 )
 
+// RowQuerier runs a query of one row: a *sql.DB, *sql.Conn or *sql.Tx.
+type RowQuerier interface {
+	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
+}
+
 // CheckRecordIDs counts the rows of rel (a table or a subquery), its null
 // record ids and its repeated ones, as a snapshot load checks them, in db
 // (the DuckDB file's transaction, or the in-memory DuckDB that reads
@@ -26,9 +31,7 @@ import (
 // at 10M rows this takes half the time of count(DISTINCT) over the strings
 // (which was a sixth of a snapshot load). Equal hashes, a repeat or a
 // collision, are settled by the exact count.
-func CheckRecordIDs(ctx context.Context, db interface {
-	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
-}, rel string) (n, nulls, dups int64, err error) {
+func CheckRecordIDs(ctx context.Context, db RowQuerier, rel string) (n, nulls, dups int64, err error) {
 	id := storage.Ident(storage.ColRecordID)
 	var hashDups int64
 	err = db.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*), count(*) - count(%[1]s),
@@ -46,9 +49,7 @@ func CheckRecordIDs(ctx context.Context, db interface {
 // RepeatedIDs is the exact count of rel's repeated record ids (the ids
 // that are not null, less the distinct ones), for a check whose hashes
 // repeated.
-func RepeatedIDs(ctx context.Context, db interface {
-	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
-}, rel string) (int64, error) {
+func RepeatedIDs(ctx context.Context, db RowQuerier, rel string) (int64, error) {
 	var dups int64
 	err := db.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(%[1]s) - count(DISTINCT %[1]s) FROM %[2]s`, storage.Ident(storage.ColRecordID), rel)).Scan(&dups)
 	return dups, err

@@ -146,12 +146,11 @@ func countWord(n int64) string {
 func (tx *Tx) logWatch(ctx context.Context, m storage.WatchMerge) error {
 	if len(m.Log) > 0 {
 		versions, ids, kinds := make([]int32, len(m.Log)), make([]string, len(m.Log)), make([]string, len(m.Log))
-		sets := make([]int, len(m.Log))
 		for i, l := range m.Log {
-			versions[i], ids[i], kinds[i], sets[i] = int32(l.Version), l.ID, l.Change, l.Version
+			versions[i], ids[i], kinds[i] = int32(l.Version), l.ID, l.Change
 		}
 		log := `(SELECT $1::text AS dataset_id, l.* FROM unnest($2::integer[], $3::text[], $4::text[]) l(version, id, change)) l`
-		if _, err := tx.conn.Exec(ctx, storage.VersionSetsSQL(m.DatasetID, sets)); err != nil {
+		if _, err := tx.conn.Exec(ctx, storage.VersionSetsSQL(m.DatasetID, versions)); err != nil {
 			return fmt.Errorf("log changes of %s: %w", m.DatasetID, err)
 		}
 		if _, err := tx.conn.Exec(ctx, storage.LogRowsSQL(log, "CAST(l.change AS _ploti.change_kind)"), m.DatasetID, versions, ids, kinds); err != nil {
