@@ -77,6 +77,7 @@ func (tx *Tx) LoadSnapshotStream(ctx context.Context, table string, cols []ploti
 		}
 	} else {
 		l.ids = tx.newRunIDs(l.src, groups[len(groups)-1].rows)
+		defer l.ids.release()
 	}
 	from, err := tx.insertAsArrived(ctx, f, l.name, groups, l.run)
 	if err != nil {

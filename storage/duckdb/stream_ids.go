@@ -18,9 +18,10 @@ import (
 var maxRunIDsBytes uint64 = 256 << 20
 
 // runIDsChunk is at most how many rows' hashes one statement brings to
-// Go, as a list of boxed values (about 24 bytes a row): a run longer than
-// that (the whole file when it is already on disk) is hashed in parts.
-const runIDsChunk = 1 << 20
+// Go, as a list of boxed values (about 24 bytes a row, 6 MiB a part): a
+// run longer than that (the whole file when it is already on disk) is
+// hashed in parts.
+const runIDsChunk = 1 << 18
 
 // runIDs checks a streamed snapshot's record ids run by run, while the
 // rest of the file is still on the wire: DuckDB hashes each run's ids as
@@ -46,6 +47,7 @@ type runIDs struct {
 	tx       *Tx
 	src      string   // the file's read_parquet with file_row_number
 	set      []uint32 // high 32 bits of each hash (0 is an empty slot); nil once given up (held)
+	free     func()   // gives the set's memory back (hashSlots)
 	used     int
 	n, nulls int64
 	again    int64 // hashes seen before: 0 means no id repeats
@@ -67,7 +69,20 @@ func (tx *Tx) newRunIDs(src string, rows int64) *runIDs {
 	if slots*4 > limit {
 		return nil
 	}
-	return &runIDs{tx: tx, src: src, set: make([]uint32, slots)}
+	set, free := hashSlots(int(slots))
+	return &runIDs{tx: tx, src: src, set: set, free: free}
+}
+
+// release gives up the set and its memory: the check no longer holds.
+func (r *runIDs) release() {
+	if r == nil {
+		return
+	}
+	r.set = nil
+	if r.free != nil {
+		r.free()
+		r.free = nil
+	}
 }
 
 // add hashes the ids of the file's rows [from, to), a run of row groups
@@ -97,7 +112,7 @@ func (r *runIDs) addPart(ctx context.Context, from, to int64) error {
 	// A guard: the set never fills past three quarters, whatever the
 	// footer said.
 	if (r.used+len(hashes))*4 > len(r.set)*3 {
-		r.set = nil
+		r.release()
 		return nil
 	}
 	for _, v := range hashes {
@@ -137,7 +152,7 @@ func (r *runIDs) held() bool { return r != nil && r.set != nil }
 // came again, the exact count of repeated ids in rel (the verified
 // file's ids, recordIDsOf).
 func (r *runIDs) counts(ctx context.Context, rel string) (n, nulls, dups int64, err error) {
-	r.set = nil
+	r.release()
 	if r.again > 0 {
 		if dups, err = duckread.RepeatedIDs(ctx, r.tx.tx, rel); err != nil {
 			return 0, 0, 0, fmt.Errorf("check record ids: %w", err)

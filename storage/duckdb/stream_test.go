@@ -130,6 +130,11 @@ func TestTx_newRunIDsKeepsToItsMemory(t *testing.T) {
 		got := 0
 		if r != nil {
 			got = len(r.set)
+			r.release()
+			r.release() // a second release (the load's deferred one) is safe
+			if r.held() {
+				t.Errorf("limit %q, %d rows: the set still held after its release", c.limit, c.rows)
+			}
 		}
 		if got != c.slots {
 			t.Errorf("limit %q, %d rows: %d slots, want %d", c.limit, c.rows, got, c.slots)
@@ -173,5 +178,28 @@ func TestRunIDs_countsHashesSeenAgain(t *testing.T) {
 	n, nulls, dups, err := r.counts(ctx, recordIDsOf(duckread.ParquetSource([]string{f})))
 	if err != nil || n != 5 || nulls != 0 || dups != 0 {
 		t.Fatalf("counts = %d, %d, %d, %v; want 5 rows, no null or repeated id", n, nulls, dups, err)
+	}
+}
+
+// The set's slots start empty, every one writable, and give their memory
+// back when freed.
+func TestHashSlots_emptyAndWritable(t *testing.T) {
+	for _, n := range []int{0, 1, 1 << 16} {
+		s, free := hashSlots(n)
+		if len(s) != n {
+			t.Fatalf("hashSlots(%d): %d slots", n, len(s))
+		}
+		for i := range s {
+			if s[i] != 0 {
+				t.Fatalf("hashSlots(%d): slot %d is %d, want empty", n, i, s[i])
+			}
+			s[i] = uint32(i) + 1
+		}
+		for i := range s {
+			if s[i] != uint32(i)+1 {
+				t.Fatalf("hashSlots(%d): slot %d lost its value", n, i)
+			}
+		}
+		free()
 	}
 }

@@ -1,0 +1,8 @@
+//go:build !unix
+
+package duckdb
+
+// hashSlots is n empty slots of a set of hashes, on Go's heap here.
+func hashSlots(n int) (slots []uint32, free func()) {
+	return make([]uint32, n), func() {}
+}
