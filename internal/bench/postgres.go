@@ -505,19 +505,22 @@ func (p *pgBench) readers(ctx context.Context, b *bigDataset, fx *pgLoadFixture)
 	quiet := rd.stop()
 	p.r.logf("postgres reader alone: %s", quiet)
 	var all []readerStats
+	eo := p.r.eo
+	eo.Settled = true // settled here, before the reader's window opens
 	for _, step := range []struct{ name, what string }{{"merge", "the 1% merge"}, {"reload", "a reload of the whole table (the snapshot swapped in)"}} {
+		settle()
 		rd, err := startReader(ctx, p.url(db), q)
 		if err != nil {
 			return err
 		}
 		if step.name == "merge" {
 			var run syncRun
-			run, err = engineSync(ctx, b.em, b.sub, p.url(db), p.r.eo)
+			run, err = engineSync(ctx, b.em, b.sub, p.url(db), eo)
 			if err == nil && run.Result.ChangesMerged != 1 {
 				err = fmt.Errorf("readers: the sync merged %d files, want 1: %w", run.Result.ChangesMerged, errMismatch)
 			}
 		} else {
-			_, err = engineReload(ctx, b.em, p.url(db), b.id, b.version, 1, p.r.eo, nil)
+			_, err = engineReload(ctx, b.em, p.url(db), b.id, b.version, 1, eo, nil)
 		}
 		s := rd.stop()
 		if err != nil {

@@ -13,7 +13,7 @@ import (
 // changes files; the side measured before) until a DuckDB next starts
 // work, which then returns it to the kernel: 0.22–0.25 s of kernel time
 // on the first open after the 10M-row fixture was written, measured on
-// this two-core VM, which fell on whichever side ran first. Done here,
+// the bench's two-core VM, which fell on whichever side ran first. Done here,
 // neither side pays for the other's memory, or for the fixture's.
 func freeDuckDB() {
 	ctx := context.Background()
