@@ -73,7 +73,8 @@ func (tx *Tx) newRunIDs(src string, rows int64) *runIDs {
 	return &runIDs{tx: tx, src: src, set: set, free: free}
 }
 
-// release gives up the set and its memory: the check no longer holds.
+// release gives the set's memory back; held is false after it. Safe on
+// nil and more than once.
 func (r *runIDs) release() {
 	if r == nil {
 		return

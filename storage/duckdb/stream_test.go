@@ -89,6 +89,9 @@ func TestTx_loadSnapshotStreamRefusesNullAndRepeatedIDs(t *testing.T) {
 			}
 			n, err := eng(tx).LoadSnapshotStream(ctx, "t_"+strings.ReplaceAll(c.name, " ", "_"), testCols, arrival, false)
 			tx.Rollback()
+			if m := slotMaps.Load(); m != 0 {
+				t.Fatalf("%s: %d sets of hashes still mapped after the load", what, m)
+			}
 			if sf, ok := arrival.(*steppedFile); ok && sf.runs < 5 {
 				t.Fatalf("%s: %d runs, want 5", what, sf.runs)
 			}
@@ -181,11 +184,15 @@ func TestRunIDs_countsHashesSeenAgain(t *testing.T) {
 	}
 }
 
-// The set's slots start empty, every one writable, and give their memory
-// back when freed.
+// The set's slots start empty, every one writable, and a mapped set is
+// unmapped when freed.
 func TestHashSlots_emptyAndWritable(t *testing.T) {
+	before := slotMaps.Load()
 	for _, n := range []int{0, 1, 1 << 16} {
 		s, free := hashSlots(n)
+		if m := slotMaps.Load() - before; m > 1 || n == 0 && m != 0 {
+			t.Fatalf("hashSlots(%d): %d mappings made", n, m)
+		}
 		if len(s) != n {
 			t.Fatalf("hashSlots(%d): %d slots", n, len(s))
 		}
@@ -201,5 +208,8 @@ func TestHashSlots_emptyAndWritable(t *testing.T) {
 			}
 		}
 		free()
+		if m := slotMaps.Load(); m != before {
+			t.Fatalf("hashSlots(%d): %d mappings left after free, want %d", n, m, before)
+		}
 	}
 }

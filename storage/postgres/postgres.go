@@ -195,8 +195,8 @@ type ducks struct {
 }
 
 // openDucks opens the DuckDB that reads and checks files and the one of
-// the exports side by side, in the background: 5–7 ms each here, and one
-// after the other they were most of a writer's open.
+// the exports side by side, in the background: 5–7 ms each on two
+// cores, and one after the other they were most of a writer's open.
 func openDucks(ctx context.Context, opts storage.Options) <-chan ducks {
 	ch := make(chan ducks, 1)
 	go func() {
@@ -210,12 +210,13 @@ func openDucks(ctx context.Context, opts storage.Options) <-chan ducks {
 		duck, err := duckread.OpenPlain(ctx, "", opts)
 		<-exports
 		d.duck = duck
-		switch {
-		case err != nil:
-			d.err = fmt.Errorf("the DuckDB that reads files: %w", err)
-		case chunkErr != nil:
-			d.err = fmt.Errorf("the DuckDB that exports rows: %w", chunkErr)
+		if err != nil {
+			err = fmt.Errorf("the DuckDB that reads files: %w", err)
 		}
+		if chunkErr != nil {
+			chunkErr = fmt.Errorf("the DuckDB that exports rows: %w", chunkErr)
+		}
+		d.err = errors.Join(err, chunkErr)
 		ch <- d // the caller closes whichever opened
 	}()
 	return ch
