@@ -2,9 +2,12 @@ package duckdb
 
 import (
 	"context"
+	"database/sql"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ploti-replica/ploti-replica/storage"
 )
@@ -110,5 +113,43 @@ func TestHoldCheckpoints_aLargeMergeCheckpointsAsItCommits(t *testing.T) {
 	var n int
 	if err := db.SQL().QueryRowContext(ctx, "SELECT count(*) FROM permits WHERE permit LIKE '%x'").Scan(&n); err != nil || n != 120_000 {
 		t.Fatalf("changed rows after the merges: %d (%v), want 120000", n, err)
+	}
+}
+
+// A checkpoint waits for another connection's write transaction to end
+// (DuckDB refuses a CHECKPOINT while one is open), and still gives up,
+// with DuckDB's words, on one that outlasts its wait.
+func TestDB_checkpointWaitsForAnotherWriter(t *testing.T) {
+	ctx := context.Background()
+	db, err := OpenFile(ctx, filepath.Join(t.TempDir(), "t.duckdb"), storage.Options{Geometry: testGeometry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	writer := func() *sql.Tx {
+		tx, err := db.SQL().BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// DuckDB checkpoints beside another transaction's inserts, not
+		// beside its updates or deletes.
+		if _, err := tx.ExecContext(ctx, "UPDATE _ploti.settings SET value = value"); err != nil {
+			t.Fatal(err)
+		}
+		return tx
+	}
+	tx := writer()
+	time.AfterFunc(150*time.Millisecond, func() { tx.Commit() })
+	start := time.Now()
+	if err := db.Checkpoint(ctx); err != nil {
+		t.Fatalf("checkpoint beside a writer that commits after 150 ms: %v", err)
+	}
+	if waited := time.Since(start); waited < 100*time.Millisecond {
+		t.Fatalf("checkpoint returned after %s, before the writer committed", waited)
+	}
+	tx = writer()
+	defer tx.Rollback()
+	if err := db.Checkpoint(ctx); err == nil || !strings.Contains(err.Error(), "other write transactions") {
+		t.Fatalf("checkpoint beside a writer that stays open: %v; want DuckDB's refusal", err)
 	}
 }

@@ -240,10 +240,33 @@ func (db *DB) checkReplica(ctx context.Context) error {
 
 // Checkpoint writes the WAL into the file and lets DuckDB reuse freed blocks.
 func (db *DB) Checkpoint(ctx context.Context) error {
-	if _, err := db.sql.ExecContext(ctx, "CHECKPOINT"); err != nil {
+	if err := db.checkpoint(ctx); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	return nil
+}
+
+// checkpointWait is how long a checkpoint waits for another connection's
+// write transaction to end: DuckDB refuses a CHECKPOINT while one is open
+// (a FORCE CHECKPOINT would abort it), and those of this process are
+// short (a statement or a commit of the registry).
+const checkpointWait = 2 * time.Second
+
+// checkpoint runs DuckDB's CHECKPOINT, trying again every 10 ms for up to
+// checkpointWait while another write transaction is open.
+func (db *DB) checkpoint(ctx context.Context) error {
+	deadline := time.Now().Add(checkpointWait)
+	for {
+		_, err := db.sql.ExecContext(ctx, "CHECKPOINT")
+		if err == nil || !strings.Contains(err.Error(), "other write transactions active") || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // MigrationVersion is the newest migration this build knows.

@@ -101,7 +101,7 @@ func (db *DB) CloseWithSummary(ctx context.Context, summarize func(context.Conte
 	}
 	var cpErr error
 	if err == nil {
-		_, cpErr = db.sql.ExecContext(ctx, "CHECKPOINT")
+		cpErr = db.checkpoint(ctx)
 	}
 	if err == nil && cpErr == nil {
 		if again, err := db.commitHead(ctx); err == nil && again == head {
