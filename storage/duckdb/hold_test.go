@@ -3,7 +3,6 @@ package duckdb
 import (
 	"context"
 	"database/sql"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -116,16 +115,12 @@ func TestHoldCheckpoints_aLargeMergeCheckpointsAsItCommits(t *testing.T) {
 	}
 }
 
-// A checkpoint waits for another connection's write transaction to end
-// (DuckDB refuses a CHECKPOINT while one is open), and still gives up,
-// with DuckDB's words, on one that outlasts its wait.
+// A checkpoint waits for another connection's updates or deletes to be
+// committed (DuckDB refuses a CHECKPOINT while they are open), and still
+// gives up, with DuckDB's words, on a transaction that outlasts its wait.
 func TestDB_checkpointWaitsForAnotherWriter(t *testing.T) {
 	ctx := context.Background()
-	db, err := OpenFile(ctx, filepath.Join(t.TempDir(), "t.duckdb"), storage.Options{Geometry: testGeometry})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := mustOpen(t).Engine().(*DB)
 	writer := func() *sql.Tx {
 		tx, err := db.SQL().BeginTx(ctx, nil)
 		if err != nil {
