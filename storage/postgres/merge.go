@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -35,25 +36,17 @@ func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, t
 	if err != nil {
 		return st, err
 	}
-	id, change := storage.Ident(storage.ColRecordID), storage.Ident(storage.ColChange)
-	var nulls, dups, bad int64
-	err = tx.db.duck.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) FILTER (WHERE %[1]s IS NULL),
-			count(%[1]s) - count(DISTINCT %[1]s),
-			count(*) FILTER (WHERE %[2]s IS NULL OR %[2]s NOT IN ('added', 'changed', 'removed')),
-			count(*) FILTER (WHERE %[2]s = 'added'),
-			count(*) FILTER (WHERE %[2]s = 'changed'),
-			count(*) FILTER (WHERE %[2]s = 'removed')
-		FROM %[3]s`, id, change, duckread.FileIDsSQL(src))).Scan(&nulls, &dups, &bad, &st.Added, &st.Changed, &st.Removed)
-	if err != nil {
-		if cerr := ctx.Err(); cerr != nil {
-			return st, fmt.Errorf("check changes %s: %w", name, cerr)
-		}
-		return st, &storage.DataError{File: name, Detail: "read: " + err.Error()}
-	}
-	if err := duckread.FileFaults(name, nulls, dups, bad); err != nil {
-		return st, err
-	}
+	// The file's checks run on the DuckDB that reads files while the
+	// other one exports its rows into the temporary table: the server
+	// makes the table (its first use of PostGIS, a few milliseconds) and
+	// takes the COPY meanwhile. A file the checks refuse is refused
+	// whatever the COPY did; the caller's rollback drops the table.
+	checked := make(chan error, 1)
+	go func() { checked <- tx.checkChanges(ctx, src, name, &st) }()
 	after, err := tx.copyChanges(ctx, cols, sel, src, name)
+	if cerr := <-checked; cerr != nil {
+		return st, cerr
+	}
 	if err != nil {
 		return st, err
 	}
@@ -67,6 +60,27 @@ func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, t
 	}
 	err = tx.conn.QueryRow(ctx, "SELECT count(*) FROM "+t).Scan(&st.Rows)
 	return st, err
+}
+
+// checkChanges counts the changes file's rows by kind into st and
+// refuses a file with null or repeated ids or an unknown kind of change.
+func (tx *Tx) checkChanges(ctx context.Context, src, name string, st *storage.MergeStats) error {
+	id, change := storage.Ident(storage.ColRecordID), storage.Ident(storage.ColChange)
+	var nulls, dups, bad int64
+	err := tx.db.duck.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) FILTER (WHERE %[1]s IS NULL),
+			count(%[1]s) - count(DISTINCT %[1]s),
+			count(*) FILTER (WHERE %[2]s IS NULL OR %[2]s NOT IN ('added', 'changed', 'removed')),
+			count(*) FILTER (WHERE %[2]s = 'added'),
+			count(*) FILTER (WHERE %[2]s = 'changed'),
+			count(*) FILTER (WHERE %[2]s = 'removed')
+		FROM %[3]s`, id, change, duckread.FileIDsSQL(src))).Scan(&nulls, &dups, &bad, &st.Added, &st.Changed, &st.Removed)
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return fmt.Errorf("check changes %s: %w", name, cerr)
+		}
+		return &storage.DataError{File: name, Detail: "read: " + err.Error()}
+	}
+	return duckread.FileFaults(name, nulls, dups, bad)
 }
 
 // probeChanges refuses a changes file that lacks a column of the schema
@@ -136,14 +150,19 @@ func (tx *Tx) copyChanges(ctx context.Context, cols []ploti.Column, sel, src, na
 func (tx *Tx) applyChanges(ctx context.Context, pre, t, table string, cols []ploti.Column, datasetID string, version int, name string, want int64) error {
 	id, change := storage.Ident(storage.ColRecordID), storage.Ident(storage.ColChange)
 	names := columnNames(cols)
+	// An added id must not be held. The table's primary key on the id
+	// (every table a load makes has it) refuses one at the INSERT, so the
+	// DELETE looks up only the changed and removed ids; a table without
+	// it (a user dropped it) has the added ids looked up too.
 	check := fmt.Sprintf(`WITH d AS (
-			DELETE FROM %[3]s t USING %[4]s m WHERE t.%[1]s = m.%[1]s RETURNING m.%[1]s AS id, m.%[2]s AS change)
+			DELETE FROM %[3]s t USING %[4]s m WHERE t.%[1]s = m.%[1]s AND (m.%[2]s <> 'added' OR NOT %[6]s)
+			RETURNING m.%[1]s AS id, m.%[2]s AS change)
 		SELECT count(*) FILTER (WHERE change = 'added'), min(id) FILTER (WHERE change = 'added'),
 			count(*) FILTER (WHERE change <> 'added'),
 			CASE WHEN count(*) FILTER (WHERE change <> 'added') <> %[5]d THEN
 				(SELECT min(m.%[2]s || ' id ' || m.%[1]s) FROM %[4]s m WHERE m.%[2]s <> 'added' AND NOT EXISTS (SELECT 1 FROM d WHERE d.id = m.%[1]s))
 			END
-		FROM d`, id, change, t, mergeTemp, want)
+		FROM d`, id, change, t, mergeTemp, want, idIsUnique(t))
 	insert := fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s FROM %s WHERE %s IN ('added', 'changed')`, t, names, names, mergeTemp, change)
 	logged := storage.LogOneSetSQL(datasetID, version, fmt.Sprintf("%s, CAST(%s AS _ploti.change_kind) FROM %s", id, change, mergeTemp))
 	results, err := batch(ctx, tx.conn, pre, check, insert, logged[0], logged[1], "DROP TABLE "+mergeTemp)
@@ -156,6 +175,9 @@ func (tx *Tx) applyChanges(ctx context.Context, pre, t, table string, cols []plo
 			return ferr
 		}
 	}
+	if held, ok := addedHeld(err); ok && len(results) == at+1 {
+		return &storage.DataError{File: name, Detail: fmt.Sprintf("changes file does not fit the held version: added id %s is already held", held)}
+	}
 	switch {
 	case err == nil:
 		return nil
@@ -167,6 +189,30 @@ func (tx *Tx) applyChanges(ctx context.Context, pre, t, table string, cols []plo
 		return fmt.Errorf("merge %s into %s: insert: %w", name, table, err)
 	}
 	return fmt.Errorf("log changes of %s v%d: %w", datasetID, version, err)
+}
+
+// idIsUnique is a condition that tells whether the table t (qualified)
+// has a unique index on _ploti_record_id alone, valid and whole.
+func idIsUnique(t string) string {
+	return fmt.Sprintf(`EXISTS (SELECT 1 FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+		WHERE i.indrelid = CAST(%s AS regclass) AND i.indisunique AND i.indisvalid AND i.indnkeyatts = 1 AND i.indpred IS NULL
+			AND a.attname = %s)`, storage.Literal(t), storage.Literal(storage.ColRecordID))
+}
+
+// addedHeld tells a merge's INSERT refused by the unique index on
+// _ploti_record_id, and the id it names: an added id the table holds.
+func addedHeld(err error) (string, bool) {
+	pe := pgError(err)
+	if pe == nil || pe.Code != "23505" {
+		return "", false
+	}
+	key := "Key (" + storage.ColRecordID + ")=("
+	rest, ok := strings.CutPrefix(pe.Detail, key)
+	if !ok {
+		return "", false
+	}
+	held, ok := strings.CutSuffix(rest, ") already exists.")
+	return held, ok
 }
 
 // misfit reads the fit check of applyChanges (added ids held, the first

@@ -222,3 +222,30 @@ func TestTx_MergeChanges_withoutGeometry(t *testing.T) {
 		t.Fatalf("err = %v, want the added id refused", err)
 	}
 }
+
+// Without the primary key on _ploti_record_id (a user dropped it), the
+// merge still refuses an added id the table holds: the DELETE's check
+// looks the added ids up too.
+func TestTx_MergeChanges_addedIdHeldWithoutThePrimaryKey(t *testing.T) {
+	ctx := context.Background()
+	db, u := mustOpen(t)
+	duck := mustDuck(t)
+	snap := mustParquet(t, duck, snapQuery)
+	if err := db.Update(ctx, func(tx *Tx) error { _, err := tx.LoadSnapshot(ctx, "permits", testCols, []string{snap}); return err }); err != nil {
+		t.Fatal(err)
+	}
+	r := mustReader(t, u)
+	pk := state(t, r, "SELECT conname FROM pg_constraint WHERE conrelid = 'permits'::regclass AND contype = 'p'")
+	if _, err := r.Exec(ctx, "ALTER TABLE permits DROP CONSTRAINT "+pgx.Identifier{pk}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	before := state(t, r, "SELECT string_agg(_ploti_record_id || permit, ' ' ORDER BY _ploti_record_id) FROM permits")
+	f := mustParquet(t, duck, "SELECT 'added' AS _ploti_change, * FROM ("+snapQuery+") WHERE _ploti_record_id = 'r3'")
+	err := db.Update(ctx, func(tx *Tx) error { _, err := tx.MergeChanges(ctx, "ds", 2, "permits", testCols, f, -1); return err })
+	if !errors.Is(err, storage.ErrBadData) || !strings.Contains(err.Error(), "added id r3 is already held") {
+		t.Fatalf("err = %v, want ErrBadData saying added id r3 is already held", err)
+	}
+	if after := state(t, r, "SELECT string_agg(_ploti_record_id || permit, ' ' ORDER BY _ploti_record_id) FROM permits"); after != before {
+		t.Fatalf("table after the refusal: %s, was %s", after, before)
+	}
+}
