@@ -133,9 +133,20 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	// state (the registry outside a transaction) take the others.
 	pool := sql.OpenDB(connector{stdlib.GetConnector(*cfg)})
 	pool.SetMaxIdleConns(2)
+	// A writer's in-memory DuckDBs open while the session connects, takes
+	// the lock and migrates: a few milliseconds each of this machine's
+	// CPU, where the session mostly waits on the server.
+	var opening <-chan ducks
+	if !opts.ReadOnly {
+		opening = openDucks(ctx, storage.Options{MemoryLimit: opts.MemoryLimit, Threads: opts.Threads})
+	}
 	pinned, err := pool.Conn(ctx)
 	if err != nil {
 		pool.Close()
+		if opening != nil {
+			d := <-opening
+			<-closeDucks(d.duck, d.chunks)
+		}
 		return nil, fmt.Errorf("open %s: %w", name, scrub(err, dsn))
 	}
 	var conn *pgx.Conn
@@ -149,7 +160,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		db.readOnly = true
 		return db, nil
 	}
-	if err := db.openWriter(ctx, opts); err != nil {
+	if err := db.openWriter(ctx, opts, opening); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -157,16 +168,11 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 }
 
 // openWriter makes db the database's writer: it refuses a hot standby,
-// takes the writer's lock, migrates, and opens the in-memory DuckDBs.
-func (db *DB) openWriter(ctx context.Context, opts Options) error {
-	if err := db.refuseStandby(ctx); err != nil {
-		return err
-	}
-	// The in-memory DuckDBs open while the session takes the lock and
-	// migrates: a few milliseconds each, off every sync's path. So does
-	// the pool's second session, which the registry's reads outside a
-	// transaction take.
-	ducks := openDucks(ctx, storage.Options{MemoryLimit: opts.MemoryLimit, Threads: opts.Threads})
+// takes the writer's lock, migrates, and takes the in-memory DuckDBs
+// opening (always, so that Close closes them whatever failed).
+func (db *DB) openWriter(ctx context.Context, opts Options, opening <-chan ducks) error {
+	// The pool's second session, which the registry's reads outside a
+	// transaction take, connects meanwhile too.
 	warm := make(chan struct{})
 	go func() {
 		defer close(warm)
@@ -175,11 +181,14 @@ func (db *DB) openWriter(ctx context.Context, opts Options) error {
 		}
 	}()
 	defer func() { <-warm }()
-	err := db.lock(ctx, opts)
+	err := db.refuseStandby(ctx)
+	if err == nil {
+		err = db.lock(ctx, opts)
+	}
 	if err == nil {
 		err = db.setup(ctx)
 	}
-	d := <-ducks
+	d := <-opening
 	db.duck, db.chunks = d.duck, d.chunks
 	if err == nil && d.err != nil {
 		err = fmt.Errorf("open %s: %w", db.name, d.err)
@@ -294,13 +303,11 @@ func (db *DB) Now() time.Time { return db.now().UTC() }
 // Close closes the session (which releases the advisory lock) and the
 // DuckDB that read the files, gathering every error.
 func (db *DB) Close() error {
+	// The in-memory DuckDBs close beside the sessions' end, each on its
+	// own: a few milliseconds each, one after the other they were most
+	// of a writer's close. They hold nothing the database needs.
+	ducks := closeDucks(db.duck, db.chunks)
 	errs := []error{db.closeReadOnly()}
-	if db.duck != nil {
-		errs = append(errs, db.duck.Close())
-	}
-	if db.chunks != nil {
-		db.chunks.close()
-	}
 	if db.locked {
 		// The lock is let go before the session ends: a server ends a
 		// closed session's backend (and its locks) a moment after the
@@ -319,7 +326,31 @@ func (db *DB) Close() error {
 	if db.pool != nil {
 		errs = append(errs, db.pool.Close())
 	}
+	errs = append(errs, <-ducks)
 	return errors.Join(errs...)
+}
+
+// closeDucks closes the DuckDB that reads files and the one of the
+// exports side by side, in the background; either may be nil. The
+// channel gives the first's error once both are closed.
+func closeDucks(duck *sql.DB, chunks *chunkDuck) <-chan error {
+	ch := make(chan error, 1)
+	go func() {
+		exports := make(chan struct{})
+		go func() {
+			defer close(exports)
+			if chunks != nil {
+				chunks.close()
+			}
+		}()
+		var err error
+		if duck != nil {
+			err = duck.Close()
+		}
+		<-exports
+		ch <- err
+	}()
+	return ch
 }
 
 // table is a dataset table's name qualified by the tables' schema.
