@@ -60,8 +60,10 @@ func openChunkDuck(opts storage.Options) (*chunkDuck, error) {
 	return d, nil
 }
 
-// close disconnects and closes the DuckDB.
+// close disconnects and closes the DuckDB, after the export under way.
 func (d *chunkDuck) close() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	bindings.Disconnect(&d.conn)
 	bindings.Close(&d.db)
 }

@@ -153,16 +153,19 @@ func (tx *Tx) applyChanges(ctx context.Context, pre, t, table string, cols []plo
 	// An added id must not be held. The table's primary key on the id
 	// (every table a load makes has it) refuses one at the INSERT, so the
 	// DELETE looks up only the changed and removed ids; a table without
-	// it (a user dropped it) has the added ids looked up too.
+	// it (a user dropped it) has the added ids looked up too. The check
+	// returns the key's name, which the INSERT's refusal then names.
+	key := idIndex(t)
 	check := fmt.Sprintf(`WITH d AS (
-			DELETE FROM %[3]s t USING %[4]s m WHERE t.%[1]s = m.%[1]s AND (m.%[2]s <> 'added' OR NOT %[6]s)
+			DELETE FROM %[3]s t USING %[4]s m WHERE t.%[1]s = m.%[1]s AND (m.%[2]s <> 'added' OR %[6]s IS NULL)
 			RETURNING m.%[1]s AS id, m.%[2]s AS change)
 		SELECT count(*) FILTER (WHERE change = 'added'), min(id) FILTER (WHERE change = 'added'),
 			count(*) FILTER (WHERE change <> 'added'),
 			CASE WHEN count(*) FILTER (WHERE change <> 'added') <> %[5]d THEN
 				(SELECT min(m.%[2]s || ' id ' || m.%[1]s) FROM %[4]s m WHERE m.%[2]s <> 'added' AND NOT EXISTS (SELECT 1 FROM d WHERE d.id = m.%[1]s))
-			END
-		FROM d`, id, change, t, mergeTemp, want, idIsUnique(t))
+			END,
+			%[6]s
+		FROM d`, id, change, t, mergeTemp, want, key)
 	insert := fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s FROM %s WHERE %s IN ('added', 'changed')`, t, names, names, mergeTemp, change)
 	logged := storage.LogOneSetSQL(datasetID, version, fmt.Sprintf("%s, CAST(%s AS _ploti.change_kind) FROM %s", id, change, mergeTemp))
 	results, err := batch(ctx, tx.conn, pre, check, insert, logged[0], logged[1], "DROP TABLE "+mergeTemp)
@@ -171,12 +174,13 @@ func (tx *Tx) applyChanges(ctx context.Context, pre, t, table string, cols []plo
 		at = 1
 	}
 	if row, rerr := firstRow(results, at); rerr == nil {
-		if ferr := misfit(row, name, want); ferr != nil {
+		index, ferr := misfit(row, name, want)
+		if ferr != nil {
 			return ferr
 		}
-	}
-	if held, ok := addedHeld(err); ok && len(results) == at+1 {
-		return &storage.DataError{File: name, Detail: fmt.Sprintf("changes file does not fit the held version: added id %s is already held", held)}
+		if held, ok := addedHeld(err, index); ok {
+			return &storage.DataError{File: name, Detail: "changes file does not fit the held version: " + held + " is already held"}
+		}
 	}
 	switch {
 	case err == nil:
@@ -191,56 +195,60 @@ func (tx *Tx) applyChanges(ctx context.Context, pre, t, table string, cols []plo
 	return fmt.Errorf("log changes of %s v%d: %w", datasetID, version, err)
 }
 
-// idIsUnique is a condition that tells whether the table t (qualified)
-// has a unique index on _ploti_record_id alone, valid and whole.
-func idIsUnique(t string) string {
-	return fmt.Sprintf(`EXISTS (SELECT 1 FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
-		WHERE i.indrelid = CAST(%s AS regclass) AND i.indisunique AND i.indisvalid AND i.indnkeyatts = 1 AND i.indpred IS NULL
-			AND a.attname = %s)`, storage.Literal(t), storage.Literal(storage.ColRecordID))
+// idIndex is a scalar subquery: the name of the table t's (qualified)
+// unique index on _ploti_record_id alone, valid, whole and checked at
+// once (not deferred to the commit), or NULL when it has none.
+func idIndex(t string) string {
+	return fmt.Sprintf(`(SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+			JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+		WHERE i.indrelid = CAST(%s AS regclass) AND i.indisunique AND i.indisvalid AND i.indimmediate
+			AND i.indnkeyatts = 1 AND i.indpred IS NULL AND a.attname = %s
+		ORDER BY c.relname LIMIT 1)`, storage.Literal(t), storage.Literal(storage.ColRecordID))
 }
 
-// addedHeld tells a merge's INSERT refused by the unique index on
-// _ploti_record_id, and the id it names: an added id the table holds.
-func addedHeld(err error) (string, bool) {
+// addedHeld tells the merge's INSERT refused by index, the table's unique
+// index on _ploti_record_id (idIndex), and says which added id it held:
+// the id the refusal's detail names, when the detail reads as
+// PostgreSQL's English one (the server's lc_messages may translate it).
+func addedHeld(err error, index string) (string, bool) {
 	pe := pgError(err)
-	if pe == nil || pe.Code != "23505" {
+	if pe == nil || pe.Code != "23505" || index == "" || pe.ConstraintName != index {
 		return "", false
 	}
-	key := "Key (" + storage.ColRecordID + ")=("
-	rest, ok := strings.CutPrefix(pe.Detail, key)
-	if !ok {
-		return "", false
+	rest, ok := strings.CutPrefix(pe.Detail, "Key ("+storage.ColRecordID+")=(")
+	if held, found := strings.CutSuffix(rest, ") already exists."); ok && found {
+		return "added id " + held, true
 	}
-	held, ok := strings.CutSuffix(rest, ") already exists.")
-	return held, ok
+	return "an added id", true
 }
 
 // misfit reads the fit check of applyChanges (added ids held, the first
-// of them, rows deleted, the first changed or removed id not held) and
-// refuses a file that does not fit.
-func misfit(row []textValue, name string, want int64) error {
-	if len(row) != 4 {
-		return fmt.Errorf("merge %s: the fit check returned %d values", name, len(row))
+// of them, rows deleted, the first changed or removed id not held, the
+// id's unique index) and refuses a file that does not fit; it returns the
+// index's name ("" for none).
+func misfit(row []textValue, name string, want int64) (string, error) {
+	if len(row) != 5 {
+		return "", fmt.Errorf("merge %s: the fit check returned %d values", name, len(row))
 	}
 	addedHeld, err := row[0].int64()
 	if err != nil {
-		return err
+		return "", err
 	}
 	deleted, err := row[2].int64()
 	if err != nil {
-		return err
+		return "", err
 	}
 	switch {
 	case addedHeld > 0:
-		return &storage.DataError{File: name, Detail: fmt.Sprintf("changes file does not fit the held version: added id %s is already held", deref(row[1].str()))}
+		return "", &storage.DataError{File: name, Detail: fmt.Sprintf("changes file does not fit the held version: added id %s is already held", deref(row[1].str()))}
 	case deleted != want:
 		detail := fmt.Sprintf("its %d changed or removed ids match %d held rows", want, deleted)
 		if notHeld := row[3].str(); notHeld != nil {
 			detail = *notHeld + " is not held"
 		}
-		return &storage.DataError{File: name, Detail: "changes file does not fit the held version: " + detail}
+		return "", &storage.DataError{File: name, Detail: "changes file does not fit the held version: " + detail}
 	}
-	return nil
+	return deref(row[4].str()), nil
 }
 
 func deref(s *string) string {

@@ -3,10 +3,12 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
@@ -223,29 +225,68 @@ func TestTx_MergeChanges_withoutGeometry(t *testing.T) {
 	}
 }
 
-// Without the primary key on _ploti_record_id (a user dropped it), the
+// Without a unique index on _ploti_record_id checked at once (a user
+// dropped the primary key, or made the key deferred to the commit), the
 // merge still refuses an added id the table holds: the DELETE's check
 // looks the added ids up too.
-func TestTx_MergeChanges_addedIdHeldWithoutThePrimaryKey(t *testing.T) {
-	ctx := context.Background()
-	db, u := mustOpen(t)
-	duck := mustDuck(t)
-	snap := mustParquet(t, duck, snapQuery)
-	if err := db.Update(ctx, func(tx *Tx) error { _, err := tx.LoadSnapshot(ctx, "permits", testCols, []string{snap}); return err }); err != nil {
-		t.Fatal(err)
+func TestTx_MergeChanges_addedIdHeldWithoutAnImmediateKey(t *testing.T) {
+	for _, tc := range []struct{ name, add string }{
+		{"key dropped", ""},
+		{"key deferred to the commit", "ALTER TABLE permits ADD CONSTRAINT permits_later UNIQUE (_ploti_record_id) DEFERRABLE INITIALLY DEFERRED"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			db, u := mustOpen(t)
+			duck := mustDuck(t)
+			snap := mustParquet(t, duck, snapQuery)
+			if err := db.Update(ctx, func(tx *Tx) error { _, err := tx.LoadSnapshot(ctx, "permits", testCols, []string{snap}); return err }); err != nil {
+				t.Fatal(err)
+			}
+			r := mustReader(t, u)
+			pk := state(t, r, "SELECT conname FROM pg_constraint WHERE conrelid = 'permits'::regclass AND contype = 'p'")
+			if _, err := r.Exec(ctx, "ALTER TABLE permits DROP CONSTRAINT "+pgx.Identifier{pk}.Sanitize()); err != nil {
+				t.Fatal(err)
+			}
+			if tc.add != "" {
+				if _, err := r.Exec(ctx, tc.add); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := state(t, r, "SELECT string_agg(_ploti_record_id || permit, ' ' ORDER BY _ploti_record_id) FROM permits")
+			f := mustParquet(t, duck, "SELECT 'added' AS _ploti_change, * FROM ("+snapQuery+") WHERE _ploti_record_id = 'r3'")
+			err := db.Update(ctx, func(tx *Tx) error { _, err := tx.MergeChanges(ctx, "ds", 2, "permits", testCols, f, -1); return err })
+			if !errors.Is(err, storage.ErrBadData) || !strings.Contains(err.Error(), "added id r3 is already held") {
+				t.Fatalf("err = %v, want ErrBadData saying added id r3 is already held", err)
+			}
+			if after := state(t, r, "SELECT string_agg(_ploti_record_id || permit, ' ' ORDER BY _ploti_record_id) FROM permits"); after != before {
+				t.Fatalf("table after the refusal: %s, was %s", after, before)
+			}
+		})
 	}
-	r := mustReader(t, u)
-	pk := state(t, r, "SELECT conname FROM pg_constraint WHERE conrelid = 'permits'::regclass AND contype = 'p'")
-	if _, err := r.Exec(ctx, "ALTER TABLE permits DROP CONSTRAINT "+pgx.Identifier{pk}.Sanitize()); err != nil {
-		t.Fatal(err)
-	}
-	before := state(t, r, "SELECT string_agg(_ploti_record_id || permit, ' ' ORDER BY _ploti_record_id) FROM permits")
-	f := mustParquet(t, duck, "SELECT 'added' AS _ploti_change, * FROM ("+snapQuery+") WHERE _ploti_record_id = 'r3'")
-	err := db.Update(ctx, func(tx *Tx) error { _, err := tx.MergeChanges(ctx, "ds", 2, "permits", testCols, f, -1); return err })
-	if !errors.Is(err, storage.ErrBadData) || !strings.Contains(err.Error(), "added id r3 is already held") {
-		t.Fatalf("err = %v, want ErrBadData saying added id r3 is already held", err)
-	}
-	if after := state(t, r, "SELECT string_agg(_ploti_record_id || permit, ' ' ORDER BY _ploti_record_id) FROM permits"); after != before {
-		t.Fatalf("table after the refusal: %s, was %s", after, before)
+}
+
+// The INSERT's refusal by the id's key names the id from PostgreSQL's
+// English detail, and still refuses in other words when the server's
+// lc_messages translates it; another index's refusal is not the id's.
+func TestAddedHeld(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		err        error
+		index      string
+		want       string
+		wantRefuse bool
+	}{
+		{"English detail", &pgconn.PgError{Code: "23505", ConstraintName: "permits_pkey", Detail: "Key (_ploti_record_id)=(r3 (a), b) already exists."}, "permits_pkey", "added id r3 (a), b", true},
+		{"translated detail", &pgconn.PgError{Code: "23505", ConstraintName: "permits_pkey", Detail: "Schlüssel (_ploti_record_id)=(r3) existiert bereits."}, "permits_pkey", "an added id", true},
+		{"another index", &pgconn.PgError{Code: "23505", ConstraintName: "permits_permit_key", Detail: "Key (permit)=(P1) already exists."}, "permits_pkey", "", false},
+		{"no key on the id", &pgconn.PgError{Code: "23505", ConstraintName: "permits_pkey"}, "", "", false},
+		{"another error", &pgconn.PgError{Code: "23502", ConstraintName: "permits_pkey"}, "permits_pkey", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := addedHeld(fmt.Errorf("batch: %w", tc.err), tc.index)
+			if got != tc.want || ok != tc.wantRefuse {
+				t.Fatalf("addedHeld = %q, %v; want %q, %v", got, ok, tc.want, tc.wantRefuse)
+			}
+		})
 	}
 }
