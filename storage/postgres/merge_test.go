@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -26,9 +27,10 @@ func state(t *testing.T, c *pgx.Conn, q string) string {
 	return *s
 }
 
-// The same fit checks as the DuckDB engine's (storage's
-// TestTx_MergeChanges_refusesWhatDoesNotFit), in its words.
-func TestTx_MergeChanges_refusesWhatDoesNotFit(t *testing.T) {
+// loadedPermits opens a database with the test snapshot loaded as
+// permits, a reader's session of it, and a DuckDB to write files with.
+func loadedPermits(t *testing.T) (*DB, *pgx.Conn, *sql.DB) {
+	t.Helper()
 	ctx := context.Background()
 	db, u := mustOpen(t)
 	duck := mustDuck(t)
@@ -36,7 +38,14 @@ func TestTx_MergeChanges_refusesWhatDoesNotFit(t *testing.T) {
 	if err := db.Update(ctx, func(tx *Tx) error { _, err := tx.LoadSnapshot(ctx, "permits", testCols, []string{snap}); return err }); err != nil {
 		t.Fatal(err)
 	}
-	r := mustReader(t, u)
+	return db, mustReader(t, u), duck
+}
+
+// The same fit checks as the DuckDB engine's (storage's
+// TestTx_MergeChanges_refusesWhatDoesNotFit), in its words.
+func TestTx_MergeChanges_refusesWhatDoesNotFit(t *testing.T) {
+	ctx := context.Background()
+	db, r, duck := loadedPermits(t)
 	before := state(t, r, "SELECT string_agg(_ploti_record_id || permit, ' ' ORDER BY _ploti_record_id) FROM permits")
 	for _, tc := range []struct{ name, query, want string }{
 		{"added id already held", "SELECT 'added' AS _ploti_change, * FROM (" + snapQuery + ") WHERE _ploti_record_id = 'r3'", "added id r3 is already held"},
@@ -236,13 +245,7 @@ func TestTx_MergeChanges_addedIdHeldWithoutAnImmediateKey(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			db, u := mustOpen(t)
-			duck := mustDuck(t)
-			snap := mustParquet(t, duck, snapQuery)
-			if err := db.Update(ctx, func(tx *Tx) error { _, err := tx.LoadSnapshot(ctx, "permits", testCols, []string{snap}); return err }); err != nil {
-				t.Fatal(err)
-			}
-			r := mustReader(t, u)
+			db, r, duck := loadedPermits(t)
 			pk := state(t, r, "SELECT conname FROM pg_constraint WHERE conrelid = 'permits'::regclass AND contype = 'p'")
 			if _, err := r.Exec(ctx, "ALTER TABLE permits DROP CONSTRAINT "+pgx.Identifier{pk}.Sanitize()); err != nil {
 				t.Fatal(err)
