@@ -154,18 +154,18 @@ func (tx *Tx) applyChanges(ctx context.Context, pre, t, table string, cols []plo
 	// (every table a load makes has it) refuses one at the INSERT, so the
 	// DELETE looks up only the changed and removed ids; a table without
 	// it (a user dropped it) has the added ids looked up too. The check
-	// returns the key's name, which the INSERT's refusal then names.
-	key := idIndex(t)
-	check := fmt.Sprintf(`WITH d AS (
-			DELETE FROM %[3]s t USING %[4]s m WHERE t.%[1]s = m.%[1]s AND (m.%[2]s <> 'added' OR %[6]s IS NULL)
+	// returns the key's name (k, asked of the catalog once), which the
+	// INSERT's refusal then names.
+	check := fmt.Sprintf(`WITH k AS MATERIALIZED (SELECT %[6]s AS name), d AS (
+			DELETE FROM %[3]s t USING %[4]s m WHERE t.%[1]s = m.%[1]s AND (m.%[2]s <> 'added' OR (SELECT name FROM k) IS NULL)
 			RETURNING m.%[1]s AS id, m.%[2]s AS change)
 		SELECT count(*) FILTER (WHERE change = 'added'), min(id) FILTER (WHERE change = 'added'),
 			count(*) FILTER (WHERE change <> 'added'),
 			CASE WHEN count(*) FILTER (WHERE change <> 'added') <> %[5]d THEN
 				(SELECT min(m.%[2]s || ' id ' || m.%[1]s) FROM %[4]s m WHERE m.%[2]s <> 'added' AND NOT EXISTS (SELECT 1 FROM d WHERE d.id = m.%[1]s))
 			END,
-			%[6]s
-		FROM d`, id, change, t, mergeTemp, want, key)
+			(SELECT name FROM k)
+		FROM d`, id, change, t, mergeTemp, want, idIndex(t))
 	insert := fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s FROM %s WHERE %s IN ('added', 'changed')`, t, names, names, mergeTemp, change)
 	logged := storage.LogOneSetSQL(datasetID, version, fmt.Sprintf("%s, CAST(%s AS _ploti.change_kind) FROM %s", id, change, mergeTemp))
 	results, err := batch(ctx, tx.conn, pre, check, insert, logged[0], logged[1], "DROP TABLE "+mergeTemp)
