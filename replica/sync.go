@@ -43,6 +43,8 @@ func (r *Replica) Sync(ctx context.Context) (SyncResult, error) {
 func (r *Replica) syncExclusive(ctx context.Context) (SyncResult, error) {
 	start := time.Now()
 	ctx = fetch.WithWaitBudget(ctx) // the sync's calls share one Retry-After budget
+	// The registry's list is read once between the sync's commits.
+	defer r.db.Memo()()
 	var res SyncResult
 	before := r.heldVersions(ctx)
 	r.memo.forget()

@@ -147,12 +147,14 @@ func (db *DB) Dataset(ctx context.Context, id string) (*Dataset, error) {
 }
 
 // Datasets lists the registry, ordered by dataset id.
-func (db *DB) Datasets(ctx context.Context) ([]*Dataset, error) { return listDatasets(ctx, db.sql) }
+func (db *DB) Datasets(ctx context.Context) ([]*Dataset, error) {
+	return db.memoList(ctx, false, func() ([]*Dataset, error) { return listDatasets(ctx, db.sql) })
+}
 
 // DatasetStates lists the registry as Datasets does, without each
 // dataset's columns (Columns is empty): what status shows.
 func (db *DB) DatasetStates(ctx context.Context) ([]*Dataset, error) {
-	return queryDatasets(ctx, db.sql, datasetStateCols, "")
+	return db.memoList(ctx, true, func() ([]*Dataset, error) { return queryDatasets(ctx, db.sql, datasetStateCols, "") })
 }
 
 // Dataset reads one registry row in the transaction; ErrNoDataset when absent.

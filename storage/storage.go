@@ -51,6 +51,7 @@ type DB struct {
 	path string
 	now  func() time.Time
 	be   Engine
+	memo registryMemo // the registry's list within a sync (memo.go)
 }
 
 // Path is the file's path.
@@ -82,6 +83,7 @@ type Tx struct {
 // Begin starts a transaction.
 func (db *DB) Begin(ctx context.Context) (*Tx, error) {
 	now := db.Now()
+	db.memo.moved()
 	btx, err := db.be.Begin(ctx, now)
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
@@ -94,10 +96,16 @@ func (db *DB) Begin(ctx context.Context) (*Tx, error) {
 func (tx *Tx) Engine() EngineTx { return tx.be }
 
 // Commit commits the transaction.
-func (tx *Tx) Commit() error { return tx.be.Commit() }
+func (tx *Tx) Commit() error {
+	defer tx.db.memo.moved()
+	return tx.be.Commit()
+}
 
 // Rollback aborts the transaction; after Commit it does nothing.
-func (tx *Tx) Rollback() error { return tx.be.Rollback() }
+func (tx *Tx) Rollback() error {
+	defer tx.db.memo.moved()
+	return tx.be.Rollback()
+}
 
 // Exec runs a statement in the transaction.
 func (tx *Tx) Exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
