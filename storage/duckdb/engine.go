@@ -37,6 +37,7 @@ type DB struct {
 	facts    factCache    // changes files read ahead of their merges (inspect_changes.go)
 	threads  threadCount  // DuckDB's threads: as opened, and now (threads.go)
 	held     atomic.Int64 // the WAL's bound while checkpoints are held (hold.go); 0: none
+	asides   atomic.Int64 // large merges' checks being read on connections of their own (aside.go)
 	writer   string       // the path holdWriter took for this writer; "" for none
 	reg      *storage.DB  // the registry over this file
 	ro       roHandle     // the read-only handle, once asked for (readonly.go)
@@ -100,6 +101,9 @@ type Tx struct {
 	// (Small), whose commit gathers in the WAL while checkpoints are held
 	// (hold.go).
 	small bool
+	// aside: large merges' file counts read on another connection
+	// (aside.go), taken by FinishMerged.
+	aside map[string]*asideCounts
 }
 
 var _ storage.EngineTx = (*Tx)(nil)
@@ -119,6 +123,7 @@ func (tx *Tx) SQL() *sql.Tx { return tx.tx }
 // Commit commits the transaction.
 func (tx *Tx) Commit() error {
 	defer tx.db.allThreads()
+	tx.endAside()
 	if !tx.db.chained {
 		return tx.tx.Commit()
 	}
@@ -146,6 +151,7 @@ func (tx *Tx) Commit() error {
 
 // Rollback aborts the transaction; after Commit it does nothing.
 func (tx *Tx) Rollback() error {
+	tx.endAside()
 	err := tx.tx.Rollback()
 	tx.db.allThreads()
 	if errors.Is(err, sql.ErrTxDone) {

@@ -87,10 +87,10 @@ func (tx *Tx) Small() { tx.small = true }
 // checkpoints as it commits, with what the walk gathered before; a few
 // rows into a large table still go to the WAL. The statewide walk's
 // merges of small files into tables of one row group stay Small.
-func (tx *Tx) fitMerge(ctx context.Context, file string, rowsBefore int64) error {
-	small := smallMerge(file, rowsBefore)
+func (tx *Tx) fitMerge(ctx context.Context, file string, rowsBefore int64) (small bool, err error) {
+	small = smallMerge(file, rowsBefore)
 	if !small {
 		tx.small = false
 	}
-	return tx.fitThreads(ctx, small)
+	return small, tx.fitThreads(ctx, small)
 }

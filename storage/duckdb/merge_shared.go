@@ -23,8 +23,15 @@ import (
 // row count before, or negative when unknown.
 func (tx *Tx) MergeDeferred(ctx context.Context, datasetID string, version int, table string, cols []ploti.Column, file string, rowsBefore int64) (storage.Merged, error) {
 	m := storage.Merged{DatasetID: datasetID, Version: version, File: file}
-	if err := tx.fitMerge(ctx, file, rowsBefore); err != nil {
+	small, err := tx.fitMerge(ctx, file, rowsBefore)
+	if err != nil {
 		return m, err
+	}
+	if !small {
+		// A large merge's statements leave a core idle: its file's
+		// counts are read beside them (aside.go), a small one's with
+		// the other files' at FinishMerged.
+		tx.startAside(ctx, file)
 	}
 	cf, err := tx.probeChanges(ctx, cols, file)
 	if err != nil {
@@ -63,12 +70,9 @@ func (tx *Tx) FinishMerged(ctx context.Context, ms []storage.Merged) error {
 	}
 	defer tx.db.facts.forget(files)
 	id, change := storage.Ident(storage.ColRecordID), storage.Ident(storage.ColChange)
-	got, err := countChanges(ctx, tx.tx, files)
+	got, err := tx.mergedCounts(ctx, files)
 	if err != nil {
-		if cerr := ctx.Err(); cerr != nil {
-			return fmt.Errorf("check %d changes files: %w: %w", len(ms), cerr, err)
-		}
-		return &storage.DataError{File: duckread.BaseNames(files), Detail: "read: " + err.Error()}
+		return err
 	}
 	for _, m := range ms {
 		c, name := got[m.File], filepath.Base(m.File)
@@ -92,6 +96,48 @@ func (tx *Tx) FinishMerged(ctx context.Context, ms []storage.Merged) error {
 		return fmt.Errorf("log changes of %d versions: %w", len(ms), err)
 	}
 	return nil
+}
+
+// mergedCounts reads the counts of the deferred merges' files: those read
+// aside (a large merge's) as they were, the others with one read of them
+// all in the transaction.
+func (tx *Tx) mergedCounts(ctx context.Context, files []string) (map[string]changeCounts, error) {
+	got := map[string]changeCounts{}
+	var rest []string
+	for _, f := range files {
+		c, ok, err := tx.takeAside(f)
+		switch {
+		case !ok:
+			rest = append(rest, f)
+		case err != nil:
+			return nil, countsFailed(ctx, []string{f}, err)
+		default:
+			got[f] = c
+		}
+	}
+	if len(rest) == 0 {
+		return got, nil
+	}
+	in, err := countChanges(ctx, tx.tx, rest)
+	if err != nil {
+		return nil, countsFailed(ctx, rest, err)
+	}
+	for f, c := range in {
+		got[f] = c
+	}
+	return got, nil
+}
+
+// countsFailed is the error of a read of changes files' counts: the
+// sync's end, or the files' fault.
+func countsFailed(ctx context.Context, files []string, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		if len(files) == 1 {
+			return fmt.Errorf("check changes %s: %w: %w", filepath.Base(files[0]), cerr, err)
+		}
+		return fmt.Errorf("check %d changes files: %w: %w", len(files), cerr, err)
+	}
+	return &storage.DataError{File: duckread.BaseNames(files), Detail: "read: " + err.Error()}
 }
 
 // changeCounts are a changes file's null and repeated record ids, its rows

@@ -36,8 +36,13 @@ func TestTx_FinishMerged(t *testing.T) {
 		{"an unknown kind", "SELECT * REPLACE ('renamed' AS _ploti_change) FROM (" + strip(good) + ")", "whose _ploti_change is not added, changed or removed"},
 		{"a changed id not held", "SELECT * REPLACE ('zz' || _ploti_record_id AS _ploti_record_id) FROM (" + strip(good) + ") WHERE _ploti_change = 'changed'", "does not fit the held version"},
 	} {
-		for _, inspected := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s, inspected ahead %v", tc.name, inspected), func(t *testing.T) {
+		for _, v := range []struct {
+			inspected bool
+			rows      int64 // 5: a small merge, checked at FinishMerged; -1: a large one, whose checks read aside
+			conns     int   // a caller's limit on the pool; 1 leaves none for the read aside
+		}{{false, 5, 0}, {true, 5, 0}, {false, -1, 0}, {true, -1, 0}, {false, -1, 1}} {
+			inspected := v.inspected
+			t.Run(fmt.Sprintf("%s, inspected ahead %v, rows before %d, connections %d", tc.name, inspected, v.rows, v.conns), func(t *testing.T) {
 				db := mustOpen(t)
 				snap(db)
 				ok, bad := changes(db, strip(good)), changes(db, tc.bad)
@@ -51,17 +56,26 @@ func TestTx_FinishMerged(t *testing.T) {
 				if _, err := db.SQL().Exec("CREATE TABLE main.permits2 AS SELECT * FROM main.permits"); err != nil {
 					t.Fatal(err)
 				}
+				if v.conns > 0 {
+					db.SQL().SetMaxOpenConns(v.conns)
+				}
 				err := db.Update(bg, func(tx *storage.Tx) error {
 					var ms []storage.Merged
 					for _, m := range [][2]string{{"permits", ok}, {"permits2", bad}} {
-						got, err := tx.Tables().MergeDeferred(bg, "ds_"+m[0], 2, m[0], testCols, m[1], 5)
+						got, err := tx.Tables().MergeDeferred(bg, "ds_"+m[0], 2, m[0], testCols, m[1], v.rows)
 						if err != nil {
 							return err
+						}
+						if aside := eng(tx).aside[m[1]] != nil; aside != (v.rows < 0) {
+							t.Errorf("counts of %s read aside: %v, want %v", m[0], aside, v.rows < 0)
 						}
 						ms = append(ms, got)
 					}
 					return tx.Tables().FinishMerged(bg, ms)
 				})
+				if n := Of(db).asides.Load(); n != 0 {
+					t.Errorf("%d reads aside outlived the transaction", n)
+				}
 				var de *storage.DataError
 				if !errors.As(err, &de) || de.File != filepath.Base(bad) || !strings.Contains(de.Detail, tc.want) {
 					t.Fatalf("FinishMerged = %v, want a DataError naming %s: %s", err, filepath.Base(bad), tc.want)

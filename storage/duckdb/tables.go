@@ -145,9 +145,12 @@ func mergeDeleteSQL(t, ids string) string {
 // unknown; the stats' Rows is the count after.
 func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, table string, cols []ploti.Column, file string, rowsBefore int64) (storage.MergeStats, error) {
 	var st storage.MergeStats
-	name := filepath.Base(file)
-	if err := tx.fitMerge(ctx, file, rowsBefore); err != nil {
+	small, err := tx.fitMerge(ctx, file, rowsBefore)
+	if err != nil {
 		return st, err
+	}
+	if !small {
+		tx.startAside(ctx, file) // the file's checks beside the statements (aside.go)
 	}
 	cf, err := tx.probeChanges(ctx, cols, file)
 	if err != nil {
@@ -159,27 +162,27 @@ func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, t
 	// them cost 0.02–0.03 s of a 1% merge at 10M rows, a copy of every
 	// column a tenth of it; reading two columns again costs less).
 	ids := duckread.ChangesIDsSQL(cf.src, cf.types)
-	// The file's own checks: ids, kinds of change, and their counts.
-	var nulls, dups, bad int64
-	err = tx.tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) FILTER (WHERE %[1]s IS NULL),
-			count(%[1]s) - count(DISTINCT %[1]s),
-			count(*) FILTER (WHERE %[2]s IS NULL OR %[2]s NOT IN ('added', 'changed', 'removed')),
-			count(*) FILTER (WHERE %[2]s = 'added'),
-			count(*) FILTER (WHERE %[2]s = 'changed'),
-			count(*) FILTER (WHERE %[2]s = 'removed')
-		FROM %[3]s`, id, change, ids)).Scan(&nulls, &dups, &bad, &st.Added, &st.Changed, &st.Removed)
-	if err != nil {
-		if cerr := ctx.Err(); cerr != nil {
-			return st, fmt.Errorf("check changes %s: %w", name, cerr)
-		}
-		return st, &storage.DataError{File: name, Detail: "read: " + err.Error()}
+	var deleted int64
+	var applyErr error
+	if !small {
+		deleted, _, applyErr = tx.applyChanges(ctx, table, cols, cf)
 	}
-	if err := duckread.FileFaults(name, nulls, dups, bad); err != nil {
-		return st, err
-	}
-	deleted, _, err := tx.applyChanges(ctx, table, cols, cf)
+	// The file's own checks (ids, kinds of change, their counts) come
+	// before the statements' verdict: a file with repeated ids is
+	// refused for them, whatever the MERGE made of it.
+	c, err := tx.fileCounts(ctx, file, ids)
 	if err != nil {
 		return st, err
+	}
+	st.Added, st.Changed, st.Removed = c.added, c.changed, c.removed
+	if err := duckread.FileFaults(filepath.Base(file), c.nulls, c.dups, c.bad); err != nil {
+		return st, err
+	}
+	if small {
+		deleted, _, applyErr = tx.applyChanges(ctx, table, cols, cf)
+	}
+	if applyErr != nil {
+		return st, applyErr
 	}
 	// The caller rolls the transaction back on an error: nothing changes.
 	if want := st.Changed + st.Removed; deleted != want {
@@ -196,6 +199,31 @@ func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, t
 		return st, err
 	}
 	return st, nil
+}
+
+// fileCounts is a changes file's counts: those read aside (a large
+// merge's), else one read of ids, the file's record ids and kinds of
+// change, in the transaction.
+func (tx *Tx) fileCounts(ctx context.Context, file, ids string) (changeCounts, error) {
+	c, ok, err := tx.takeAside(file)
+	if ok {
+		if err != nil {
+			return c, countsFailed(ctx, []string{file}, err)
+		}
+		return c, nil
+	}
+	id, change := storage.Ident(storage.ColRecordID), storage.Ident(storage.ColChange)
+	err = tx.tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) FILTER (WHERE %[1]s IS NULL),
+			count(%[1]s) - count(DISTINCT %[1]s),
+			count(*) FILTER (WHERE %[2]s IS NULL OR %[2]s NOT IN ('added', 'changed', 'removed')),
+			count(*) FILTER (WHERE %[2]s = 'added'),
+			count(*) FILTER (WHERE %[2]s = 'changed'),
+			count(*) FILTER (WHERE %[2]s = 'removed')
+		FROM %[3]s`, id, change, ids)).Scan(&c.nulls, &c.dups, &c.bad, &c.added, &c.changed, &c.removed)
+	if err != nil {
+		return c, countsFailed(ctx, []string{file}, err)
+	}
+	return c, nil
 }
 
 // changesFile is a changes file probed: its read_parquet call, the types
