@@ -23,8 +23,7 @@ type registryMemo struct {
 	mu     sync.Mutex
 	scopes int
 	gen    uint64     // moved by every transaction's begin and end
-	list   []*Dataset // Datasets' answer at gen at; nil: none kept
-	at     uint64
+	list   []*Dataset // Datasets' answer since gen last moved; nil: none kept
 }
 
 // Memo opens a scope in which the registry's list is read once for as
@@ -63,7 +62,7 @@ func (m *registryMemo) lookup(states bool) (ds []*Dataset, gen uint64, scoped, o
 	if m.scopes == 0 {
 		return nil, 0, false, false
 	}
-	if m.list != nil && m.at == m.gen {
+	if m.list != nil {
 		return cloneDatasets(m.list, states), m.gen, true, true
 	}
 	return nil, m.gen, true, false
@@ -77,7 +76,7 @@ func (m *registryMemo) keep(ds []*Dataset, gen uint64) {
 	if m.scopes == 0 || gen != m.gen {
 		return
 	}
-	m.at, m.list = gen, cloneDatasets(ds, false)
+	m.list = cloneDatasets(ds, false)
 	if m.list == nil {
 		m.list = []*Dataset{} // an empty registry is kept too
 	}

@@ -22,68 +22,64 @@ type asideCounts struct {
 	cancel context.CancelFunc
 	got    changeCounts
 	err    error
-	ran    bool // false: no connection came in time, or the query never ran
 }
 
-// countAside starts reading file's counts on another connection.
-func (db *DB) countAside(ctx context.Context, file string) *asideCounts {
+// startAside starts reading file's counts on a connection of its own and
+// tells whether one came within asideWait; when none did, the caller
+// reads them in the transaction, before any statement that could leave
+// it unusable.
+func (tx *Tx) startAside(ctx context.Context, file string) bool {
+	tx.stopAside(file)
+	cctx, stop := context.WithTimeout(ctx, asideWait)
+	conn, err := tx.db.sql.Conn(cctx)
+	stop()
+	if err != nil {
+		return false
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	a := &asideCounts{done: make(chan struct{}), cancel: cancel}
-	db.asides.Add(1)
+	tx.db.asides.Add(1)
 	go func() {
 		defer close(a.done)
-		defer db.asides.Add(-1)
-		cctx, stop := context.WithTimeout(ctx, asideWait)
-		conn, err := db.sql.Conn(cctx)
-		stop()
-		if err != nil {
-			return
-		}
+		defer tx.db.asides.Add(-1)
 		defer conn.Close()
 		got, err := countChanges(ctx, conn, []string{file})
-		a.got, a.err, a.ran = got[file], err, true
+		a.got, a.err = got[file], err
 	}()
-	return a
-}
-
-// wait waits for the counts; ok is false when they were never read, and
-// the caller reads them in the transaction.
-func (a *asideCounts) wait() (c changeCounts, ok bool, err error) {
-	<-a.done
-	a.cancel()
-	return a.got, a.ran, a.err
-}
-
-// startAside reads a large merge's file counts beside its statements.
-func (tx *Tx) startAside(ctx context.Context, file string) {
 	if tx.aside == nil {
 		tx.aside = map[string]*asideCounts{}
 	}
-	if old := tx.aside[file]; old != nil {
-		old.cancel()
-		<-old.done
-	}
-	tx.aside[file] = tx.db.countAside(ctx, file)
+	tx.aside[file] = a
+	return true
 }
 
-// takeAside gives the counts read aside for file, if any, and forgets
-// them.
+// takeAside waits for the counts read aside for file and forgets them; ok
+// is false when none were started.
 func (tx *Tx) takeAside(file string) (c changeCounts, ok bool, err error) {
 	a := tx.aside[file]
 	if a == nil {
 		return c, false, nil
 	}
 	delete(tx.aside, file)
-	return a.wait()
+	<-a.done
+	a.cancel()
+	return a.got, true, a.err
+}
+
+// stopAside cancels the read aside for file, if any, and waits for it.
+func (tx *Tx) stopAside(file string) {
+	if a := tx.aside[file]; a != nil {
+		a.cancel()
+		<-a.done
+		delete(tx.aside, file)
+	}
 }
 
 // endAside stops the reads still under way when the transaction ends
 // without their results (an error before FinishMerged), so that none
 // holds a connection past it.
 func (tx *Tx) endAside() {
-	for f, a := range tx.aside {
-		a.cancel()
-		<-a.done
-		delete(tx.aside, f)
+	for f := range tx.aside {
+		tx.stopAside(f)
 	}
 }

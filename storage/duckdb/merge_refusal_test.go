@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,6 +40,31 @@ func TestTx_MergeChanges_refusesWithOneConnection(t *testing.T) {
 	}
 	if !errors.Is(err, storage.ErrBadData) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// A large merge whose counts cannot be read aside (the caller's pool of
+// one connection) reads them in its own transaction, before its MERGE: a
+// MERGE that refuses the file leaves DuckDB's transaction unusable, and
+// the refusal must be the MERGE's words, not a failed read of the counts.
+func TestTx_MergeChanges_largeWithOneConnectionRefusesInItsWords(t *testing.T) {
+	db := mustOpen(t)
+	snap := mustParquet(t, db, snapQuery)
+	bg := context.Background()
+	if err := db.Update(bg, func(tx *storage.Tx) error {
+		_, err := tx.Tables().LoadSnapshot(bg, "permits", testCols, []string{snap})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	f := mustParquet(t, db, "SELECT 'added' AS _ploti_change, * FROM ("+snapQuery+") WHERE _ploti_record_id = 'r3'")
+	db.SQL().SetMaxOpenConns(1)
+	err := db.Update(bg, func(tx *storage.Tx) error {
+		_, err := tx.Tables().MergeChanges(bg, "ds", 2, "permits", testCols, f, -1) // -1: unknown rows, a large merge
+		return err
+	})
+	if !errors.Is(err, storage.ErrBadData) || !strings.Contains(err.Error(), "added id r3 is already held") {
+		t.Fatalf("err = %v, want the refusal of added id r3", err)
 	}
 }
 

@@ -29,8 +29,9 @@ func (tx *Tx) MergeDeferred(ctx context.Context, datasetID string, version int, 
 	}
 	if !small {
 		// A large merge's statements leave a core idle: its file's
-		// counts are read beside them (aside.go), a small one's with
-		// the other files' at FinishMerged.
+		// counts are read beside them (aside.go), a small one's (or one
+		// with no connection to spare) with the other files' at
+		// FinishMerged.
 		tx.startAside(ctx, file)
 	}
 	cf, err := tx.probeChanges(ctx, cols, file)

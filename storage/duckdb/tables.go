@@ -149,9 +149,8 @@ func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, t
 	if err != nil {
 		return st, err
 	}
-	if !small {
-		tx.startAside(ctx, file) // the file's checks beside the statements (aside.go)
-	}
+	// A large merge's checks read the file beside its statements (aside.go).
+	aside := !small && tx.startAside(ctx, file)
 	cf, err := tx.probeChanges(ctx, cols, file)
 	if err != nil {
 		return st, err
@@ -162,24 +161,23 @@ func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, t
 	// them cost 0.02–0.03 s of a 1% merge at 10M rows, a copy of every
 	// column a tenth of it; reading two columns again costs less).
 	ids := duckread.ChangesIDsSQL(cf.src, cf.types)
-	var deleted int64
-	var applyErr error
-	if !small {
-		deleted, _, applyErr = tx.applyChanges(ctx, table, cols, cf)
-	}
 	// The file's own checks (ids, kinds of change, their counts) come
 	// before the statements' verdict: a file with repeated ids is
-	// refused for them, whatever the MERGE made of it.
-	c, err := tx.fileCounts(ctx, file, ids)
-	if err != nil {
-		return st, err
+	// refused for them, whatever the MERGE made of it. Read in the
+	// transaction, they come before the MERGE, whose refusal leaves it
+	// unusable.
+	if !aside {
+		got, err := countChanges(ctx, tx.tx, []string{file})
+		if err := fileFits(ctx, file, got[file], err, &st); err != nil {
+			return st, err
+		}
 	}
-	st.Added, st.Changed, st.Removed = c.added, c.changed, c.removed
-	if err := duckread.FileFaults(filepath.Base(file), c.nulls, c.dups, c.bad); err != nil {
-		return st, err
-	}
-	if small {
-		deleted, _, applyErr = tx.applyChanges(ctx, table, cols, cf)
+	deleted, _, applyErr := tx.applyChanges(ctx, table, cols, cf)
+	if aside {
+		c, _, err := tx.takeAside(file)
+		if err := fileFits(ctx, file, c, err, &st); err != nil {
+			return st, err
+		}
 	}
 	if applyErr != nil {
 		return st, applyErr
@@ -201,29 +199,14 @@ func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, t
 	return st, nil
 }
 
-// fileCounts is a changes file's counts: those read aside (a large
-// merge's), else one read of ids, the file's record ids and kinds of
-// change, in the transaction.
-func (tx *Tx) fileCounts(ctx context.Context, file, ids string) (changeCounts, error) {
-	c, ok, err := tx.takeAside(file)
-	if ok {
-		if err != nil {
-			return c, countsFailed(ctx, []string{file}, err)
-		}
-		return c, nil
-	}
-	id, change := storage.Ident(storage.ColRecordID), storage.Ident(storage.ColChange)
-	err = tx.tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) FILTER (WHERE %[1]s IS NULL),
-			count(%[1]s) - count(DISTINCT %[1]s),
-			count(*) FILTER (WHERE %[2]s IS NULL OR %[2]s NOT IN ('added', 'changed', 'removed')),
-			count(*) FILTER (WHERE %[2]s = 'added'),
-			count(*) FILTER (WHERE %[2]s = 'changed'),
-			count(*) FILTER (WHERE %[2]s = 'removed')
-		FROM %[3]s`, id, change, ids)).Scan(&c.nulls, &c.dups, &c.bad, &c.added, &c.changed, &c.removed)
+// fileFits refuses a changes file whose counts (read with err) show null,
+// repeated or unknown ids or kinds, and fills st's counts of each kind.
+func fileFits(ctx context.Context, file string, c changeCounts, err error, st *storage.MergeStats) error {
 	if err != nil {
-		return c, countsFailed(ctx, []string{file}, err)
+		return countsFailed(ctx, []string{file}, err)
 	}
-	return c, nil
+	st.Added, st.Changed, st.Removed = c.added, c.changed, c.removed
+	return duckread.FileFaults(filepath.Base(file), c.nulls, c.dups, c.bad)
 }
 
 // changesFile is a changes file probed: its read_parquet call, the types
