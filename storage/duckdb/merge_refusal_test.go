@@ -12,11 +12,9 @@ import (
 	"github.com/ploti-replica/ploti-replica/storage"
 )
 
-// The refusal names its id through another pooled connection while the
-// merge's transaction holds one: with the public handle limited to one
-// connection (common DuckDB advice, and DB.SQL() is the user's handle), it
-// must give up on the name, not wait until ctx ends (review finding).
-func TestTx_MergeChanges_refusesWithOneConnection(t *testing.T) {
+// loadedPermits is a file holding the test snapshot as permits.
+func loadedPermits(t *testing.T) *storage.DB {
+	t.Helper()
 	db := mustOpen(t)
 	snap := mustParquet(t, db, snapQuery)
 	bg := context.Background()
@@ -26,6 +24,16 @@ func TestTx_MergeChanges_refusesWithOneConnection(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	return db
+}
+
+// The refusal names its id through another pooled connection while the
+// merge's transaction holds one: with the public handle limited to one
+// connection (common DuckDB advice, and DB.SQL() is the user's handle), it
+// must give up on the name, not wait until ctx ends (review finding).
+func TestTx_MergeChanges_refusesWithOneConnection(t *testing.T) {
+	db := loadedPermits(t)
+	bg := context.Background()
 	f := mustParquet(t, db, "SELECT 'removed' AS _ploti_change, * REPLACE ('zz' AS _ploti_record_id) FROM ("+snapQuery+") LIMIT 1")
 	db.SQL().SetMaxOpenConns(1)
 	ctx, cancel := context.WithTimeout(bg, 30*time.Second)
@@ -48,15 +56,8 @@ func TestTx_MergeChanges_refusesWithOneConnection(t *testing.T) {
 // MERGE that refuses the file leaves DuckDB's transaction unusable, and
 // the refusal must be the MERGE's words, not a failed read of the counts.
 func TestTx_MergeChanges_largeWithOneConnectionRefusesInItsWords(t *testing.T) {
-	db := mustOpen(t)
-	snap := mustParquet(t, db, snapQuery)
+	db := loadedPermits(t)
 	bg := context.Background()
-	if err := db.Update(bg, func(tx *storage.Tx) error {
-		_, err := tx.Tables().LoadSnapshot(bg, "permits", testCols, []string{snap})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
 	f := mustParquet(t, db, "SELECT 'added' AS _ploti_change, * FROM ("+snapQuery+") WHERE _ploti_record_id = 'r3'")
 	db.SQL().SetMaxOpenConns(1)
 	err := db.Update(bg, func(tx *storage.Tx) error {
