@@ -212,22 +212,15 @@ func (tx *Tx) PutDataset(ctx context.Context, d *Dataset) error {
 		return err
 	}
 	args := func() []any { return append([]any{d.Table}, vals...) }
-	update := `UPDATE _ploti.datasets SET table_name = ?, title = ?, place_id = ?, topic = ?, version = ?, previous_version = ?,
-			schema_version = ?, key_columns = ` + keys + `, row_count = ?, status = ?, status_reason = ?, updated_at = ?, columns = ?,
-			skip_until_removed = ?, stale_last_checked_at = ?, stale_next_check_by = ?, last_error = ?, failed_at = ?, source = ?
-			WHERE dataset_id = ?`
 	// A row that has its table name is most often there already: try the
-	// UPDATE alone, and INSERT when it changed nothing (each
-	// statement costs a few hundred microseconds, and the walk writes a
-	// row for each dataset it touches).
+	// UPDATE alone, and INSERT when it changed nothing (each statement
+	// costs a few hundred microseconds, and the walk writes a row for each
+	// dataset it touches).
 	exists := false
 	if d.Table != "" {
-		res, err := tx.tx.ExecContext(ctx, update, args()...)
-		if err != nil {
-			return fmt.Errorf("put dataset %s: %w", d.ID, err)
-		}
-		if n, err := res.RowsAffected(); err == nil && n > 0 {
-			return nil
+		done, err := tx.updateDataset(ctx, d, keys, args())
+		if err != nil || done {
+			return err
 		}
 	} else {
 		// No table name given: keep the one the row has, never write ''.
@@ -239,21 +232,48 @@ func (tx *Tx) PutDataset(ctx context.Context, d *Dataset) error {
 			return fmt.Errorf("put dataset %s: %w", d.ID, err)
 		}
 	}
-	q := update
-	if !exists {
-		if d.Table == "" {
-			if d.Table, err = tx.freeTableName(ctx, tx.db.tableBase(d.ID)); err != nil {
-				return err
-			}
+	if exists {
+		_, err := tx.updateDataset(ctx, d, keys, args())
+		return err
+	}
+	if d.Table == "" {
+		if d.Table, err = tx.freeTableName(ctx, tx.db.tableBase(d.ID)); err != nil {
+			return err
 		}
-		q = `INSERT INTO _ploti.datasets (table_name, title, place_id, topic, version, previous_version, schema_version, key_columns,
+	}
+	q := `INSERT INTO _ploti.datasets (table_name, title, place_id, topic, version, previous_version, schema_version, key_columns,
 			row_count, status, status_reason, updated_at, columns, skip_until_removed, stale_last_checked_at, stale_next_check_by,
 			last_error, failed_at, source, dataset_id) VALUES (?, ?, ?, ?, ?, ?, ?, ` + keys + `, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	}
 	if _, err := tx.tx.ExecContext(ctx, q, args()...); err != nil {
 		return fmt.Errorf("put dataset %s: %w", d.ID, err)
 	}
 	return nil
+}
+
+// updateDataset writes d over its registry row, if there is one (done).
+// The key columns, a list, are set by a statement of their own, which
+// changes the row only when they differ: DuckDB carries out an UPDATE
+// that sets a list column (or returns one) as a DELETE and an INSERT of
+// the whole row, which then costs its commit and the next checkpoint
+// every one of the row's twenty columns (4 ms and 8 ms for a one-row
+// registry, against 0.7 ms and 1.9 ms for its scalar columns alone;
+// TestTx_PutDataset_setsTheKeyColumnsOnlyWhenTheyChange).
+func (tx *Tx) updateDataset(ctx context.Context, d *Dataset, keys string, args []any) (done bool, err error) {
+	res, err := tx.tx.ExecContext(ctx, `UPDATE _ploti.datasets SET table_name = ?, title = ?, place_id = ?, topic = ?, version = ?,
+			previous_version = ?, schema_version = ?, row_count = ?, status = ?, status_reason = ?, updated_at = ?, columns = ?,
+			skip_until_removed = ?, stale_last_checked_at = ?, stale_next_check_by = ?, last_error = ?, failed_at = ?, source = ?
+			WHERE dataset_id = ?`, args...)
+	if err != nil {
+		return false, fmt.Errorf("put dataset %s: %w", d.ID, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return false, nil
+	}
+	if _, err := tx.tx.ExecContext(ctx, "UPDATE _ploti.datasets SET key_columns = "+keys+
+		" WHERE dataset_id = ? AND CAST(key_columns AS VARCHAR[]) IS DISTINCT FROM CAST("+keys+" AS VARCHAR[])", d.ID); err != nil {
+		return false, fmt.Errorf("put dataset %s: %w", d.ID, err)
+	}
+	return true, nil
 }
 
 func quoteAll(ss []string) []string {

@@ -461,6 +461,49 @@ func TestTx_PutDatasets_logsSchemasOnlyWhereTheyChange(t *testing.T) {
 	}
 }
 
+// DuckDB carries out an UPDATE that sets a list column as a DELETE and an
+// INSERT of the row, which gets a new rowid: a registry row whose key
+// columns did not change keeps its rowid (its scalar columns were updated
+// in place), and one whose key columns changed has them.
+func TestTx_PutDataset_setsTheKeyColumnsOnlyWhenTheyChange(t *testing.T) {
+	ctx := context.Background()
+	db := mustOpen(t)
+	put := func(d storage.Dataset) {
+		t.Helper()
+		if err := db.Update(ctx, func(tx *storage.Tx) error { return tx.PutDataset(ctx, &d) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rowid := func() int64 {
+		t.Helper()
+		var id int64
+		if err := db.SQL().QueryRowContext(ctx, "SELECT rowid FROM _ploti.datasets WHERE dataset_id = 'ds_a'").Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	d := storage.Dataset{ID: "ds_a", Table: "a", Version: 1, Status: storage.StatusCurrent, KeyColumns: []string{"permit_number"}}
+	put(d)
+	first := rowid()
+	d.Version, d.RowCount = 2, 10
+	put(d)
+	if got := rowid(); got != first {
+		t.Fatalf("a new version with the same key columns moved the row: rowid %d, then %d", first, got)
+	}
+	d.Version, d.KeyColumns = 3, []string{"permit_number", "issued_date"}
+	put(d)
+	if got := rowid(); got == first {
+		t.Fatalf("new key columns left the row at rowid %d: were they set?", got)
+	}
+	got, err := db.Dataset(ctx, "ds_a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Version != 3 || got.RowCount != 10 || !slices.Equal(got.KeyColumns, d.KeyColumns) {
+		t.Fatalf("the row reads %+v", got)
+	}
+}
+
 // Small commits go to the WAL until it holds CheckpointThreshold (a
 // catch-up's pages of small merges are checkpointed together),
 // and a commit that adds more than BulkCommit to it is checkpointed as it
