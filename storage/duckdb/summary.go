@@ -78,14 +78,15 @@ func stateOf(path string) (fileState, bool) {
 
 // CloseWithSummary closes the file as Close does; a DuckDB file opened for
 // writing also gets a summary beside it, summarize's bytes, read while the
-// file is still open and held. The summary is kept only when the file is
-// checkpointed (no write-ahead log) and the close changed nothing after
-// the checkpoint; otherwise none is left. A summary that cannot be made
-// or written never fails the close: readers then open the file. A
-// checkpoint that fails and leaves the write-ahead log beside the file (a
-// full disk) fails the close, in words (checkpointLeft): the commits are
-// safe in the log, but the file is not what a copy of it alone would
-// hold, and the disk wants room before the next sync.
+// file is still open and held, beside the checkpoint that closes it. The
+// summary is kept only when the file is checkpointed (no write-ahead log)
+// and the close changed nothing after the checkpoint; otherwise none is
+// left. A summary that cannot be made or written never fails the close:
+// readers then open the file. A checkpoint that fails and leaves the
+// write-ahead log beside the file (a full disk) fails the close, in words
+// (checkpointLeft): the commits are safe in the log, but the file is not
+// what a copy of it alone would hold, and the disk wants room before the
+// next sync.
 func (db *DB) CloseWithSummary(ctx context.Context, summarize func(context.Context) ([]byte, error)) error {
 	if db.readOnly || !db.readable {
 		return db.Close()
@@ -96,12 +97,18 @@ func (db *DB) CloseWithSummary(ctx context.Context, summarize func(context.Conte
 	// it a mix of two states: the commit log's head must not move.
 	head, err := db.commitHead(ctx)
 	var payload []byte
-	if err == nil {
-		payload, err = summarize(ctx)
-	}
 	var cpErr error
 	if err == nil {
-		cpErr = db.checkpoint(ctx)
+		// The summary is read while the checkpoint runs, on another of
+		// the pool's connections: DuckDB lets reads run beside a
+		// checkpoint, both see the last commit, and the summary's handful
+		// of registry reads (5 ms) no longer wait for the checkpoint's
+		// writes and syncs. With one connection (a caller's
+		// SetMaxOpenConns(1)) they run after it, as before.
+		done := make(chan error, 1)
+		go func() { done <- db.checkpoint(ctx) }()
+		payload, err = summarize(ctx)
+		cpErr = <-done
 	}
 	if err == nil && cpErr == nil {
 		if again, err := db.commitHead(ctx); err == nil && again == head {
