@@ -56,15 +56,12 @@ func (r *Replica) syncExclusive(ctx context.Context) (SyncResult, error) {
 	if sub != nil {
 		name, cursor = sub.ID, sub.Cursor
 	}
-	runID, err := r.db.StartRun(ctx, cursor)
-	if err != nil {
-		return res, err
-	}
+	r.db.StartRun(cursor)
 	if err := r.readMarks(ctx); err != nil {
 		return res, err
 	}
 	r.startHistories(ctx)
-	end := &syncEnd{runID: runID}
+	end := &syncEnd{}
 	if sub != nil {
 		r.forgetKept()
 		err = r.sync(ctx, sub, &res, end)
@@ -96,7 +93,7 @@ func (r *Replica) wrapUp(ctx context.Context, name string, res *SyncResult, end 
 		err = fmt.Errorf("sync %s: %w", name, df)
 	}
 	if !end.recorded {
-		if ferr := r.db.FinishRun(context.WithoutCancel(ctx), runRow(end.runID, *res, err)); ferr != nil && err == nil {
+		if ferr := r.db.FinishRun(context.WithoutCancel(ctx), runRow(*res, err)); ferr != nil && err == nil {
 			err = ferr
 		}
 	}
@@ -160,10 +157,9 @@ func heldForReview(res *SyncResult) {
 	}
 }
 
-// syncEnd is what a sync needs to record its end in the walk's last
-// commit: the run's row, and whether that commit was made.
+// syncEnd says whether the walk's last commit recorded the sync's end in
+// its run's row.
 type syncEnd struct {
-	runID    int64
 	recorded bool
 }
 
@@ -188,11 +184,11 @@ func stoppedBy(ctx context.Context, err error) error {
 }
 
 // runRow is the _ploti.sync_runs row of a sync that ended with err.
-func runRow(id int64, res SyncResult, err error) storage.Run {
+func runRow(res SyncResult, err error) storage.Run {
 	// A watched dataset read whole counts as a snapshot loaded, one merged
 	// as a changes file merged: the run's row has no columns of its own
 	// for them.
-	run := storage.Run{ID: id, Result: "ok", CursorTo: res.Cursor, EventsSeen: int64(res.EventsSeen),
+	run := storage.Run{Result: "ok", CursorTo: res.Cursor, EventsSeen: int64(res.EventsSeen),
 		EventsApplied: int64(res.EventsApplied), EventsSkipped: int64(res.EventsSkipped),
 		SnapshotsLoaded: int64(res.SnapshotsLoaded + res.WatchReloads), ChangesMerged: int64(res.ChangesMerged + res.WatchMerges)}
 	if err != nil {
@@ -373,7 +369,7 @@ func (r *Replica) finish(ctx context.Context, tx *storage.Tx, sub *storage.Subsc
 	}
 	done := *res
 	done.Cursor = cursor
-	return tx.FinishRun(ctx, runRow(end.runID, done, outcome(sub.ID, done, nil)))
+	return tx.FinishRun(ctx, runRow(done, outcome(sub.ID, done, nil)))
 }
 
 // applyEvent applies one event of a page through the batch.

@@ -22,7 +22,7 @@ func TestRunRow_cancelledIsStopped(t *testing.T) {
 		{fmt.Errorf("events: %w", context.DeadlineExceeded), "failed"},
 		{errors.New("disk full"), "failed"},
 	} {
-		if got := runRow(1, SyncResult{}, tc.err).Result; got != tc.want {
+		if got := runRow(SyncResult{}, tc.err).Result; got != tc.want {
 			t.Errorf("runRow(%v).Result = %q, want %q", tc.err, got, tc.want)
 		}
 	}
@@ -41,7 +41,7 @@ func TestStoppedBy_aStatementTheCancelInterrupted(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("stoppedBy(%v) = %v, want context.Canceled", interrupted, err)
 	}
-	if got := runRow(1, SyncResult{}, err).Result; got != "stopped" {
+	if got := runRow(SyncResult{}, err).Result; got != "stopped" {
 		t.Fatalf("run recorded %q, want stopped", got)
 	}
 	if err := stoppedBy(context.Background(), errors.New("disk full")); errors.Is(err, context.Canceled) {

@@ -3,7 +3,9 @@ package storage
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -23,24 +25,98 @@ type Run struct {
 	ChangesMerged   int64      `json:"changesMerged"`
 }
 
-// StartRun records the start of a sync and returns its id.
-func (db *DB) StartRun(ctx context.Context, cursorFrom string) (int64, error) {
-	var id int64
-	err := db.sql.QueryRowContext(ctx, `INSERT INTO _ploti.sync_runs (started_at, cursor_from) VALUES (?, ?) RETURNING run_id`,
-		db.Now(), nullStr(cursorFrom)).Scan(&id)
-	if err != nil {
-		return 0, fmt.Errorf("record sync start: %w", err)
+// A sync's run row is written by the sync's first transaction, not by a
+// commit of its own: StartRun only notes the start, the first transaction
+// that begins after it inserts the row before its own statements, and the
+// sync's end updates that row, or inserts the whole row when no
+// transaction ran. Each commit of its own was a sync of the write-ahead
+// log (3–4 ms on a DuckDB file, a round trip and a WAL flush on
+// PostgreSQL), paid by every sync. A sync that ends before its first
+// commit (a crash) leaves no row; it had written nothing either. Nothing
+// reads a run before it has ended (LastRun reads finished runs).
+
+// openRun is the sync's run whose row is written by its first transaction.
+type openRun struct {
+	mu         sync.Mutex
+	started    bool
+	startedAt  time.Time
+	cursorFrom string
+	id         int64 // the row's run_id once a commit wrote it; 0 before
+}
+
+// StartRun notes the start of a sync: the next transaction to begin
+// writes its row (see openRun).
+func (db *DB) StartRun(cursorFrom string) {
+	db.run.mu.Lock()
+	defer db.run.mu.Unlock()
+	db.run.started, db.run.startedAt, db.run.cursorFrom, db.run.id = true, db.Now(), cursorFrom, 0
+}
+
+// writeRun inserts the started run's row in a transaction that has just
+// begun, when no commit wrote it yet; its id is the run's once tx commits
+// (ranRun).
+func (tx *Tx) writeRun(ctx context.Context) error {
+	db := tx.db
+	db.run.mu.Lock()
+	started, id, at, from := db.run.started, db.run.id, db.run.startedAt, db.run.cursorFrom
+	db.run.mu.Unlock()
+	if !started || id != 0 {
+		return nil
 	}
-	return id, nil
+	err := tx.tx.QueryRowContext(ctx, `INSERT INTO _ploti.sync_runs (started_at, cursor_from) VALUES (?, ?) RETURNING run_id`,
+		at, nullStr(from)).Scan(&tx.runID)
+	if err != nil {
+		return fmt.Errorf("record sync start: %w", err)
+	}
+	return nil
 }
 
-// FinishRun records how a sync ended.
+// ranRun keeps the run's id after tx's commit wrote its row.
+func (tx *Tx) ranRun() {
+	if tx.runID == 0 {
+		return
+	}
+	tx.db.run.mu.Lock()
+	defer tx.db.run.mu.Unlock()
+	if tx.db.run.started && tx.db.run.id == 0 {
+		tx.db.run.id = tx.runID
+	}
+}
+
+// FinishRun records how the started sync ended: it updates the run's row,
+// or inserts the whole row when no transaction wrote it. r.ID is not read.
 func (db *DB) FinishRun(ctx context.Context, r Run) error {
-	return finishRun(ctx, db.sql, db.Now(), r)
+	db.run.mu.Lock()
+	defer db.run.mu.Unlock()
+	if !db.run.started {
+		return errors.New("record sync end: no sync started")
+	}
+	if db.run.id != 0 {
+		r.ID = db.run.id
+		return finishRun(ctx, db.sql, db.Now(), r)
+	}
+	err := db.sql.QueryRowContext(ctx, `INSERT INTO _ploti.sync_runs (started_at, cursor_from, finished_at, result, error, cursor_to,
+		events_seen, events_applied, events_skipped, snapshots_loaded, changes_merged) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING run_id`,
+		db.run.startedAt, nullStr(db.run.cursorFrom), db.Now(), r.Result, nullStr(r.Error), nullStr(r.CursorTo),
+		r.EventsSeen, r.EventsApplied, r.EventsSkipped, r.SnapshotsLoaded, r.ChangesMerged).Scan(&db.run.id)
+	if err != nil {
+		return fmt.Errorf("record sync end: %w", err)
+	}
+	return nil
 }
 
-// FinishRun records how a sync ended, in the transaction.
+// FinishRun records how the started sync ended, in the transaction, whose
+// beginning wrote the run's row if no commit had. r.ID is not read.
 func (tx *Tx) FinishRun(ctx context.Context, r Run) error {
+	r.ID = tx.runID
+	if r.ID == 0 {
+		tx.db.run.mu.Lock()
+		r.ID = tx.db.run.id
+		tx.db.run.mu.Unlock()
+	}
+	if r.ID == 0 {
+		return errors.New("record sync end: no sync started")
+	}
 	return finishRun(ctx, tx.tx, tx.db.Now(), r)
 }
 

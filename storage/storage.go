@@ -52,6 +52,7 @@ type DB struct {
 	now  func() time.Time
 	be   Engine
 	memo registryMemo // the registry's list within a sync (memo.go)
+	run  openRun      // the sync's run, written by its first transaction (runs.go)
 }
 
 // Path is the file's path.
@@ -78,6 +79,8 @@ type Tx struct {
 	db  *DB
 	be  EngineTx
 	Now time.Time
+	// runID is the started run's row this transaction wrote (runs.go).
+	runID int64
 }
 
 // Begin starts a transaction.
@@ -88,7 +91,12 @@ func (db *DB) Begin(ctx context.Context) (*Tx, error) {
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
 	}
-	return &Tx{tx: btx.SQL(), db: db, be: btx, Now: now}, nil
+	tx := &Tx{tx: btx.SQL(), db: db, be: btx, Now: now}
+	if err := tx.writeRun(ctx); err != nil {
+		btx.Rollback()
+		return nil, err
+	}
+	return tx, nil
 }
 
 // Engine is the engine's transaction: assert a capability on it
@@ -98,7 +106,11 @@ func (tx *Tx) Engine() EngineTx { return tx.be }
 // Commit commits the transaction.
 func (tx *Tx) Commit() error {
 	defer tx.db.memo.moved()
-	return tx.be.Commit()
+	if err := tx.be.Commit(); err != nil {
+		return err
+	}
+	tx.ranRun()
+	return nil
 }
 
 // Rollback aborts the transaction; after Commit it does nothing.

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ploti-replica/ploti-replica/internal/storagetest"
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
 	"github.com/ploti-replica/ploti-replica/storage/duckread"
@@ -777,4 +778,8 @@ func TestVersionSetsSQL_eachVersionOnce(t *testing.T) {
 	if got := tableState(t, db, "SELECT string_agg(concat_ws(':', version, record_id, change), ' ' ORDER BY version) FROM _ploti.changes"); got != "3:r3:added 8:r8:removed" {
 		t.Fatalf("log = %s", got)
 	}
+}
+
+func TestDB_runRows_writtenByTheSyncsFirstTransaction(t *testing.T) {
+	storagetest.RunRows(t, mustOpen(t))
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ploti-replica/ploti-replica/internal/pgtest"
+	"github.com/ploti-replica/ploti-replica/internal/storagetest"
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
 )
@@ -178,4 +179,29 @@ func mustOpenDB(t *testing.T) *storage.DB {
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
+}
+
+func TestDB_runRows_writtenByTheSyncsFirstTransaction(t *testing.T) {
+	storagetest.RunRows(t, mustOpenDB(t))
+}
+
+// A registry row's key columns go in a statement of their own, which
+// matches the row only when they differ (storage/registry.go): both
+// statements must type-check on PostgreSQL, and the keys change.
+func TestRegistry_PutDataset_keyColumns(t *testing.T) {
+	ctx := context.Background()
+	db := mustOpenDB(t)
+	for i, keys := range [][]string{{"permit"}, {"permit"}, {"permit", "issued"}, nil} {
+		d := &storage.Dataset{ID: "ds_a", Table: "ds_a", Version: i + 1, Status: storage.StatusCurrent, KeyColumns: keys}
+		if err := db.Update(ctx, func(tx *storage.Tx) error { return tx.PutDataset(ctx, d) }); err != nil {
+			t.Fatalf("round %d: %v", i+1, err)
+		}
+		got, err := db.Dataset(ctx, "ds_a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Version != i+1 || !slices.Equal(got.KeyColumns, keys) {
+			t.Fatalf("round %d: version %d, keys %q; want %d, %q", i+1, got.Version, got.KeyColumns, i+1, keys)
+		}
+	}
 }
