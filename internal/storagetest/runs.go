@@ -15,76 +15,88 @@ import (
 // gets its whole row at its end.
 func RunRows(t *testing.T, db *storage.DB) {
 	t.Helper()
+	runs := runTable{t: t, db: db}
+	runs.committedNothing()
+	runs.committed()
+}
+
+// runTable reads _ploti.sync_runs for RunRows.
+type runTable struct {
+	t  *testing.T
+	db *storage.DB
+}
+
+// runCounts is what runTable.read reads: the rows, the finished ones, and
+// the greatest result.
+type runCounts struct {
+	n, finished int
+	result      string
+}
+
+func (r runTable) read() runCounts {
+	r.t.Helper()
+	var c runCounts
+	if err := r.db.SQL().QueryRowContext(context.Background(), `SELECT count(*), count(finished_at), coalesce(max(result), '')
+		FROM _ploti.sync_runs`).Scan(&c.n, &c.finished, &c.result); err != nil {
+		r.t.Fatal(err)
+	}
+	return c
+}
+
+// committedNothing: a sync that commits nothing gets its whole row at its end.
+func (r runTable) committedNothing() {
+	r.t.Helper()
 	ctx := context.Background()
-	type row struct {
-		n, finished int
-		result      string
+	r.db.StartRun("")
+	if got := r.read(); got.n != 0 {
+		r.t.Fatalf("the start wrote a row of its own: %+v", got)
 	}
-	read := func() row {
-		t.Helper()
-		var r row
-		if err := db.SQL().QueryRowContext(ctx, `SELECT count(*), count(finished_at), coalesce(max(result), '')
-			FROM _ploti.sync_runs`).Scan(&r.n, &r.finished, &r.result); err != nil {
-			t.Fatal(err)
-		}
-		return r
+	if err := r.db.FinishRun(ctx, storage.Run{Result: "ok"}); err != nil {
+		r.t.Fatal(err)
 	}
+	if got := r.read(); got != (runCounts{1, 1, "ok"}) {
+		r.t.Fatalf("after a sync that committed nothing: %+v, want one finished row", got)
+	}
+}
+
+// committed: a sync whose first transaction rolls back, whose second
+// commits, and whose end is recorded in its last one and again after it.
+func (r runTable) committed() {
+	r.t.Helper()
+	ctx := context.Background()
 	put := func(tx *storage.Tx) error {
 		return tx.PutDataset(ctx, &storage.Dataset{ID: "ds_a", Table: "a", Status: storage.StatusCurrent})
 	}
-
-	// A sync that commits nothing: its whole row at its end.
-	db.StartRun("")
-	if got := read(); got.n != 0 {
-		t.Fatalf("the start wrote a row of its own: %+v", got)
-	}
-	if err := db.FinishRun(ctx, storage.Run{Result: "ok"}); err != nil {
-		t.Fatal(err)
-	}
-	if got := read(); got != (row{1, 1, "ok"}) {
-		t.Fatalf("after a sync that committed nothing: %+v, want one finished row", got)
-	}
-
-	// A sync whose first transaction rolls back, and whose second commits.
-	db.StartRun("c1")
+	r.db.StartRun("c1")
 	refused := errors.New("refused")
-	if err := db.Update(ctx, func(tx *storage.Tx) error { return refused }); !errors.Is(err, refused) {
-		t.Fatal(err)
+	if err := r.db.Update(ctx, func(tx *storage.Tx) error { return refused }); !errors.Is(err, refused) {
+		r.t.Fatal(err)
 	}
-	if got := read(); got.n != 1 {
-		t.Fatalf("a transaction rolled back left the run's row: %+v", got)
+	if got := r.read(); got.n != 1 {
+		r.t.Fatalf("a transaction rolled back left the run's row: %+v", got)
 	}
-	if err := db.Update(ctx, put); err != nil {
-		t.Fatal(err)
+	for range 2 {
+		if err := r.db.Update(ctx, put); err != nil {
+			r.t.Fatal(err)
+		}
+		if got := r.read(); got.n != 2 || got.finished != 1 {
+			r.t.Fatalf("after the sync's commits: %+v, want its row once, unfinished", got)
+		}
 	}
-	if got := read(); got.n != 2 || got.finished != 1 {
-		t.Fatalf("after the sync's first commit: %+v, want its row, unfinished", got)
-	}
-	if err := db.Update(ctx, put); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Update(ctx, func(tx *storage.Tx) error {
+	if err := r.db.Update(ctx, func(tx *storage.Tx) error {
 		return tx.FinishRun(ctx, storage.Run{Result: "partial", CursorTo: "c2"})
 	}); err != nil {
-		t.Fatal(err)
+		r.t.Fatal(err)
 	}
-	if got := read(); got != (row{2, 2, "partial"}) {
-		t.Fatalf("after the sync's end in its last transaction: %+v, want two finished rows", got)
+	if got := r.read(); got != (runCounts{2, 2, "partial"}) {
+		r.t.Fatalf("after the sync's end in its last transaction: %+v, want two finished rows", got)
 	}
 	// Recorded again after the walk (the watches ran after it).
-	if err := db.FinishRun(ctx, storage.Run{Result: "ok", CursorTo: "c2"}); err != nil {
-		t.Fatal(err)
+	if err := r.db.FinishRun(ctx, storage.Run{Result: "ok", CursorTo: "c2"}); err != nil {
+		r.t.Fatal(err)
 	}
-	var from, to string
-	if err := db.SQL().QueryRowContext(ctx, `SELECT cursor_from, cursor_to FROM _ploti.sync_runs
-		WHERE run_id = (SELECT max(run_id) FROM _ploti.sync_runs)`).Scan(&from, &to); err != nil {
-		t.Fatal(err)
-	}
-	if got := read(); got.n != 2 || from != "c1" || to != "c2" {
-		t.Fatalf("after the sync's end recorded again: %+v, cursors %q to %q", got, from, to)
-	}
-	last, err := db.LastRun(ctx)
-	if err != nil || last == nil || last.Result != "ok" || last.CursorFrom != "c1" {
-		t.Fatalf("LastRun: %+v, %v", last, err)
+	last, err := r.db.LastRun(ctx)
+	if got := r.read(); err != nil || got.n != 2 || last == nil || last.Result != "ok" || last.CursorFrom != "c1" || last.CursorTo != "c2" {
+		r.t.Fatalf("after the sync's end recorded again: %+v; LastRun %+v, %v", got, last, err)
 	}
 }
