@@ -56,8 +56,11 @@ func (r *Replica) syncExclusive(ctx context.Context) (SyncResult, error) {
 	if sub != nil {
 		name, cursor = sub.ID, sub.Cursor
 	}
-	r.db.StartRun(cursor)
+	// The sync's transactions carry its run: the first to commit writes
+	// the run's row (storage.DB.StartRun).
+	ctx = r.db.StartRun(ctx, cursor)
 	if err := r.readMarks(ctx); err != nil {
+		r.db.FinishRun(context.WithoutCancel(ctx), runRow(res, err))
 		return res, err
 	}
 	r.startHistories(ctx)

@@ -432,6 +432,11 @@ func (tx *Tx) PutDatasets(ctx context.Context, ds []*Dataset) error {
 	if err != nil {
 		return fmt.Errorf("put %d datasets: %w", len(ds), err)
 	}
+	// This statement sets the key columns too, which DuckDB carries out
+	// as a DELETE and an INSERT of the row (updateDataset): only in rows
+	// whose seldom-changing columns differ (a new schema, a new title),
+	// where a third statement a page to set them apart would cost every
+	// page more than it saves.
 	d := "_ploti.datasets."
 	if _, err := tx.tx.ExecContext(ctx, `UPDATE _ploti.datasets SET table_name = v.table_name, title = v.title, place_id = v.place_id,
 			topic = v.topic, schema_version = v.schema_version, key_columns = v.key_columns, columns = v.columns,

@@ -26,70 +26,107 @@ type Run struct {
 }
 
 // A sync's run row is written by the sync's first transaction, not by a
-// commit of its own: StartRun only notes the start, the first transaction
-// that begins after it inserts the row before its own statements, and the
-// sync's end updates that row, or inserts the whole row when no
-// transaction ran. Each commit of its own was a sync of the write-ahead
-// log (3–4 ms on a DuckDB file, a round trip and a WAL flush on
-// PostgreSQL), paid by every sync. A sync that ends before its first
-// commit (a crash) leaves no row; it had written nothing either. Nothing
-// reads a run before it has ended (LastRun reads finished runs).
+// commit of its own: StartRun only notes the start and marks the sync's
+// context; the first transaction begun with that context inserts the row
+// before its own statements, and the end updates the row, or inserts the
+// whole row when no transaction of the sync wrote it. The start's own
+// commit was a sync of the write-ahead log on every sync (3–7 ms on a
+// DuckDB file, a round trip and a WAL flush on PostgreSQL). A sync that
+// ends before its first commit (a crash) leaves no row; it had written
+// nothing either. Nothing reads a run before it has ended (LastRun reads
+// finished runs).
+//
+// Only the sync's own transactions write the row (its context carries
+// the run): a caller's transaction while a sync runs (Advance,
+// RecordInbox) does not. A generation tells a run from the one before, so
+// that a transaction of an earlier sync committing late cannot lend its
+// row to the next. One transaction at a time writes the row (pending):
+// another begun meanwhile leaves it to the next.
 
-// openRun is the sync's run whose row is written by its first transaction.
+// openRun is the current sync's run, whose row its first transaction writes.
 type openRun struct {
 	mu         sync.Mutex
-	started    bool
+	gen        uint64 // moved by every StartRun
 	startedAt  time.Time
 	cursorFrom string
+	pending    bool  // a transaction begun holds the row, not yet committed
 	id         int64 // the row's run_id once a commit wrote it; 0 before
 }
 
-// StartRun notes the start of a sync: the next transaction to begin
-// writes its row (see openRun).
-func (db *DB) StartRun(cursorFrom string) {
+// runKey marks a sync's context with its run's generation.
+type runKey struct{ db *DB }
+
+// StartRun notes the start of a sync and returns its context, whose
+// transactions write the run's row (see openRun).
+func (db *DB) StartRun(ctx context.Context, cursorFrom string) context.Context {
 	db.run.mu.Lock()
 	defer db.run.mu.Unlock()
-	db.run.started, db.run.startedAt, db.run.cursorFrom, db.run.id = true, db.Now(), cursorFrom, 0
+	db.run.gen++
+	db.run.startedAt, db.run.cursorFrom, db.run.pending, db.run.id = db.Now(), cursorFrom, false, 0
+	return context.WithValue(ctx, runKey{db}, db.run.gen)
 }
 
-// writeRun inserts the started run's row in a transaction that has just
-// begun, when no commit wrote it yet; its id is the run's once tx commits
-// (ranRun).
+// writeRun inserts the sync's run row in a transaction of the sync that
+// has just begun, when no commit wrote it and no other transaction holds
+// it; its id is the run's once tx commits (endRun).
 func (tx *Tx) writeRun(ctx context.Context) error {
 	db := tx.db
-	db.run.mu.Lock()
-	started, id, at, from := db.run.started, db.run.id, db.run.startedAt, db.run.cursorFrom
-	db.run.mu.Unlock()
-	if !started || id != 0 {
+	gen, ok := ctx.Value(runKey{db}).(uint64)
+	if !ok {
 		return nil
 	}
+	db.run.mu.Lock()
+	if gen != db.run.gen || db.run.id != 0 || db.run.pending {
+		db.run.mu.Unlock()
+		return nil
+	}
+	db.run.pending = true
+	at, from := db.run.startedAt, db.run.cursorFrom
+	db.run.mu.Unlock()
+	var id int64
 	err := tx.tx.QueryRowContext(ctx, `INSERT INTO _ploti.sync_runs (started_at, cursor_from) VALUES (?, ?) RETURNING run_id`,
-		at, nullStr(from)).Scan(&tx.runID)
+		at, nullStr(from)).Scan(&id)
 	if err != nil {
+		db.run.mu.Lock()
+		if gen == db.run.gen {
+			db.run.pending = false
+		}
+		db.run.mu.Unlock()
 		return fmt.Errorf("record sync start: %w", err)
 	}
+	tx.runID, tx.runGen = id, gen
 	return nil
 }
 
-// ranRun keeps the run's id after tx's commit wrote its row.
-func (tx *Tx) ranRun() {
+// endRun ends tx's hold on the run's row: a commit keeps its id, a
+// rollback (or a failed commit) leaves the row to the sync's next
+// transaction or its end. A commit that failed after PostgreSQL committed
+// would leave that row unfinished and the end would insert another: the
+// rare case is not worth a read.
+func (tx *Tx) endRun(committed bool) {
 	if tx.runID == 0 {
-		return
+		return // tx did not write the row
 	}
-	tx.db.run.mu.Lock()
-	defer tx.db.run.mu.Unlock()
-	if tx.db.run.started && tx.db.run.id == 0 {
-		tx.db.run.id = tx.runID
+	db := tx.db
+	db.run.mu.Lock()
+	defer db.run.mu.Unlock()
+	if tx.runGen != db.run.gen {
+		return // an earlier sync's transaction: its row is not this run's
+	}
+	db.run.pending = false
+	if committed && db.run.id == 0 {
+		db.run.id = tx.runID
 	}
 }
 
-// FinishRun records how the started sync ended: it updates the run's row,
-// or inserts the whole row when no transaction wrote it. r.ID is not read.
+// FinishRun records how the sync of ctx (StartRun's) ended: it updates the
+// run's row, or inserts the whole row when no transaction wrote it. r.ID
+// is not read.
 func (db *DB) FinishRun(ctx context.Context, r Run) error {
 	db.run.mu.Lock()
 	defer db.run.mu.Unlock()
-	if !db.run.started {
-		return errors.New("record sync end: no sync started")
+	if gen, ok := ctx.Value(runKey{db}).(uint64); !ok || gen != db.run.gen {
+		return errors.New("record sync end: not the sync started last")
 	}
 	if db.run.id != 0 {
 		r.ID = db.run.id
@@ -105,17 +142,20 @@ func (db *DB) FinishRun(ctx context.Context, r Run) error {
 	return nil
 }
 
-// FinishRun records how the started sync ended, in the transaction, whose
-// beginning wrote the run's row if no commit had. r.ID is not read.
+// FinishRun records how the sync ended, in its transaction (begun with the
+// sync's context), which wrote the run's row if no commit had. r.ID is not
+// read.
 func (tx *Tx) FinishRun(ctx context.Context, r Run) error {
 	r.ID = tx.runID
 	if r.ID == 0 {
 		tx.db.run.mu.Lock()
-		r.ID = tx.db.run.id
+		if gen, ok := ctx.Value(runKey{tx.db}).(uint64); ok && gen == tx.db.run.gen {
+			r.ID = tx.db.run.id
+		}
 		tx.db.run.mu.Unlock()
 	}
 	if r.ID == 0 {
-		return errors.New("record sync end: no sync started")
+		return errors.New("record sync end: the transaction is not the sync's, or the sync's row is held by another")
 	}
 	return finishRun(ctx, tx.tx, tx.db.Now(), r)
 }

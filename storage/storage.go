@@ -79,8 +79,10 @@ type Tx struct {
 	db  *DB
 	be  EngineTx
 	Now time.Time
-	// runID is the started run's row this transaction wrote (runs.go).
-	runID int64
+	// runID is the sync's run row this transaction wrote, and runGen
+	// the run's generation (runs.go).
+	runID  int64
+	runGen uint64
 }
 
 // Begin starts a transaction.
@@ -106,17 +108,17 @@ func (tx *Tx) Engine() EngineTx { return tx.be }
 // Commit commits the transaction.
 func (tx *Tx) Commit() error {
 	defer tx.db.memo.moved()
-	if err := tx.be.Commit(); err != nil {
-		return err
-	}
-	tx.ranRun()
-	return nil
+	err := tx.be.Commit()
+	tx.endRun(err == nil)
+	return err
 }
 
 // Rollback aborts the transaction; after Commit it does nothing.
 func (tx *Tx) Rollback() error {
 	defer tx.db.memo.moved()
-	return tx.be.Rollback()
+	err := tx.be.Rollback()
+	tx.endRun(false)
+	return err
 }
 
 // Exec runs a statement in the transaction.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -295,13 +296,14 @@ func (db *DB) migrate(ctx context.Context) error {
 	// of DDL that cost every open a millisecond.
 	const current = "SELECT coalesce(max(version), 0) FROM _ploti.schema_migrations"
 	var have int
-	if db.sql.QueryRowContext(ctx, current).Scan(&have) != nil {
+	if first := db.sql.QueryRowContext(ctx, current).Scan(&have); first != nil {
+		// The read's own error is kept: an I/O error is not a missing table.
 		if _, err := db.sql.ExecContext(ctx, `CREATE SCHEMA IF NOT EXISTS _ploti;
 			CREATE TABLE IF NOT EXISTS _ploti.schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL)`); err != nil {
-			return fmt.Errorf("migrate %s: %w", db.path, err)
+			return fmt.Errorf("migrate %s: %w", db.path, errors.Join(first, err))
 		}
 		if err := db.sql.QueryRowContext(ctx, current).Scan(&have); err != nil {
-			return fmt.Errorf("migrate %s: %w", db.path, err)
+			return fmt.Errorf("migrate %s: %w", db.path, errors.Join(first, err))
 		}
 	}
 	names, err := migrationNames()
