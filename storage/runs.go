@@ -56,6 +56,13 @@ type openRun struct {
 // runKey marks a sync's context with its run's generation.
 type runKey struct{ db *DB }
 
+// runOf is the generation of the run ctx carries on db, if any; current
+// tells whether it is the run started last. Call it with db.run.mu held.
+func (db *DB) runOf(ctx context.Context) (gen uint64, current bool) {
+	gen, ok := ctx.Value(runKey{db}).(uint64)
+	return gen, ok && gen == db.run.gen
+}
+
 // StartRun notes the start of a sync and returns its context, whose
 // transactions write the run's row (see openRun).
 func (db *DB) StartRun(ctx context.Context, cursorFrom string) context.Context {
@@ -71,12 +78,9 @@ func (db *DB) StartRun(ctx context.Context, cursorFrom string) context.Context {
 // it; its id is the run's once tx commits (endRun).
 func (tx *Tx) writeRun(ctx context.Context) error {
 	db := tx.db
-	gen, ok := ctx.Value(runKey{db}).(uint64)
-	if !ok {
-		return nil
-	}
 	db.run.mu.Lock()
-	if gen != db.run.gen || db.run.id != 0 || db.run.pending {
+	gen, current := db.runOf(ctx)
+	if !current || db.run.id != 0 || db.run.pending {
 		db.run.mu.Unlock()
 		return nil
 	}
@@ -125,7 +129,7 @@ func (tx *Tx) endRun(committed bool) {
 func (db *DB) FinishRun(ctx context.Context, r Run) error {
 	db.run.mu.Lock()
 	defer db.run.mu.Unlock()
-	if gen, ok := ctx.Value(runKey{db}).(uint64); !ok || gen != db.run.gen {
+	if _, current := db.runOf(ctx); !current {
 		return errors.New("record sync end: not the sync started last")
 	}
 	if db.run.id != 0 {
@@ -149,7 +153,7 @@ func (tx *Tx) FinishRun(ctx context.Context, r Run) error {
 	r.ID = tx.runID
 	if r.ID == 0 {
 		tx.db.run.mu.Lock()
-		if gen, ok := ctx.Value(runKey{tx.db}).(uint64); ok && gen == tx.db.run.gen {
+		if _, current := tx.db.runOf(ctx); current {
 			r.ID = tx.db.run.id
 		}
 		tx.db.run.mu.Unlock()
