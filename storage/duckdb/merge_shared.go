@@ -70,7 +70,6 @@ func (tx *Tx) FinishMerged(ctx context.Context, ms []storage.Merged) error {
 		args = append(args, m.File, m.DatasetID, m.Version)
 	}
 	defer tx.db.facts.forget(files)
-	id, change := storage.Ident(storage.ColRecordID), storage.Ident(storage.ColChange)
 	got, err := tx.mergedCounts(ctx, files)
 	if err != nil {
 		return err
@@ -88,15 +87,30 @@ func (tx *Tx) FinishMerged(ctx context.Context, ms []storage.Merged) error {
 	versions := "(VALUES " + strings.Join(rows, ", ") + ") m(file, dataset_id, version)"
 	_, err = tx.tx.ExecContext(ctx, storage.ChangeSetsSQL(versions), args...)
 	if err == nil {
-		_, err = tx.tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO _ploti.change_rows (set_id, record_id, change)
-			SELECT s.set_id, f.%[1]s, f.%[2]s FROM %[3]s f JOIN %[4]s ON f.zz_ploti_file = m.file
-			JOIN _ploti.change_sets s ON s.dataset_id = m.dataset_id AND s.version = m.version`,
-			id, change, changesByFile(files), versions), args...)
+		_, err = tx.tx.ExecContext(ctx, changeRowsSQL(files, versions), args...)
 	}
 	if err != nil {
 		return fmt.Errorf("log changes of %d versions: %w", len(ms), err)
 	}
 	return nil
+}
+
+// changeRowsSQL logs the rows of the deferred merges' files, versions
+// being their (file, dataset_id, version) rows: each file's rows joined
+// to its version's set by file name. One file's rows take its set as it
+// is, with no join on a name a row: 14 ms against 17 ms for 100,000
+// rows, 36 ms against 46 ms for a million.
+func changeRowsSQL(files []string, versions string) string {
+	id, change := storage.Ident(storage.ColRecordID), storage.Ident(storage.ColChange)
+	if len(files) == 1 {
+		return fmt.Sprintf(`INSERT INTO _ploti.change_rows (set_id, record_id, change)
+			SELECT s.set_id, f.%[1]s, f.%[2]s FROM %[3]s f, _ploti.change_sets s, %[4]s
+			WHERE s.dataset_id = m.dataset_id AND s.version = m.version`, id, change, changesByFile(files), versions)
+	}
+	return fmt.Sprintf(`INSERT INTO _ploti.change_rows (set_id, record_id, change)
+		SELECT s.set_id, f.%[1]s, f.%[2]s FROM %[3]s f JOIN %[4]s ON f.zz_ploti_file = m.file
+		JOIN _ploti.change_sets s ON s.dataset_id = m.dataset_id AND s.version = m.version`,
+		id, change, changesByFile(files), versions)
 }
 
 // mergedCounts reads the counts of the deferred merges' files: those read
@@ -148,12 +162,21 @@ type changeCounts struct{ nulls, dups, bad, added, changed, removed int64 }
 // countChanges reads changes files' counts with one read of them all, by
 // file. The files' schemas may differ (other datasets): only the two
 // columns every changes file has are read, by name.
+//
+// One file's counts are one aggregate, without GROUP BY: a count(DISTINCT)
+// by group costs DuckDB about 1.4 times one over the whole input (10 ms against
+// 7 ms on 100,000 ids, 84 ms against 60 ms on a million), and most merges
+// are one file. An empty file then gives a row of zeros, as no row would.
 func countChanges(ctx context.Context, q storage.Querier, files []string) (map[string]changeCounts, error) {
 	id, change := storage.Ident(storage.ColRecordID), storage.Ident(storage.ColChange)
-	rows, err := q.QueryContext(ctx, fmt.Sprintf(`SELECT zz_ploti_file, count(*) FILTER (WHERE %[1]s IS NULL), count(%[1]s) - count(DISTINCT %[1]s),
+	file, by := "zz_ploti_file", " GROUP BY zz_ploti_file"
+	if len(files) == 1 {
+		file, by = storage.Literal(files[0]), ""
+	}
+	rows, err := q.QueryContext(ctx, fmt.Sprintf(`SELECT %[4]s, count(*) FILTER (WHERE %[1]s IS NULL), count(%[1]s) - count(DISTINCT %[1]s),
 			count(*) FILTER (WHERE %[2]s IS NULL OR %[2]s NOT IN ('added', 'changed', 'removed')),
 			count(*) FILTER (WHERE %[2]s = 'added'), count(*) FILTER (WHERE %[2]s = 'changed'), count(*) FILTER (WHERE %[2]s = 'removed')
-		FROM %[3]s GROUP BY zz_ploti_file`, id, change, changesByFile(files)))
+		FROM %[3]s%[5]s`, id, change, changesByFile(files), file, by))
 	if err != nil {
 		return nil, err
 	}

@@ -130,11 +130,16 @@ func FileFaults(name string, nulls, dups, bad int64) error {
 
 // ByFile reads columns of files whose schemas may differ (other
 // datasets'), by name and as VARCHAR, with each row's file in
-// zz_ploti_file.
+// zz_ploti_file. One file's name is a constant, with no filename column
+// of DuckDB's to fill a row at a time.
 func ByFile(files []string, cols ...string) string {
 	var sel strings.Builder
 	for _, c := range cols {
 		fmt.Fprintf(&sel, "CAST(%[1]s AS VARCHAR) AS %[1]s, ", storage.Ident(c))
+	}
+	if len(files) == 1 {
+		return fmt.Sprintf("(SELECT %s%s AS zz_ploti_file FROM read_parquet(%s, hive_partitioning = false))",
+			sel.String(), storage.Literal(files[0]), FileList(files))
 	}
 	return fmt.Sprintf("(SELECT %szz_ploti_file FROM read_parquet(%s, hive_partitioning = false, union_by_name = true, filename = 'zz_ploti_file'))",
 		sel.String(), FileList(files))
