@@ -38,6 +38,7 @@ type DB struct {
 	threads  threadCount  // DuckDB's threads: as opened, and now (threads.go)
 	held     atomic.Int64 // the WAL's bound while checkpoints are held (hold.go); 0: none
 	asides   atomic.Int64 // large merges' checks being read on connections of their own (aside.go)
+	commits  atomic.Int64 // the engine's transactions this process committed (a close's summary spans none: summary.go)
 	writer   string       // the path holdWriter took for this writer; "" for none
 	reg      *storage.DB  // the registry over this file
 	ro       roHandle     // the read-only handle, once asked for (readonly.go)
@@ -125,7 +126,7 @@ func (tx *Tx) Commit() error {
 	defer tx.db.allThreads()
 	tx.endAside()
 	if !tx.db.chained {
-		return tx.tx.Commit()
+		return tx.db.counted(tx.tx.Commit())
 	}
 	seq, err := tx.chainCommit()
 	if err != nil {
@@ -142,11 +143,20 @@ func (tx *Tx) Commit() error {
 	// Back to the threshold between commits, for writes through DB(); a
 	// failure leaves this commit's, which the next commit sets again.
 	tx.db.sql.Exec("SET GLOBAL checkpoint_threshold = '" + tx.db.betweenThreshold() + "'")
-	if err != nil {
+	if err := tx.db.counted(err); err != nil {
 		return err
 	}
 	tx.db.pruneCommitLog(seq)
 	return nil
+}
+
+// counted counts a commit that succeeded (err nil) in db.commits and
+// returns err.
+func (db *DB) counted(err error) error {
+	if err == nil {
+		db.commits.Add(1)
+	}
+	return err
 }
 
 // Rollback aborts the transaction; after Commit it does nothing.
