@@ -95,9 +95,9 @@ func (db *DB) CloseWithSummary(ctx context.Context, summarize func(context.Conte
 	ok := false
 	// A commit of another goroutine while the summary is read would make
 	// it a mix of two states: no transaction of the engine may commit
-	// meanwhile. Counted in memory: this process is the file's one writer,
-	// and the commit log's head, read before and after, was two statements
-	// of every close, the second one after the checkpoint.
+	// meanwhile. This process is the file's one writer, so its own count
+	// of commits tells what the commit log's head would, without two reads
+	// of the file on the close's path.
 	head := db.commits.Load()
 	// The summary is read while the checkpoint runs, on another of the
 	// pool's connections: DuckDB lets reads run beside a checkpoint, both
