@@ -31,10 +31,12 @@
 //	                         (DROP the old, RENAME the new) in the round
 //	                         trip that commits, with the old one's grants
 //	MergeChanges             CREATE TEMP TABLE; COPY; then in one round
-//	                         trip (batch.go): one DELETE … USING …
-//	                         RETURNING that also checks the fit (an added
+//	                         trip (batch.go): one statement that updates
+//	                         the changed rows in place (UPDATE … FROM, on
+//	                         the pages' free room: fillfactor 90), deletes
+//	                         the removed ones and checks the fit (an added
 //	                         id held, a changed or removed id not held);
-//	                         INSERT … SELECT; _ploti.changes
+//	                         INSERT … SELECT of the added; _ploti.changes
 //	MergeWatch               the same from ids and NDJSON rows
 //	ApplyIDMap, AddColumns   COPY into _ploti.id_map; ALTER TABLE
 //
@@ -53,8 +55,9 @@
 // and the table's queries that come meanwhile wait behind the replay.
 // Merges take no such lock, and the tables are created with
 // vacuum_truncate off (tableOptions) so that VACUUM never takes one;
-// hot_standby_feedback on the standby keeps VACUUM from removing rows
-// its queries still read.
+// hot_standby_feedback on the standby keeps VACUUM, and the pruning of
+// a page whose rows a merge updated, from removing rows its queries
+// still read.
 //
 // Types (PGType): string text, integer bigint, number double precision,
 // decimal numeric(p,s), boolean, date, timestamp timestamptz, json jsonb,

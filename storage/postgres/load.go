@@ -230,16 +230,22 @@ func (tx *Tx) build(ctx context.Context, table string, cols []ploti.Column, rel 
 	return n, nil
 }
 
-// tableOptions are a dataset table's storage parameters. vacuum_truncate
-// off: a VACUUM (autovacuum, after merges removed the rows at a table's
-// end) never takes the table's ACCESS EXCLUSIVE lock to give its empty
-// last pages back. On the primary that lock is brief, but a hot standby
-// replays it as a swap's: the replay waits for every query reading the
-// table, the queries that come meanwhile wait behind it, and past
+// tableOptions are a dataset table's storage parameters.
+//
+// fillfactor 90: a load leaves a tenth of each page free, so that a merge's
+// changed rows are updated on their own pages (HOT updates: no new index
+// entries, and the old row's room taken back by the page's next pruning,
+// without VACUUM). The table is about a ninth larger on disk.
+//
+// vacuum_truncate off: a VACUUM (autovacuum, after merges removed the rows
+// at a table's end) never takes the table's ACCESS EXCLUSIVE lock to give
+// its empty last pages back. On the primary that lock is brief, but a hot
+// standby replays it as a swap's: the replay waits for every query reading
+// the table, the queries that come meanwhile wait behind it, and past
 // max_standby_streaming_delay the standby cancels the readers, at any
 // time, not only when a load swaps a table in. The pages stay the
 // table's, for the rows of later merges.
-const tableOptions = "vacuum_truncate = off"
+const tableOptions = "fillfactor = 90, vacuum_truncate = off"
 
 // primaryKey adds the built table's primary key on _ploti_record_id, or
 // refuses its rows with an idsError when their ids are null or repeat.

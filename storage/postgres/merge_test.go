@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -291,5 +292,57 @@ func TestAddedHeld(t *testing.T) {
 				t.Fatalf("addedHeld = %q, %v; want %q, %v", got, ok, tc.want, tc.wantRefuse)
 			}
 		})
+	}
+}
+
+// A changed row is updated where it lies: the table keeps a tenth of each
+// page free (fillfactor 90), so the new row stays on the old one's page,
+// and with its id and geometry as they were no index gains an entry (a
+// HOT update, which the table's statistics count). Deleted and inserted
+// again, it would go to the table's last page and into every index.
+func TestTx_MergeChanges_updatesAChangedRowOnItsPage(t *testing.T) {
+	ctx := context.Background()
+	db, u := mustOpen(t)
+	duck := mustDuck(t)
+	many := strings.Replace(snapQuery, "range(5)", "range(3000)", 1)
+	snap := mustParquet(t, duck, many)
+	if err := db.Update(ctx, func(tx *Tx) error { _, err := tx.LoadSnapshot(ctx, "permits", testCols, []string{snap}); return err }); err != nil {
+		t.Fatal(err)
+	}
+	r := mustReader(t, u)
+	if got := state(t, r, "SELECT array_to_string(reloptions, ' ') FROM pg_class WHERE oid = 'permits'::regclass"); !strings.Contains(got, "fillfactor=90") {
+		t.Fatalf("the table's storage parameters: %s, want fillfactor=90 among them", got)
+	}
+	page := func(id string) int64 {
+		return count(t, r, "SELECT (ctid::text::point)[0]::bigint FROM permits WHERE _ploti_record_id = $1", id)
+	}
+	if p, last := page("r1"), count(t, r, "SELECT max((ctid::text::point)[0])::bigint FROM permits"); p >= last {
+		t.Fatalf("r1 is on page %d of %d: the test needs it before the last", p, last)
+	}
+	before := page("r1")
+	changes := mustParquet(t, duck, "SELECT 'changed' AS _ploti_change, * REPLACE ('P1 again' AS permit) FROM ("+many+") WHERE _ploti_record_id = 'r1'")
+	if err := db.Update(ctx, func(tx *Tx) error {
+		_, err := tx.MergeChanges(ctx, "ds", 2, "permits", testCols, changes, -1)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := state(t, r, "SELECT permit FROM permits WHERE _ploti_record_id = 'r1'"); got != "P1 again" {
+		t.Fatalf("r1's permit = %s, want P1 again", got)
+	}
+	if after := page("r1"); after != before {
+		t.Fatalf("r1 moved from page %d to page %d: deleted and inserted, not updated in place", before, after)
+	}
+	// The server counts a session's updates when it flushes the session's
+	// statistics; asked to, it does before the next statement's answer.
+	if _, err := db.Conn().Exec(ctx, "SELECT pg_stat_force_next_flush()"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for count(t, r, "SELECT n_tup_hot_upd FROM pg_stat_user_tables WHERE relid = 'permits'::regclass") < 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no HOT update of permits counted: %d updates in all", count(t, r, "SELECT n_tup_upd FROM pg_stat_user_tables WHERE relid = 'permits'::regclass"))
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
