@@ -396,16 +396,19 @@ func (p *pgBench) merge(ctx context.Context, b *bigDataset, fx *pgLoadFixture) e
 	}
 	mr := &pgMergeRuns{p: p, b: b, fx: fx, st: st, changes: changes}
 	for i := range p.r.cfg.Repeat {
-		if err := inTurns(i, func() error { return mr.engineRun(ctx) }, func() error { return mr.rawRun(ctx) }); err != nil {
+		if err := inRotation(i, func() error { return mr.engineRun(ctx) }, func() error { return mr.rawRun(ctx, false) },
+			func() error { return mr.rawRun(ctx, true) }); err != nil {
 			return err
 		}
-		p.r.logf("postgres merge %s of %s, run %d: engine %s (of which replica.Open %s), PostgreSQL alone %s", pct(st.f), rows(b.n), i+1,
-			secs(mr.eng.Wall.Runs[i]), secs(mr.opens.Runs[i]), secs(mr.raw.Wall.Runs[i]))
+		p.r.logf("postgres merge %s of %s, run %d: engine %s (of which replica.Open %s), PostgreSQL alone %s, updating in place %s", pct(st.f), rows(b.n), i+1,
+			secs(mr.eng.Wall.Runs[i]), secs(mr.opens.Runs[i]), secs(mr.raw.Wall.Runs[i]), secs(mr.upd.Wall.Runs[i]))
 	}
-	if err := p.sameTables(ctx, mr.lastE, mr.lastR, fx.table, st.rel.RowCount); err != nil {
-		return err
+	for _, other := range []string{mr.lastR, mr.lastU} {
+		if err := p.sameTables(ctx, mr.lastE, other, fx.table, st.rel.RowCount); err != nil {
+			return err
+		}
 	}
-	for _, db := range []string{mr.lastE, mr.lastR} {
+	for _, db := range []string{mr.lastE, mr.lastR, mr.lastU} {
 		if err := p.drop(ctx, db); err != nil {
 			return err
 		}
@@ -416,23 +419,28 @@ func (p *pgBench) merge(ctx context.Context, b *bigDataset, fx *pgLoadFixture) e
 	p.targetOrLine(Line{What: "9b. changes merge in PostgreSQL (download and API calls excluded; cpu: this process and the cluster's)", Size: size, Engine: p.costText(mr.eng, mr.engSrv),
 		Versus: "PostgreSQL alone, one transaction: temporary table by COPY of a CSV, DELETE … USING, INSERT … SELECT: " + p.costText(mr.raw, mr.rawSrv),
 		Ratio:  ratio, CPURatio: cpu}, 1.2, "pg_merge_ratio", ratio)
+	upd, updCPU := ratios(mr.eng, mr.upd)
+	p.r.rep.add(Line{What: "9b. the same merge against PostgreSQL alone the engine's way: UPDATE … FROM of the changed rows (on the table's free room, no new index entries when the indexed columns stay), DELETE … USING of the removed, INSERT of the added", Size: size,
+		Engine: p.costText(mr.eng, mr.engSrv), Versus: "PostgreSQL alone, one transaction, updating in place: " + p.costText(mr.upd, mr.updSrv), Ratio: upd, CPURatio: updCPU})
+	p.r.rep.Summary["pg_merge_vs_update"] = upd
 	p.r.rep.add(Line{What: "9b. of which replica.Open (two sessions, the writer's advisory lock, the migrations' check, the in-memory DuckDBs)", Size: size,
 		Engine: mr.opens.String(), Ratio: math.NaN()})
 	return nil
 }
 
-// pgMergeRuns is what the merge's runs gather: each side's costs, the
-// cluster's share, the engine's opens, and the databases the last runs
-// left.
+// pgMergeRuns is what the merge's runs gather: each side's costs (the
+// engine, PostgreSQL alone deleting and inserting, PostgreSQL alone
+// updating in place), the cluster's share, the engine's opens, and the
+// databases the last runs left.
 type pgMergeRuns struct {
-	p                     *pgBench
-	b                     *bigDataset
-	fx                    *pgLoadFixture
-	st                    *mergeStep
-	changes               string
-	eng, raw              Costs
-	engSrv, rawSrv, opens Stat
-	lastE, lastR          string
+	p                             *pgBench
+	b                             *bigDataset
+	fx                            *pgLoadFixture
+	st                            *mergeStep
+	changes                       string
+	eng, raw, upd                 Costs
+	engSrv, rawSrv, updSrv, opens Stat
+	lastE, lastR, lastU           string
 }
 
 // engineRun syncs a copy of the loaded database to the next version.
@@ -455,9 +463,15 @@ func (mr *pgMergeRuns) engineRun(ctx context.Context) error {
 	return p.keep(ctx, &mr.lastE, db)
 }
 
-// rawRun merges the changes' CSV into a copy as PostgreSQL alone would.
-func (mr *pgMergeRuns) rawRun(ctx context.Context) error {
+// rawRun merges the changes' CSV into a copy as PostgreSQL alone would:
+// deleting and inserting, or with update the changed rows updated in
+// place.
+func (mr *pgMergeRuns) rawRun(ctx context.Context, update bool) error {
 	p := mr.p
+	costs, srv, last := &mr.raw, &mr.rawSrv, &mr.lastR
+	if update {
+		costs, srv, last = &mr.upd, &mr.updSrv, &mr.lastU
+	}
 	db, err := p.copyOf(ctx, mr.fx.engineDB, "merge_raw")
 	if err != nil {
 		return err
@@ -466,12 +480,12 @@ func (mr *pgMergeRuns) rawRun(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := rawPGMerge(ctx, p.url(db), mr.fx.table, mr.changes); err != nil {
+	if err := rawPGMerge(ctx, p.url(db), mr.fx.table, mr.changes, update); err != nil {
 		return fmt.Errorf("postgres alone, merge: %w", err)
 	}
-	mr.raw.Add(stop())
-	mr.rawSrv.Add(p.server)
-	return p.keep(ctx, &mr.lastR, db)
+	costs.Add(stop())
+	srv.Add(p.server)
+	return p.keep(ctx, last, db)
 }
 
 // keep makes db the last one of its kind, dropping the one before.

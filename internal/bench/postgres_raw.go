@@ -30,6 +30,9 @@ type pgTable struct {
 	After []string
 	// Comments are the columns' COMMENT ON statements.
 	Comments []string
+	// Options are its storage parameters (fillfactor, …), as
+	// pg_class.reloptions lists them.
+	Options []string
 }
 
 // pgColumn is one column: its name, its type as format_type reads it,
@@ -50,7 +53,7 @@ func readTable(ctx context.Context, u, schema, name string) (*pgTable, error) {
 	}
 	defer c.Close(context.WithoutCancel(ctx))
 	t := &pgTable{Schema: schema, Name: name}
-	for _, read := range []func(context.Context, *pgx.Conn) error{t.readColumns, t.readConstraints, t.readIndexes} {
+	for _, read := range []func(context.Context, *pgx.Conn) error{t.readColumns, t.readOptions, t.readConstraints, t.readIndexes} {
 		if err := read(ctx, c); err != nil {
 			return nil, err
 		}
@@ -82,6 +85,14 @@ func (t *pgTable) readColumns(ctx context.Context, c *pgx.Conn) error {
 	}
 	if len(t.Columns) == 0 {
 		return fmt.Errorf("read table %s: no columns", oid)
+	}
+	return nil
+}
+
+// readOptions reads the table's storage parameters.
+func (t *pgTable) readOptions(ctx context.Context, c *pgx.Conn) error {
+	if err := c.QueryRow(ctx, `SELECT coalesce(reloptions, '{}') FROM pg_class WHERE oid = $1::regclass`, t.qualified()).Scan(&t.Options); err != nil {
+		return fmt.Errorf("read the storage parameters of %s: %w", t.qualified(), err)
 	}
 	return nil
 }
@@ -130,7 +141,8 @@ func (t *pgTable) readIndexes(ctx context.Context, c *pgx.Conn) error {
 	return nil
 }
 
-// create is the CREATE TABLE statement: columns, NOT NULL, CHECKs.
+// create is the CREATE TABLE statement: columns, NOT NULL, CHECKs, the
+// storage parameters.
 func (t *pgTable) create() string {
 	var parts []string
 	for _, c := range t.Columns {
@@ -141,7 +153,11 @@ func (t *pgTable) create() string {
 		parts = append(parts, d)
 	}
 	parts = append(parts, t.Checks...)
-	return fmt.Sprintf("CREATE TABLE %s (%s)", t.qualified(), strings.Join(parts, ", "))
+	with := ""
+	if len(t.Options) > 0 {
+		with = " WITH (" + strings.Join(t.Options, ", ") + ")"
+	}
+	return fmt.Sprintf("CREATE TABLE %s (%s)%s", t.qualified(), strings.Join(parts, ", "), with)
 }
 
 // diff is "" when u has the same definition as t, else what differs.
@@ -155,6 +171,8 @@ func (t *pgTable) diff(u *pgTable) string {
 		return fmt.Sprintf("constraints and indexes %q against %q", t.After, u.After)
 	case !slices.Equal(t.Comments, u.Comments):
 		return fmt.Sprintf("comments %q against %q", t.Comments, u.Comments)
+	case !slices.Equal(t.Options, u.Options):
+		return fmt.Sprintf("storage parameters %q against %q", t.Options, u.Options)
 	}
 	return ""
 }
@@ -270,21 +288,34 @@ func rawPGLoad(ctx context.Context, u string, t *pgTable, csv string) error {
 // rawPGMerge is PostgreSQL alone merging a changes file by record id: one
 // transaction that COPYs the CSV of its rows (t's columns and
 // _ploti_change) into a temporary table, deletes the rows it changes or
-// removes and inserts the rows it adds or changes.
-func rawPGMerge(ctx context.Context, u string, t *pgTable, csv string) error {
+// removes and inserts the rows it adds or changes; with update, it
+// updates the changed rows in place instead (the engine's way), deletes
+// the removed ones and inserts the added ones.
+func rawPGMerge(ctx context.Context, u string, t *pgTable, csv string, update bool) error {
 	return inPGTx(ctx, u, func(c *pgx.Conn) error {
 		tt, id, change := t.qualified(), storage.Ident(storage.ColRecordID), storage.Ident(storage.ColChange)
-		var cols []string
+		var cols, set []string
 		for _, col := range t.Columns {
-			cols = append(cols, pgx.Identifier{col.Name}.Sanitize())
+			n := pgx.Identifier{col.Name}.Sanitize()
+			cols = append(cols, n)
+			if col.Name != storage.ColRecordID {
+				set = append(set, n+" = m."+n)
+			}
 		}
 		names := strings.Join(cols, ", ")
-		for _, q := range []string{
+		stmts := []string{
 			fmt.Sprintf("CREATE TEMPORARY TABLE raw_changes (LIKE %s, %s text) ON COMMIT DROP", tt, change),
 			"COPY",
 			fmt.Sprintf("DELETE FROM %s t USING raw_changes m WHERE t.%s = m.%s AND m.%s <> 'added'", tt, id, id, change),
 			fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM raw_changes WHERE %s <> 'removed'", tt, names, names, change),
-		} {
+		}
+		if update {
+			stmts = append(stmts[:2],
+				fmt.Sprintf("UPDATE %s t SET %s FROM raw_changes m WHERE t.%s = m.%s AND m.%s = 'changed'", tt, strings.Join(set, ", "), id, id, change),
+				fmt.Sprintf("DELETE FROM %s t USING raw_changes m WHERE t.%s = m.%s AND m.%s = 'removed'", tt, id, id, change),
+				fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM raw_changes WHERE %s = 'added'", tt, names, names, change))
+		}
+		for _, q := range stmts {
 			var err error
 			if q == "COPY" {
 				err = copyCSV(ctx, c, "raw_changes", csv)

@@ -39,7 +39,7 @@ func (l Line) Holds() string {
 var summaryKeys = []string{"load_ratio", "merge_vs_reload", "merge_vs_raw", "merge_fixed_ms", "events_per_s", "updates_vs_raw", "rss_ratio", "stream_rss_ratio", "file_growth",
 	"publish_vs_copy", "many_bootstrap_ratio", "many_events_per_s", "many_updates_vs_raw", "many_vs_raw_batched", "status_ms", "calls_per_version", "wkb_load",
 	"wire_bootstrap_ratio", "updates_vs_raw_batch", "tables_bytes_ratio",
-	"pg_load_ratio", "pg_load_cpu_ratio", "pg_merge_ratio", "pg_reader_p99_ms", "pg_reader_errors", "pg_reader_lock_ms",
+	"pg_load_ratio", "pg_load_cpu_ratio", "pg_merge_ratio", "pg_merge_vs_update", "pg_reader_p99_ms", "pg_reader_errors", "pg_reader_lock_ms",
 	"open_ratio", "many_limited_catchup_s"}
 
 // Report is what a run measured.

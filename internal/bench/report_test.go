@@ -25,7 +25,7 @@ func TestReport_SummaryLine(t *testing.T) {
 	got := r.SummaryLine()
 	want := "load_ratio=1.04 merge_vs_reload=- merge_vs_raw=- merge_fixed_ms=61 events_per_s=3105 updates_vs_raw=- rss_ratio=- stream_rss_ratio=1.13 file_growth=1.50 publish_vs_copy=- " +
 		"many_bootstrap_ratio=- many_events_per_s=- many_updates_vs_raw=- many_vs_raw_batched=- status_ms=142 calls_per_version=0.04 wkb_load=- " +
-		"wire_bootstrap_ratio=- updates_vs_raw_batch=- tables_bytes_ratio=- pg_load_ratio=- pg_load_cpu_ratio=- pg_merge_ratio=- pg_reader_p99_ms=12.35 pg_reader_errors=0 pg_reader_lock_ms=- " +
+		"wire_bootstrap_ratio=- updates_vs_raw_batch=- tables_bytes_ratio=- pg_load_ratio=- pg_load_cpu_ratio=- pg_merge_ratio=- pg_merge_vs_update=- pg_reader_p99_ms=12.35 pg_reader_errors=0 pg_reader_lock_ms=- " +
 		"open_ratio=1.05 many_limited_catchup_s=187"
 	if got != want {
 		t.Fatalf("summary:\n got %s\nwant %s", got, want)

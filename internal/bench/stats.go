@@ -135,11 +135,16 @@ func ratios(a, b Costs) (wall, cpu float64) {
 // inTurns runs a then b in run i, b then a in the next, so that neither
 // side of a comparison always goes first (caches, the machine's load).
 func inTurns(i int, a, b func() error) error {
-	if i%2 == 1 {
-		a, b = b, a
+	return inRotation(i, a, b)
+}
+
+// inRotation runs fns one after the other, run i starting at the i-th
+// (modulo their number), so that each goes first as often as the others.
+func inRotation(i int, fns ...func() error) error {
+	for k := range fns {
+		if err := fns[(i+k)%len(fns)](); err != nil {
+			return err
+		}
 	}
-	if err := a(); err != nil {
-		return err
-	}
-	return b()
+	return nil
 }
