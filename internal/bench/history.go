@@ -72,10 +72,12 @@ func (r *run) historyMerge(ctx context.Context, b *bigDataset) error {
 	return nil
 }
 
-// historyCosts are the history section's measures over the repeats.
+// historyCosts are the history section's measures over the repeats: the
+// engine with history and without, DuckDB alone keeping the same history
+// and without, the whole reads, the files' growth.
 type historyCosts struct {
-	on, off, readOn, readOff Costs
-	growOn, growOff          []float64
+	on, off, rawOn, rawOff, readOn, readOff Costs
+	growOn, growOff                         []float64
 }
 
 // historyRun is run i: copies of the file with history (base) and of the
@@ -119,10 +121,54 @@ func (r *run) historyRun(ctx context.Context, b *bigDataset, st *mergeStep, heo 
 		}
 		s.into.Add(run.Engine())
 		*s.grow = append(*s.grow, float64(fileSize(s.path)-fileSize(s.from)))
+		if err := r.rawHistoryRun(ctx, b, st, s.from, s.eo.History != nil, c); err != nil {
+			return "", "", err
+		}
 	}
-	r.logf("history: merge of 1%% of %s rows, run %d: history on %s, off %s; the file grew %s and %s",
-		rows(b.n), i+1, secs(c.on.Wall.Runs[i]), secs(c.off.Wall.Runs[i]), mib(c.growOn[i]), mib(c.growOff[i]))
+	r.logf("history: merge of 1%% of %s rows, run %d: history on %s, off %s (DuckDB alone %s and %s); the file grew %s and %s",
+		rows(b.n), i+1, secs(c.on.Wall.Runs[i]), secs(c.off.Wall.Runs[i]), secs(c.rawOn.Wall.Runs[i]), secs(c.rawOff.Wall.Runs[i]), mib(c.growOn[i]), mib(c.growOff[i]))
 	return wp, np, nil
+}
+
+// rawHistoryRun is DuckDB alone's merge of the version into a copy of
+// from (the file with history when on, else the one without), each right
+// after the engine's on the same kind of file: with on, it keeps the
+// history as the engine does, in the merge's transaction.
+func (r *run) rawHistoryRun(ctx context.Context, b *bigDataset, st *mergeStep, from string, on bool, c *historyCosts) error {
+	path := r.path("history-raw")
+	defer removeDB(path)
+	if err := copyDB(from, path); err != nil {
+		return err
+	}
+	stmts, into := rawMergeSQL(b.table, st.changes), &c.rawOff
+	if on {
+		stmts, into = rawHistoryMergeSQL(b.id, b.table, st.changes, st.rel.Version), &c.rawOn
+	}
+	cost, err := timedPlain(ctx, path, r.eo, nil, func(exec func(string) error) error {
+		for _, q := range stmts {
+			if err := exec(q); err != nil {
+				return fmt.Errorf("DuckDB alone's merge of %s: %w", st.changes, err)
+			}
+		}
+		return nil
+	})
+	into.Add(cost)
+	return err
+}
+
+// rawHistoryMergeSQL is DuckDB alone keeping a history as the engine's
+// (docs/decisions.md 45) while it merges a changes file: the merge's two
+// statements, the changed and removed ids' ends, the added and changed
+// rows appended to the history's rows, in one transaction.
+func rawHistoryMergeSQL(datasetID, table, file string, version int) []string {
+	f := fileList([]string{file})
+	merge := rawMergeSQL(table, file)
+	return append(merge[:len(merge)-1:len(merge)-1],
+		fmt.Sprintf(`INSERT INTO _ploti.history_ends (dataset_id, record_id, valid_to, valid_to_at)
+			SELECT %s, _ploti_record_id, %d, now() FROM read_parquet(%s) WHERE _ploti_change IN ('changed', 'removed')`, storage.Literal(datasetID), version, f),
+		fmt.Sprintf(`INSERT INTO _ploti_history.%s BY NAME SELECT *, %d AS %s, now() AS %s FROM read_parquet(%s) WHERE _ploti_change IN ('added', 'changed')`,
+			storage.Ident(table), version, storage.Ident(storage.ColValidFrom), storage.Ident(storage.ColValidFromAt), f),
+		"COMMIT")
 }
 
 // reportHistory adds the history section's lines.
@@ -131,6 +177,13 @@ func (r *run) reportHistory(size string, held int64, c *historyCosts) {
 	r.rep.target(Line{What: "7a. changes merge with --history all vs without", Size: size, Engine: c.on.String(),
 		Versus: "history off: " + c.off.String(), Ratio: ratio, CPURatio: cpu}, 1.5, true)
 	r.rep.Summary["history_merge"] = ratio
+	raw, rawCPU := ratios(c.rawOn, c.rawOff)
+	r.rep.add(Line{What: "7a. DuckDB alone merging with the same history (the merge, then the ends and rows appended, one transaction) vs without: what the history costs DuckDB itself, the ceiling of the line above", Size: size,
+		Engine: c.rawOn.String(), Versus: "DuckDB alone without history: " + c.rawOff.String(), Ratio: raw, CPURatio: rawCPU})
+	r.rep.Summary["history_raw_ratio"] = raw
+	vsRaw, vsRawCPU := ratios(c.on, c.rawOn)
+	r.rep.add(Line{What: "7a. changes merge with --history all vs DuckDB alone keeping the same history", Size: size,
+		Engine: c.on.String(), Versus: "DuckDB alone with history: " + c.rawOn.String(), Ratio: vsRaw, CPURatio: vsRawCPU})
 	ratio, cpu = ratios(c.readOn, c.readOff)
 	r.rep.add(Line{What: "7a. the whole read of a file an open has not seen (decision 31; not after the engine's own sync), which the history doubles", Size: fmt.Sprintf("%s rows, and as many in the history", rows(held)),
 		Engine: c.readOn.String(), Versus: "history off: " + c.readOff.String(), Ratio: ratio, CPURatio: cpu})
