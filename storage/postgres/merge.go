@@ -22,12 +22,14 @@ const mergeTemp = "_ploti_merge"
 // transaction, as the DuckDB engine's MergeChanges does: the
 // in-memory DuckDB reads and checks the file (columns, null or repeated
 // ids, kinds of change) and COPYs its rows into a temporary table; one
-// DELETE removes the changed and removed rows and tells whether the file
-// fits the held version (an added id must not be held, every changed or
-// removed one must be); one INSERT adds the added and changed rows; each
-// change goes to _ploti.changes. A file that does not fit is refused
-// with a storage.DataError and the caller's rollback changes nothing.
-// Readers never wait: they see the held version until the commit.
+// statement updates the changed rows in place, deletes the removed ones
+// and tells whether the file fits the held version (an added id must not
+// be held, every changed or removed one must be); one INSERT adds the
+// added rows; each change goes to _ploti.changes. The table holds the
+// same rows as after the DuckDB engine's delete and insert. A file that
+// does not fit is refused with a storage.DataError and the caller's
+// rollback changes nothing. Readers never wait: they see the held
+// version until the commit.
 func (tx *Tx) MergeChanges(ctx context.Context, datasetID string, version int, table string, cols []ploti.Column, file string, rowsBefore int64) (storage.MergeStats, error) {
 	var st storage.MergeStats
 	name := filepath.Base(file)
@@ -247,9 +249,9 @@ func addedHeld(err error, index string) (string, bool) {
 }
 
 // misfit reads the fit check of applyChanges (added ids held, the first
-// of them, rows deleted, the first changed or removed id not held, the
-// id's unique index) and refuses a file that does not fit; it returns the
-// index's name ("" for none).
+// of them, rows updated or deleted, the first changed or removed id not
+// held, the id's unique index) and refuses a file that does not fit; it
+// returns the index's name ("" for none).
 func misfit(row []textValue, name string, want int64) (string, error) {
 	if len(row) != 5 {
 		return "", fmt.Errorf("merge %s: the fit check returned %d values", name, len(row))

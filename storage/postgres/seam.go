@@ -13,8 +13,9 @@ import (
 var _ storage.Tables = (*Tx)(nil)
 
 // MergeDeferred is MergeChanges: PostgreSQL checks a changes file as it
-// merges it (one DELETE … RETURNING that also tells whether it fits), so
-// there is nothing for FinishMerged to do.
+// merges it (the statement that updates and deletes also tells whether
+// it fits), so there is nothing for FinishMerged to do. A changed row
+// counts as deleted and inserted, as on the DuckDB engine.
 func (tx *Tx) MergeDeferred(ctx context.Context, datasetID string, version int, table string, cols []ploti.Column, file string, rowsBefore int64) (storage.Merged, error) {
 	st, err := tx.MergeChanges(ctx, datasetID, version, table, cols, file, rowsBefore)
 	return storage.Merged{DatasetID: datasetID, Version: version, File: file,
