@@ -306,14 +306,16 @@ func rawPGMerge(ctx context.Context, u string, t *pgTable, csv string, update bo
 		stmts := []string{
 			fmt.Sprintf("CREATE TEMPORARY TABLE raw_changes (LIKE %s, %s text) ON COMMIT DROP", tt, change),
 			"COPY",
-			fmt.Sprintf("DELETE FROM %s t USING raw_changes m WHERE t.%s = m.%s AND m.%s <> 'added'", tt, id, id, change),
-			fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM raw_changes WHERE %s <> 'removed'", tt, names, names, change),
 		}
 		if update {
-			stmts = append(stmts[:2],
+			stmts = append(stmts,
 				fmt.Sprintf("UPDATE %s t SET %s FROM raw_changes m WHERE t.%s = m.%s AND m.%s = 'changed'", tt, strings.Join(set, ", "), id, id, change),
 				fmt.Sprintf("DELETE FROM %s t USING raw_changes m WHERE t.%s = m.%s AND m.%s = 'removed'", tt, id, id, change),
 				fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM raw_changes WHERE %s = 'added'", tt, names, names, change))
+		} else {
+			stmts = append(stmts,
+				fmt.Sprintf("DELETE FROM %s t USING raw_changes m WHERE t.%s = m.%s AND m.%s <> 'added'", tt, id, id, change),
+				fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM raw_changes WHERE %s <> 'removed'", tt, names, names, change))
 		}
 		for _, q := range stmts {
 			var err error
