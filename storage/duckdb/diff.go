@@ -19,6 +19,7 @@ import (
 // the files' ids are checked by the load that follows, in the same
 // transaction. It returns how many changes it logged.
 func (tx *Tx) LogSnapshotDiff(ctx context.Context, datasetID string, version int, table string, cols []ploti.Column, files []string) (int64, error) {
+	tx.heavyWrite()
 	if err := tx.fitThreads(ctx, smallFiles(files)); err != nil {
 		return 0, err
 	}

@@ -29,19 +29,20 @@ type DB struct {
 	path     string
 	now      func() time.Time
 	readOnly bool
-	storage  uint64       // DuckDB storage version of the file
-	pubSrc   *os.File     // the file opened by Publish; closed after DuckDB (see publishSource)
-	chained  bool         // Commit appends to _ploti.commit_log (walcheck.go)
-	readable bool         // read back whole at open, or created by it (damaged.go)
-	geometry string       // how the tables store geometry: GeometryNative or GeometryWKB
-	facts    factCache    // changes files read ahead of their merges (inspect_changes.go)
-	threads  threadCount  // DuckDB's threads: as opened, and now (threads.go)
-	held     atomic.Int64 // the WAL's bound while checkpoints are held (hold.go); 0: none
-	asides   atomic.Int64 // large merges' checks being read on connections of their own (aside.go)
-	commits  atomic.Int64 // the engine's transactions this process committed (a close's summary spans none: summary.go)
-	writer   string       // the path holdWriter took for this writer; "" for none
-	reg      *storage.DB  // the registry over this file
-	ro       roHandle     // the read-only handle, once asked for (readonly.go)
+	storage  uint64        // DuckDB storage version of the file
+	pubSrc   *os.File      // the file opened by Publish; closed after DuckDB (see publishSource)
+	chained  bool          // Commit appends to _ploti.commit_log (walcheck.go)
+	readable bool          // read back whole at open, or created by it (damaged.go)
+	geometry string        // how the tables store geometry: GeometryNative or GeometryWKB
+	facts    factCache     // changes files read ahead of their merges (inspect_changes.go)
+	threads  threadCount   // DuckDB's threads: as opened, and now (threads.go)
+	held     atomic.Int64  // the WAL's bound while checkpoints are held (hold.go); 0: none
+	asides   atomic.Int64  // large merges' checks being read on connections of their own (aside.go)
+	commits  atomic.Int64  // the engine's transactions this process committed (a close's summary spans none: summary.go)
+	pending  pendingWrites // what the commits since the last checkpoint wrote (light.go)
+	writer   string        // the path holdWriter took for this writer; "" for none
+	reg      *storage.DB   // the registry over this file
+	ro       roHandle      // the read-only handle, once asked for (readonly.go)
 }
 
 var _ storage.Engine = (*DB)(nil)
@@ -102,6 +103,10 @@ type Tx struct {
 	// (Small), whose commit gathers in the WAL while checkpoints are held
 	// (hold.go).
 	small bool
+	// heavy and rows: what the transaction wrote, for the compression of
+	// the checkpoint that writes it (light.go).
+	heavy bool
+	rows  map[string]int64
 	// aside: large merges' file counts read on another connection
 	// (aside.go), taken by FinishMerged.
 	aside map[string]*asideCounts
@@ -126,7 +131,11 @@ func (tx *Tx) Commit() error {
 	defer tx.db.allThreads()
 	tx.endAside()
 	if !tx.db.chained {
-		return tx.db.counted(tx.tx.Commit())
+		if err := tx.db.counted(tx.tx.Commit()); err != nil {
+			return err
+		}
+		tx.committed()
+		return nil
 	}
 	seq, err := tx.chainCommit()
 	if err != nil {
@@ -146,6 +155,7 @@ func (tx *Tx) Commit() error {
 	if err := tx.db.counted(err); err != nil {
 		return err
 	}
+	tx.committed()
 	tx.db.pruneCommitLog(seq)
 	return nil
 }

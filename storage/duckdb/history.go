@@ -128,6 +128,7 @@ func sameDuckType(a, b string) bool {
 // now (hv): every row is opened with the change "first". The history
 // must not exist yet.
 func (tx *Tx) StartHistory(ctx context.Context, hv storage.HistoryVersion) error {
+	tx.heavyWrite()
 	if _, err := tx.tx.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+historyRows+"; CREATE SCHEMA IF NOT EXISTS "+storage.HistorySchema); err != nil {
 		return fmt.Errorf("start the history of %s: %w", hv.DatasetID, err)
 	}
@@ -161,6 +162,7 @@ func (tx *Tx) recordVersion(ctx context.Context, hv storage.HistoryVersion, kind
 // longer has stay, NULL in later rows. The view and macros are made again
 // when the columns change.
 func (tx *Tx) WidenHistory(ctx context.Context, datasetID, table string, cols []ploti.Column) error {
+	tx.heavyWrite()
 	have, err := tx.historyColumns(ctx, table)
 	if err != nil {
 		return err
@@ -368,6 +370,7 @@ func historyViewSQL(datasetID, table string, have []historyColumn) []string {
 // id "<dataset> (<source>)", and it gets its own view and macros. The
 // dataset's history then starts again. It returns the new table name.
 func (tx *Tx) SetHistoryAside(ctx context.Context, datasetID, table, source string) (string, error) {
+	tx.heavyWrite()
 	taken, err := tx.historyTables(ctx)
 	if err != nil {
 		return "", fmt.Errorf("set the history of %s aside: %w", datasetID, err)

@@ -50,6 +50,7 @@ func (tx *Tx) PruneHistory(ctx context.Context, keepVersions int, before time.Ti
 	if keepVersions <= 0 && before.IsZero() {
 		return 0, nil, nil
 	}
+	tx.heavyWrite()
 	var at any
 	if !before.IsZero() {
 		at = before

@@ -83,6 +83,7 @@ func watchLineages(m storage.WatchMerge, present map[string]bool) []watchTouch {
 // the version the catch-up reached; at gives the promotedAt of each
 // version it merged, when known. The history must exist.
 func (tx *Tx) WatchHistory(ctx context.Context, hv storage.HistoryVersion, m storage.WatchMerge, at map[int]*time.Time) error {
+	tx.heavyWrite()
 	if err := tx.WidenHistory(ctx, hv.DatasetID, hv.Table, m.Columns); err != nil {
 		return err
 	}

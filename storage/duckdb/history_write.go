@@ -31,6 +31,7 @@ func historyInsertColumns(cols []ploti.Column) string {
 // small; the table is not). A changed record keeps the origin of its
 // history. The history must have cols.
 func (tx *Tx) MergeHistory(ctx context.Context, hv storage.HistoryVersion, cols []ploti.Column, files []string) error {
+	tx.heavyWrite()
 	if err := tx.fitThreads(ctx, false); err != nil {
 		return err
 	}
@@ -83,6 +84,7 @@ func (tx *Tx) MergeHistory(ctx context.Context, hv storage.HistoryVersion, cols 
 // rebootstrap) replaces what that version opened for the records that
 // differ. It returns how many records differed.
 func (tx *Tx) ReloadHistory(ctx context.Context, hv storage.HistoryVersion, cols []ploti.Column, mapVersions []int, logChanges bool) (int64, error) {
+	tx.heavyWrite()
 	if err := tx.fitThreads(ctx, false); err != nil {
 		return 0, err
 	}

@@ -254,8 +254,14 @@ func (db *DB) Checkpoint(ctx context.Context) error {
 const checkpointWait = 2 * time.Second
 
 // checkpoint runs DuckDB's CHECKPOINT, trying again every 10 ms for up to
-// checkpointWait while another write transaction is open.
+// checkpointWait while another write transaction is open, with FSST left
+// out when it writes light work only (light.go).
 func (db *DB) checkpoint(ctx context.Context) error {
+	return db.lightCheckpoint(ctx, func() error { return db.checkpointWaiting(ctx) })
+}
+
+// checkpointWaiting is checkpoint's CHECKPOINT and its waits.
+func (db *DB) checkpointWaiting(ctx context.Context) error {
 	deadline := time.Now().Add(checkpointWait)
 	for {
 		_, err := db.sql.ExecContext(ctx, "CHECKPOINT")

@@ -75,6 +75,7 @@ func (dg *digest) Drop(ctx context.Context, tx *Tx) {
 // logged under its new id, as a watched version's renames are). It returns
 // how many records it logged.
 func (tx *Tx) LogReload(ctx context.Context, d storage.Digest, datasetID string, version int, table string, mapVersions []int) (int64, error) {
+	tx.heavyWrite()
 	dg := d.(*digest)
 	defer dg.Drop(ctx, tx)
 	held, drop, err := tx.heldIDs(ctx, "(SELECT id FROM "+storage.Ident(dg.name)+")", datasetID, mapVersions)

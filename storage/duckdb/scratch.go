@@ -30,6 +30,7 @@ func (tx *Tx) tableColumns(ctx context.Context, table string) (map[string]string
 // LoadScratch loads a snapshot into the scratch table of main, which the
 // comparison's rollback drops.
 func (tx *Tx) LoadScratch(ctx context.Context, cols []ploti.Column, files []string) (string, int64, error) {
+	tx.heavyWrite()
 	n, err := tx.loadSnapshot(ctx, storage.VerifyScratch, cols, files, true)
 	return "main." + storage.Ident(storage.VerifyScratch), n, err
 }

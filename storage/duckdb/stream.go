@@ -51,6 +51,7 @@ func (tx *Tx) rowGroups(ctx context.Context, path string) ([]rowGroup, error) {
 // file's sha256 has matched, the counts settle the check, and the table
 // must hold as many rows as the file.
 func (tx *Tx) LoadSnapshotStream(ctx context.Context, table string, cols []ploti.Column, f storage.GrowingFile, replace bool) (int64, error) {
+	tx.heavyWrite()
 	files := []string{f.Path()}
 	l := &streamLoad{tx: tx, table: table, name: strings.TrimSuffix(duckread.BaseNames(files), ".part"), // the file's name once verified
 		stopped: loadStopped(ctx, files), create: "CREATE TABLE"}

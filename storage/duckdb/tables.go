@@ -24,6 +24,7 @@ func (tx *Tx) fileColumns(ctx context.Context, files []string) ([]string, map[st
 // transaction commits. It refuses a snapshot whose record ids are null or
 // repeat. It returns the row count.
 func (tx *Tx) LoadSnapshot(ctx context.Context, table string, cols []ploti.Column, files []string) (int64, error) {
+	tx.heavyWrite()
 	return tx.loadSnapshot(ctx, table, cols, files, true)
 }
 
@@ -31,6 +32,7 @@ func (tx *Tx) LoadSnapshot(ctx context.Context, table string, cols []ploti.Colum
 // fails, and changes nothing, when main already has a table or view of
 // that name (a user's, made since the name was chosen).
 func (tx *Tx) CreateSnapshot(ctx context.Context, table string, cols []ploti.Column, files []string) (int64, error) {
+	tx.heavyWrite()
 	return tx.loadSnapshot(ctx, table, cols, files, false)
 }
 
@@ -289,6 +291,7 @@ func (tx *Tx) applyChanges(ctx context.Context, table string, cols []ploti.Colum
 	if inserted, err = res.RowsAffected(); err != nil {
 		return 0, 0, fmt.Errorf("merge %s into %s: insert: %w", name, table, err)
 	}
+	tx.appended(table, inserted)
 	return deleted, inserted, nil
 }
 
@@ -317,7 +320,10 @@ func (tx *Tx) changesNotHeld(ctx context.Context, table, file string, want, dele
 }
 
 // AddColumns adds schema columns to a table (a MINOR schema change); rows
-// keep NULL in them until a changed row or a reload fills them.
+// keep NULL in them until a changed row or a reload fills them. A column
+// of NULLs is no heavier for a checkpoint than the rows a light merge
+// appends, and it is asked for every watched version, whose columns are
+// mostly there already (light.go).
 func (tx *Tx) AddColumns(ctx context.Context, table string, cols []ploti.Column) error {
 	for _, c := range cols {
 		t, err := tx.db.storedType(c.Type)
@@ -342,6 +348,7 @@ func (tx *Tx) TableExists(ctx context.Context, table string) (bool, error) {
 // in the given user columns. A map with a repeated from_id or to_id (two ids
 // mapped to one) is refused.
 func (tx *Tx) ApplyIDMap(ctx context.Context, datasetID string, version int, file string, refs []storage.IDRef) (int64, error) {
+	tx.heavyWrite()
 	name := filepath.Base(file)
 	have, _, err := tx.fileColumns(ctx, []string{file})
 	if err != nil {

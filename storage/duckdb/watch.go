@@ -19,6 +19,7 @@ import (
 // empty table. It refuses null or repeated record ids and rows that do not
 // fit the columns (a DataError), and returns the row count.
 func (tx *Tx) LoadRows(ctx context.Context, table string, cols []ploti.Column, files []string) (int64, error) {
+	tx.heavyWrite()
 	if err := tx.fitThreads(ctx, false); err != nil {
 		return 0, err
 	}
@@ -119,6 +120,7 @@ func (tx *Tx) MergeWatch(ctx context.Context, m storage.WatchMerge) (storage.Mer
 		}
 		st.Added += n
 	}
+	tx.appended(m.Table, st.Added)
 	if err := tx.logWatch(ctx, m); err != nil {
 		return st, err
 	}
