@@ -108,6 +108,7 @@ func (db *DB) setGeometry(ctx context.Context, want string) error {
 // that its registry row says are geometry and that the table has in the
 // other encoding.
 func (tx *Tx) convertTable(ctx context.Context, d *storage.Dataset, fn string) error {
+	tx.heavyWrite()
 	have := map[string]string{}
 	rows, err := tx.tx.QueryContext(ctx, `SELECT column_name, data_type FROM duckdb_columns()
 		WHERE database_name = current_database() AND schema_name = 'main' AND table_name = ?`, d.Table)

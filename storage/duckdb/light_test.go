@@ -3,6 +3,8 @@ package duckdb
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/ploti-replica/ploti-replica/storage"
@@ -23,6 +25,8 @@ func lightChanges(t *testing.T, db *storage.DB, n int) string {
 		FROM (SELECT 'changed' AS _ploti_change, * FROM (%s))`, lightSnapQuery(n)))
 }
 
+// permitCompression is the compressions of the permits table's permit
+// column, by DuckDB's name for them.
 func permitCompression(t *testing.T, db *storage.DB) map[string]bool {
 	t.Helper()
 	rows, err := db.SQL().Query("SELECT DISTINCT compression FROM pragma_storage_info('permits') WHERE column_name = 'permit' AND segment_type = 'VARCHAR'")
@@ -67,12 +71,10 @@ func TestCheckpoint_keepsFSSTForALoad(t *testing.T) {
 	}
 }
 
-// A merge of a few rows is light, one past lightRows is not, and a
-// rollback records nothing; the light checkpoint puts DuckDB's own
-// setting back.
-func TestCheckpoint_leavesFSSTOutForLightMergesOnly(t *testing.T) {
+// loadPermits loads a 5,000-row permits table and checkpoints it.
+func loadPermits(t *testing.T, db *storage.DB) {
+	t.Helper()
 	ctx := context.Background()
-	db := mustOpen(t)
 	snap := mustParquet(t, db, lightSnapQuery(5000))
 	if err := db.Update(ctx, func(tx *storage.Tx) error {
 		_, err := tx.Tables().LoadSnapshot(ctx, "permits", testCols, []string{snap})
@@ -83,54 +85,118 @@ func TestCheckpoint_leavesFSSTOutForLightMergesOnly(t *testing.T) {
 	if err := Of(db).Checkpoint(ctx); err != nil {
 		t.Fatal(err)
 	}
-	merge := func(file string, version int, fail bool) {
-		t.Helper()
-		err := db.Update(ctx, func(tx *storage.Tx) error {
-			if _, err := tx.Tables().MergeChanges(ctx, "ds", version, "permits", testCols, file, -1); err != nil {
+}
+
+// mergePermits merges a changes file into the permits table, the walk's
+// way (MergeDeferred, FinishMerged) when deferred is set, and rolls the
+// transaction back when fail is.
+func mergePermits(t *testing.T, db *storage.DB, file string, version int, deferred, fail bool) {
+	t.Helper()
+	ctx := context.Background()
+	err := db.Update(ctx, func(tx *storage.Tx) error {
+		if deferred {
+			m, err := tx.Tables().MergeDeferred(ctx, "ds", version, "permits", testCols, file, -1)
+			if err != nil {
 				return err
 			}
-			if fail {
-				return fmt.Errorf("rolled back")
+			if err := tx.Tables().FinishMerged(ctx, []storage.Merged{m}); err != nil {
+				return err
 			}
-			return nil
-		})
-		if (err != nil) != fail {
-			t.Fatal(err)
+		} else if _, err := tx.Tables().MergeChanges(ctx, "ds", version, "permits", testCols, file, -1); err != nil {
+			return err
 		}
+		if fail {
+			return fmt.Errorf("rolled back")
+		}
+		return nil
+	})
+	if (err != nil) != fail {
+		t.Fatal(err)
 	}
+}
+
+// A merge touching a few rows is light; past lightRows rows of one table
+// since the checkpoint (inserted, deleted, or in two merges together) it
+// is not; a rolled-back merge counts nothing.
+func TestPendingWrites_lightOnlyForFewRowsATable(t *testing.T) {
+	ctx := context.Background()
+	db := mustOpen(t)
+	loadPermits(t, db)
 	big := lightChanges(t, db, lightRows+1)
-	merge(big, 2, true)
+	mergePermits(t, db, big, 2, false, true)
 	if !Of(db).pending.light() {
 		t.Fatal("a rolled-back merge was recorded")
 	}
-	merge(lightChanges(t, db, 40), 2, false)
+	mergePermits(t, db, lightChanges(t, db, 40), 2, true, false)
 	if !Of(db).pending.light() {
 		t.Fatal("a merge of 40 rows made the pending writes heavy")
 	}
-	if err := Of(db).Checkpoint(ctx); err != nil {
-		t.Fatal(err)
-	}
-	var setting string
-	if err := db.SQL().QueryRow("SELECT current_setting('disabled_compression_methods')").Scan(&setting); err != nil {
-		t.Fatal(err)
-	}
-	if setting != "" {
-		t.Fatalf("disabled_compression_methods = %q after the checkpoint, want DuckDB's default", setting)
-	}
-	if got := permitCompression(t, db); !got["FSST"] {
-		t.Fatalf("the loaded permits are stored %v after the checkpoints, want FSST", got)
-	}
-	// Two light merges into one table add up.
-	merge(lightChanges(t, db, 300), 3, false)
-	merge(lightChanges(t, db, 300), 4, false)
+	mergePermits(t, db, lightChanges(t, db, 120), 3, false, false)
+	mergePermits(t, db, lightChanges(t, db, 120), 4, true, false)
 	if Of(db).pending.light() {
-		t.Fatal("600 rows appended to one table since the checkpoint still read as light")
+		t.Fatal("merges of 40, 120 and 120 changed rows (560 deleted and inserted) still read as light")
 	}
 	if err := Of(db).Checkpoint(ctx); err != nil {
 		t.Fatal(err)
 	}
-	merge(big, 5, false)
+	removed := mustParquet(t, db, fmt.Sprintf("SELECT 'removed' AS _ploti_change, * FROM (%s) WHERE CAST(substr(_ploti_record_id, 2) AS INTEGER) >= 4000", lightSnapQuery(5000)))
+	mergePermits(t, db, removed, 5, false, false)
 	if Of(db).pending.light() {
-		t.Fatalf("a merge of %d rows read as light", lightRows+1)
+		t.Fatal("a merge removing 1,000 rows read as light")
+	}
+}
+
+// The light checkpoint runs with FSST left out and puts DuckDB's setting
+// back; a heavy one runs with DuckDB's; a failed one keeps its writes for
+// the next.
+func TestLightCheckpoint_leavesFSSTOutOfItsCheckpointOnly(t *testing.T) {
+	ctx := context.Background()
+	db := mustOpen(t)
+	d := Of(db)
+	setting := func() string {
+		var s string
+		if err := db.SQL().QueryRow("SELECT current_setting('disabled_compression_methods')").Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	var during string
+	read := func() error { during = setting(); return nil }
+	if err := d.lightCheckpoint(ctx, read); err != nil || !strings.EqualFold(during, "fsst") {
+		t.Fatalf("a light checkpoint ran with disabled_compression_methods = %q (%v), want fsst", during, err)
+	}
+	if got := setting(); got != "" {
+		t.Fatalf("disabled_compression_methods = %q after the checkpoint, want DuckDB's default", got)
+	}
+	d.pending.add(true, nil)
+	if err := d.lightCheckpoint(ctx, func() error { return fmt.Errorf("disk full") }); err == nil {
+		t.Fatal("the failed checkpoint's error was lost")
+	}
+	if d.pending.light() {
+		t.Fatal("a failed checkpoint lost the heavy writes it did not write")
+	}
+	// A setting left on by a RESET that failed is reset before a heavy
+	// checkpoint.
+	if _, err := db.SQL().Exec("SET GLOBAL disabled_compression_methods = 'fsst'"); err != nil {
+		t.Fatal(err)
+	}
+	d.pending.fsstOff.Store(true)
+	if err := d.lightCheckpoint(ctx, read); err != nil || during != "" {
+		t.Fatalf("a heavy checkpoint ran with disabled_compression_methods = %q (%v), want DuckDB's default", during, err)
+	}
+}
+
+// A write-ahead log another process left holds writes this one did not
+// count: the first checkpoint after the open keeps FSST.
+func TestOpen_aLeftLogMakesTheFirstCheckpointHeavy(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.duckdb")
+	db, err := Open(context.Background(), path, storage.Options{Geometry: testGeometry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db = closeLeavingTheLog(t, db, path, "CREATE TABLE leftover AS SELECT 'x' || i AS s FROM range(5000) t(i)")
+	defer db.Close()
+	if Of(db).pending.light() {
+		t.Fatal("the writes of a left write-ahead log read as light")
 	}
 }

@@ -68,6 +68,9 @@ func OpenFile(ctx context.Context, path string, opts storage.Options) (*DB, erro
 			return nil, err
 		}
 	}
+	// A WAL left by a process that did not close the file holds writes
+	// this one did not count: its first checkpoint keeps FSST (light.go).
+	hadWAL := info.Exists && walSize(path) > 0
 	var db *DB
 	err = storage.WaitLocked(ctx, path, opts.LockTimeout, opts.OnLocked, func() (err error) {
 		db, err = open(ctx, path, opts, info.Exists)
@@ -75,6 +78,9 @@ func OpenFile(ctx context.Context, path string, opts storage.Options) (*DB, erro
 	})
 	if err != nil {
 		return nil, err
+	}
+	if hadWAL {
+		db.pending.add(true, nil)
 	}
 	db.storage = info.StorageVersion
 	if !info.Exists {

@@ -291,7 +291,7 @@ func (tx *Tx) applyChanges(ctx context.Context, table string, cols []ploti.Colum
 	if inserted, err = res.RowsAffected(); err != nil {
 		return 0, 0, fmt.Errorf("merge %s into %s: insert: %w", name, table, err)
 	}
-	tx.appended(table, inserted)
+	tx.touched(table, deleted+inserted)
 	return deleted, inserted, nil
 }
 

@@ -120,7 +120,7 @@ func (tx *Tx) MergeWatch(ctx context.Context, m storage.WatchMerge) (storage.Mer
 		}
 		st.Added += n
 	}
-	tx.appended(m.Table, st.Added)
+	tx.touched(m.Table, st.Removed+st.Added)
 	if err := tx.logWatch(ctx, m); err != nil {
 		return st, err
 	}
@@ -206,6 +206,7 @@ func (tx *Tx) logWatch(ctx context.Context, m storage.WatchMerge) error {
 // rewriteIDRefs rewrites the ids a version's id map replaced in the user
 // columns that reference the dataset.
 func (tx *Tx) rewriteIDRefs(ctx context.Context, datasetID string, version int, refs []storage.IDRef) error {
+	tx.heavyWrite()
 	for _, r := range refs {
 		if r.DatasetID != datasetID {
 			continue
