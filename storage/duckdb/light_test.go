@@ -50,13 +50,7 @@ func permitCompression(t *testing.T, db *storage.DB) map[string]bool {
 func TestCheckpoint_keepsFSSTForALoad(t *testing.T) {
 	ctx := context.Background()
 	db := mustOpen(t)
-	snap := mustParquet(t, db, lightSnapQuery(5000))
-	if err := db.Update(ctx, func(tx *storage.Tx) error {
-		_, err := tx.Tables().LoadSnapshot(ctx, "permits", testCols, []string{snap})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	loadPermits(t, db)
 	if Of(db).pending.light() {
 		t.Fatal("a load's commit left the pending writes light")
 	}
@@ -71,7 +65,7 @@ func TestCheckpoint_keepsFSSTForALoad(t *testing.T) {
 	}
 }
 
-// loadPermits loads a 5,000-row permits table and checkpoints it.
+// loadPermits loads a 5,000-row permits table.
 func loadPermits(t *testing.T, db *storage.DB) {
 	t.Helper()
 	ctx := context.Background()
@@ -80,9 +74,6 @@ func loadPermits(t *testing.T, db *storage.DB) {
 		_, err := tx.Tables().LoadSnapshot(ctx, "permits", testCols, []string{snap})
 		return err
 	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := Of(db).Checkpoint(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -122,6 +113,9 @@ func TestPendingWrites_lightOnlyForFewRowsATable(t *testing.T) {
 	ctx := context.Background()
 	db := mustOpen(t)
 	loadPermits(t, db)
+	if err := Of(db).Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
 	big := lightChanges(t, db, lightRows+1)
 	mergePermits(t, db, big, 2, false, true)
 	if !Of(db).pending.light() {
