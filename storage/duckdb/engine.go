@@ -131,11 +131,7 @@ func (tx *Tx) Commit() error {
 	defer tx.db.allThreads()
 	tx.endAside()
 	if !tx.db.chained {
-		if err := tx.db.counted(tx.tx.Commit()); err != nil {
-			return err
-		}
-		tx.committed()
-		return nil
+		return tx.counted(tx.tx.Commit())
 	}
 	seq, err := tx.chainCommit()
 	if err != nil {
@@ -152,19 +148,19 @@ func (tx *Tx) Commit() error {
 	// Back to the threshold between commits, for writes through DB(); a
 	// failure leaves this commit's, which the next commit sets again.
 	tx.db.sql.Exec("SET GLOBAL checkpoint_threshold = '" + tx.db.betweenThreshold() + "'")
-	if err := tx.db.counted(err); err != nil {
+	if err := tx.counted(err); err != nil {
 		return err
 	}
-	tx.committed()
 	tx.db.pruneCommitLog(seq)
 	return nil
 }
 
-// counted counts a commit that succeeded (err nil) in db.commits and
-// returns err.
-func (db *DB) counted(err error) error {
+// counted records a commit that succeeded (err nil): db.commits counts
+// it, and db.pending takes what it wrote (light.go). It returns err.
+func (tx *Tx) counted(err error) error {
 	if err == nil {
-		db.commits.Add(1)
+		tx.db.commits.Add(1)
+		tx.db.pending.add(tx.heavy, tx.rows)
 	}
 	return err
 }

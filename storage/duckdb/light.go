@@ -2,7 +2,6 @@ package duckdb
 
 import (
 	"context"
-	"maps"
 	"sync"
 	"sync/atomic"
 )
@@ -81,13 +80,6 @@ func (p *pendingWrites) take() (light bool, put func()) {
 	return !heavy, func() { p.add(heavy, rows) }
 }
 
-// light tells whether the commits since the last checkpoint are light.
-func (p *pendingWrites) light() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return !p.heavy
-}
-
 // heavyWrite marks the transaction as writing more than a light merge:
 // its commit makes the next checkpoint keep FSST.
 func (tx *Tx) heavyWrite() { tx.heavy = true }
@@ -102,11 +94,6 @@ func (tx *Tx) touched(table string, n int64) {
 		tx.rows = map[string]int64{}
 	}
 	tx.rows[table] += n
-}
-
-// committed hands the transaction's writes to the file's record.
-func (tx *Tx) committed() {
-	tx.db.pending.add(tx.heavy, maps.Clone(tx.rows))
 }
 
 // lightCheckpoint runs checkpoint with FSST left out when the writes it

@@ -10,6 +10,13 @@ import (
 	"github.com/ploti-replica/ploti-replica/storage"
 )
 
+// light tells whether the commits since the last checkpoint are light.
+func (p *pendingWrites) light() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.heavy
+}
+
 // lightSnapQuery is a snapshot of n rows whose permit strings DuckDB
 // stores with FSST once a segment holds a few thousand of them.
 func lightSnapQuery(n int) string {
