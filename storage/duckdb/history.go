@@ -52,14 +52,13 @@ func (db *DB) HistoryOf(ctx context.Context, datasetID, table string) (storage.H
 
 func historyOf(ctx context.Context, q storage.Querier, datasetID, table string) (storage.HistoryState, error) {
 	var st storage.HistoryState
-	var n int
-	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database()
-		AND schema_name = ? AND table_name = ?`, historyRows, table).Scan(&n); err != nil {
+	started, err := hasRelation(ctx, q, historyRows, table)
+	if err != nil {
 		return st, fmt.Errorf("read the history of %s: %w", datasetID, err)
 	}
-	st.Started = n > 0
+	st.Started = started
 	var source sql.NullString
-	err := q.QueryRowContext(ctx, `SELECT coalesce(max(version), 0), coalesce(min(version), 0), arg_max(source, version)
+	err = q.QueryRowContext(ctx, `SELECT coalesce(max(version), 0), coalesce(min(version), 0), arg_max(source, version)
 		FROM _ploti.history_versions WHERE dataset_id = ?`, datasetID).Scan(&st.Last, &st.Oldest, &source)
 	if err != nil {
 		return st, fmt.Errorf("read the history of %s: %w", datasetID, err)

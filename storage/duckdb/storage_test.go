@@ -783,3 +783,38 @@ func TestVersionSetsSQL_eachVersionOnce(t *testing.T) {
 func TestDB_runRows_writtenByTheSyncsFirstTransaction(t *testing.T) {
 	storagetest.RunRows(t, mustOpen(t))
 }
+
+// TableExists and a history's state look one name up (hasRelation): a
+// table is found, a view is not a table, and a name not found leaves the
+// transaction usable, its writes before and after committed.
+func TestTx_TableExists_looksOneNameUpAndKeepsTheTransaction(t *testing.T) {
+	ctx := context.Background()
+	db := mustOpen(t)
+	if _, err := db.SQL().ExecContext(ctx, `CREATE TABLE permits (x INTEGER); CREATE VIEW permits_view AS SELECT 1 AS x`); err != nil {
+		t.Fatal(err)
+	}
+	err := db.Update(ctx, func(tx *storage.Tx) error {
+		if _, err := tx.Exec(ctx, "INSERT INTO permits VALUES (1)"); err != nil {
+			return err
+		}
+		for name, want := range map[string]bool{"permits": true, "permits_view": false, "gone": false, `we"ird`: false} {
+			got, err := tx.Tables().TableExists(ctx, name)
+			if err != nil || got != want {
+				return fmt.Errorf("TableExists(%q) = %v, %v; want %v", name, got, err, want)
+			}
+		}
+		st, err := eng(tx).HistoryOf(ctx, "ds", "permits")
+		if err != nil || st.Started {
+			return fmt.Errorf("HistoryOf a dataset without history = %+v, %v; want not started", st, err)
+		}
+		_, err = tx.Exec(ctx, "INSERT INTO permits VALUES (2)")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := db.SQL().QueryRow("SELECT count(*) FROM permits").Scan(&n); err != nil || n != 2 {
+		t.Fatalf("permits holds %d rows (%v) after the transaction, want 2", n, err)
+	}
+}

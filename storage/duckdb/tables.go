@@ -2,11 +2,13 @@ package duckdb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/duckdb/duckdb-go/v2"
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
 	"github.com/ploti-replica/ploti-replica/storage/duckread"
@@ -337,11 +339,31 @@ func (tx *Tx) AddColumns(ctx context.Context, table string, cols []ploti.Column)
 	return tx.commentGeometry(ctx, table, cols)
 }
 
-// TableExists reports whether main.table exists.
+// TableExists reports whether main.table exists (a table, not a view).
 func (tx *Tx) TableExists(ctx context.Context, table string) (bool, error) {
+	ok, err := hasRelation(ctx, tx.tx, "main", table)
+	if !ok || err != nil {
+		return false, err
+	}
+	var views int
+	err = tx.tx.QueryRowContext(ctx, "SELECT count(*) FROM duckdb_views() WHERE database_name = current_database() AND schema_name = 'main' AND view_name = ?", table).Scan(&views)
+	return views == 0, err
+}
+
+// hasRelation tells whether schema holds a table or a view named name,
+// by looking the one name up. duckdb_tables() builds a row for every
+// table of the catalog, 40 ms a call at 4,000 tables (a statewide
+// replica's, twice that with --history): a lookup is 0.2 ms. A name not
+// found is a Catalog Error at bind time, which leaves the transaction
+// usable.
+func hasRelation(ctx context.Context, q storage.Querier, schema, name string) (bool, error) {
 	var n int
-	err := tx.tx.QueryRowContext(ctx, "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = ?", table).Scan(&n)
-	return n > 0, err
+	err := q.QueryRowContext(ctx, "SELECT count(*) FROM pragma_table_info(?)", storage.Ident(schema)+"."+storage.Ident(name)).Scan(&n)
+	var de *duckdb.Error
+	if errors.As(err, &de) && de.Type == duckdb.ErrorTypeCatalog {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // ApplyIDMap records a version's id map in _ploti.id_map and rewrites the ids

@@ -121,9 +121,7 @@ func readCommitLog(ctx context.Context, path string) (links map[int64]commitLink
 		db.Close()
 		connector.Close()
 	}()
-	var n int
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM duckdb_tables()
-		WHERE database_name = current_database() AND schema_name = '_ploti' AND table_name = 'commit_log'`).Scan(&n); err != nil || n == 0 {
+	if ok, err := hasRelation(ctx, db, "_ploti", "commit_log"); err != nil || !ok {
 		return nil, 0, false, err
 	}
 	rows, err := db.QueryContext(ctx, "SELECT token, coalesce(prev, 0), seq FROM _ploti.commit_log")
