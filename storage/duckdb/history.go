@@ -161,7 +161,6 @@ func (tx *Tx) recordVersion(ctx context.Context, hv storage.HistoryVersion, kind
 // longer has stay, NULL in later rows. The view and macros are made again
 // when the columns change.
 func (tx *Tx) WidenHistory(ctx context.Context, datasetID, table string, cols []ploti.Column) error {
-	tx.heavyWrite()
 	have, err := tx.historyColumns(ctx, table)
 	if err != nil {
 		return err
@@ -183,10 +182,14 @@ func (tx *Tx) WidenHistory(ctx context.Context, datasetID, table string, cols []
 			continue
 		case ok && storage.HasGeometry(c.Type) && (strings.Contains(old, "GEOMETRY") || strings.Contains(old, "BLOB")):
 			// The file's geometry setting changed (GEOMETRY or WKB): the
-			// history follows, as the tables do.
+			// history follows, as the tables do. A column's type changed
+			// rewrites all its rows: heavy (light.go); a column added is
+			// not, as in AddColumns.
+			tx.heavyWrite()
 			_, err = tx.tx.ExecContext(ctx, fmt.Sprintf("ALTER TABLE %s ALTER COLUMN %s SET DATA TYPE %s USING %s",
 				t, storage.Ident(c.Name), want, storage.ConvertGeometry(c.Type, storage.Ident(c.Name), geometryFn(want))))
 		case ok:
+			tx.heavyWrite()
 			_, err = tx.tx.ExecContext(ctx, fmt.Sprintf("ALTER TABLE %s ALTER COLUMN %s TYPE VARCHAR", t, storage.Ident(c.Name)))
 		default:
 			_, err = tx.tx.ExecContext(ctx, fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s %s", t, storage.Ident(c.Name), want))

@@ -83,7 +83,6 @@ func watchLineages(m storage.WatchMerge, present map[string]bool) []watchTouch {
 // the version the catch-up reached; at gives the promotedAt of each
 // version it merged, when known. The history must exist.
 func (tx *Tx) WatchHistory(ctx context.Context, hv storage.HistoryVersion, m storage.WatchMerge, at map[int]*time.Time) error {
-	tx.heavyWrite()
 	if err := tx.WidenHistory(ctx, hv.DatasetID, hv.Table, m.Columns); err != nil {
 		return err
 	}
@@ -173,6 +172,7 @@ func (tx *Tx) openWatchHistoryRows(ctx context.Context, hv storage.HistoryVersio
 	if _, err := tx.tx.ExecContext(ctx, q, e.openIDs, e.openHeld, e.openChange, e.openV, timesOf(e.openAt)); err != nil {
 		return fmt.Errorf("record %s v%d in its history: rows: %w", hv.DatasetID, hv.Version, err)
 	}
+	tx.touched(rowsT, int64(len(e.openIDs)))
 	return nil
 }
 

@@ -31,9 +31,13 @@ func historyInsertColumns(cols []ploti.Column) string {
 // small; the table is not). A changed record keeps the origin of its
 // history. The history must have cols.
 func (tx *Tx) MergeHistory(ctx context.Context, hv storage.HistoryVersion, cols []ploti.Column, files []string) error {
-	tx.heavyWrite()
-	if err := tx.fitThreads(ctx, false); err != nil {
-		return err
+	// Small files keep the threads their merge just fitted (one for a
+	// small table's): a walk of small merges would otherwise switch
+	// DuckDB's threads twice a version.
+	if !smallFiles(files) {
+		if err := tx.fitThreads(ctx, false); err != nil {
+			return err
+		}
 	}
 	rowsT := rowsTable(hv)
 	for _, file := range files {
@@ -62,9 +66,17 @@ func (tx *Tx) MergeHistory(ctx context.Context, hv storage.HistoryVersion, cols 
 			SELECT %[3]s, ?, ?, f.__change, CASE WHEN f.__change = 'changed' THEN o.origin END
 			FROM (%[4]s) f LEFT JOIN %[5]s o ON o.id = f.%[6]s`,
 			rowsT, historyInsertColumns(cols), castedColumns("f.", cols, casts), rowsQ, originsSQL(rowsT), storage.Ident(storage.ColRecordID))
-		if _, err := tx.tx.ExecContext(ctx, q, hv.Version, hv.PublishedAt); err != nil {
+		res, err := tx.tx.ExecContext(ctx, q, hv.Version, hv.PublishedAt)
+		if err != nil {
 			return fmt.Errorf("record %s v%d in its history: rows: %w", hv.DatasetID, hv.Version, err)
 		}
+		// The rows appended count toward a light checkpoint as a merge's
+		// own do (light.go); an unknown count makes it heavy.
+		n, err := res.RowsAffected()
+		if err != nil {
+			tx.heavyWrite()
+		}
+		tx.touched(rowsT, n)
 	}
 	return tx.recordVersion(ctx, hv, storage.VersionMerge)
 }

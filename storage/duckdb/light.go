@@ -24,17 +24,19 @@ import (
 //
 // So a checkpoint of light work leaves FSST out: when every commit since
 // the last checkpoint touched (deleted or inserted) at most lightRows
-// rows of any dataset table and did nothing heavier (a load, a history,
-// a snapshot diff's or a reload's log, an id map, a geometry conversion),
-// the engine's own checkpoint runs with DuckDB's
+// rows of any dataset table or of any dataset's history rows (a merge's
+// or a watched version's rows appended to it), and did nothing heavier
+// (a load, a history started, reloaded or pruned, a history column's
+// type changed, a snapshot diff's or a reload's log, an id map, a
+// geometry conversion), the engine's own checkpoint runs with DuckDB's
 // disabled_compression_methods = 'fsst', and DuckDB's own setting after
-// it. What that leaves without FSST: the touched tables' new row groups
-// (uncompressed either way), a table of under about 2,000 rows that
-// DuckDB rewrites whole with its new rows, a row group DuckDB's
+// it. What that leaves without FSST: the touched tables' and histories'
+// new row groups (uncompressed either way), a table of under about 2,000
+// rows that DuckDB rewrites whole with its new rows, a row group DuckDB's
 // checkpoint rewrites because enough of its rows were deleted over
-// time, and the _ploti tables' rows (a walk's change log: tens of
-// thousands of short ids), none of which the file's bytes showed in the
-// bench's catch-up.
+// time, and the _ploti tables' rows (a walk's change log and history
+// ends: tens of thousands of short ids), none of which the file's bytes
+// showed in the bench's catch-up.
 
 // lightRows is the most rows a light transaction's merges touch in one
 // dataset table (all of them since the last checkpoint together): half
@@ -47,7 +49,7 @@ const lightRows = 512
 type pendingWrites struct {
 	mu    sync.Mutex
 	heavy bool             // a commit did more than touch a few rows
-	rows  map[string]int64 // rows deleted or inserted in a dataset table, by table
+	rows  map[string]int64 // rows deleted or inserted in a dataset table or a history, by table
 	// fsstOff: the setting is left on after a checkpoint whose RESET
 	// failed; the next checkpoint resets it first.
 	fsstOff atomic.Bool
@@ -85,7 +87,8 @@ func (p *pendingWrites) take() (light bool, put func()) {
 func (tx *Tx) heavyWrite() { tx.heavy = true }
 
 // touched records that the transaction deleted or inserted n rows of a
-// dataset table.
+// dataset table, or appended n rows to a dataset's history (table names
+// a table by its name in the file).
 func (tx *Tx) touched(table string, n int64) {
 	if n <= 0 {
 		return

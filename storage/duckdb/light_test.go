@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
 )
 
@@ -200,4 +202,67 @@ func TestOpen_aLeftLogMakesTheFirstCheckpointHeavy(t *testing.T) {
 	if Of(db).pending.light() {
 		t.Fatal("the writes of a left write-ahead log read as light")
 	}
+}
+
+// A history's rows count toward a light checkpoint as the merge's own do:
+// a merge's few rows appended keep it light, past lightRows they do not;
+// a column added to the history keeps it light, a column's type changed
+// (every row rewritten) does not.
+func TestPendingWrites_historyRowsCountAsTheMergesDo(t *testing.T) {
+	ctx := context.Background()
+	db := mustOpen(t)
+	loadPermits(t, db)
+	hv := storage.HistoryVersion{DatasetID: "ds", Table: "permits", Source: storage.SourceFeed, Version: 1}
+	step := func(what string, wantLight bool, fn func(tx *storage.Tx) error) {
+		t.Helper()
+		if err := Of(db).Checkpoint(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Update(ctx, fn); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if got := Of(db).pending.light(); got != wantLight {
+			t.Fatalf("%s: the pending writes read as light = %v, want %v", what, got, wantLight)
+		}
+	}
+	step("the history started (a copy of the table)", false, func(tx *storage.Tx) error {
+		if err := tx.PutDataset(ctx, &storage.Dataset{ID: "ds", Table: "permits", Status: storage.StatusCurrent, Version: 1, Columns: testCols}); err != nil {
+			return err
+		}
+		return eng(tx).StartHistory(ctx, hv)
+	})
+	// The history alone is recorded here, the table left as it is, so
+	// that only the history's rows can make the writes heavy.
+	added := func(n int) string {
+		return mustParquet(t, db, fmt.Sprintf(`SELECT 'added' AS _ploti_change, * REPLACE ('n' || _ploti_record_id AS _ploti_record_id) FROM (%s)`, lightSnapQuery(n)))
+	}
+	// A watched version's records, changed, as its history records them.
+	watched := func(n, version int) storage.WatchMerge {
+		m := storage.WatchMerge{DatasetID: "ds", Table: "permits", Columns: testCols, Rows: []storage.RowSource{{}}}
+		for i := range n {
+			id := fmt.Sprintf("r%d", i)
+			m.Held = append(m.Held, storage.Touch{ID: id, Version: version, Change: "changed"})
+			m.Rows[0].IDs = append(m.Rows[0].IDs, id)
+		}
+		return m
+	}
+	for i, n := range []int{40, lightRows + 1} {
+		file, light := added(n), n <= lightRows
+		hv.Version = 2 + i
+		step(fmt.Sprintf("a history merge of %d added rows", n), light, func(tx *storage.Tx) error {
+			return eng(tx).MergeHistory(ctx, hv, testCols, []string{file})
+		})
+		hv.Version = 9 + i
+		step(fmt.Sprintf("a watched version's history of %d changed rows", n), light, func(tx *storage.Tx) error {
+			return eng(tx).WatchHistory(ctx, hv, watched(n, hv.Version), nil)
+		})
+	}
+	wider := append(slices.Clone(testCols), ploti.Column{Name: "units", Type: ploti.Type{Type: ploti.TypeInteger}})
+	step("a column added to the history", true, func(tx *storage.Tx) error {
+		return eng(tx).WidenHistory(ctx, "ds", "permits", wider)
+	})
+	wider[len(wider)-1].Type = ploti.Type{Type: ploti.TypeString}
+	step("a history column's type changed", false, func(tx *storage.Tx) error {
+		return eng(tx).WidenHistory(ctx, "ds", "permits", wider)
+	})
 }

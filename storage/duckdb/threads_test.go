@@ -135,3 +135,45 @@ func TestTx_smallMergesRunOnOneThread(t *testing.T) {
 		t.Fatalf("rows = %s, want %s", rows, want)
 	}
 }
+
+// A small merge's history, recorded in its transaction, keeps the one
+// thread the merge fitted: a walk of small merges with a history does not
+// switch DuckDB's threads twice a version.
+func TestTx_aSmallMergesHistoryKeepsItsThread(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "t.duckdb"), storage.Options{Geometry: testGeometry, Threads: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	snap := mustParquet(t, db, snapQuery)
+	hv := storage.HistoryVersion{DatasetID: "ds", Table: "permits", Source: storage.SourceFeed, Version: 1}
+	if err := db.Update(ctx, func(tx *storage.Tx) error {
+		if _, err := tx.Tables().LoadSnapshot(ctx, "permits", testCols, []string{snap}); err != nil {
+			return err
+		}
+		if err := tx.PutDataset(ctx, &storage.Dataset{ID: "ds", Table: "permits", Status: storage.StatusCurrent, Version: 1, Columns: testCols}); err != nil {
+			return err
+		}
+		return eng(tx).StartHistory(ctx, hv)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	changes := mustParquet(t, db, "SELECT 'changed' AS _ploti_change, * REPLACE ('P2' AS permit) FROM ("+snapQuery+") WHERE _ploti_record_id = 'r1'")
+	var threads int
+	if err := db.Update(ctx, func(tx *storage.Tx) error {
+		if _, err := tx.Tables().MergeDeferred(ctx, "ds", 2, "permits", testCols, changes, 5); err != nil {
+			return err
+		}
+		hv.Version = 2
+		if err := eng(tx).MergeHistory(ctx, hv, testCols, []string{changes}); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, "SELECT current_setting('threads')::INTEGER").Scan(&threads)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if threads != 1 {
+		t.Fatalf("threads after a small merge's history = %d, want the merge's 1", threads)
+	}
+}
