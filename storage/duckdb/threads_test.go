@@ -16,11 +16,7 @@ import (
 // quarter of its time on two cores).
 func TestTx_smallMergesRunOnOneThread(t *testing.T) {
 	ctx := context.Background()
-	db, err := Open(ctx, filepath.Join(t.TempDir(), "t.duckdb"), storage.Options{Geometry: testGeometry, Threads: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openThreeThreads(t)
 	snap := mustParquet(t, db, snapQuery)
 	big := mustParquet(t, db, strings.Replace(strings.Replace(snapQuery, "range(5)", "range(200000)", 1), "'P' || i AS permit", "md5(i::VARCHAR) || md5((i + 1)::VARCHAR) AS permit", 1))
 	if smallFiles([]string{big}) {
@@ -141,11 +137,7 @@ func TestTx_smallMergesRunOnOneThread(t *testing.T) {
 // switch DuckDB's threads twice a version.
 func TestTx_aSmallMergesHistoryKeepsItsThread(t *testing.T) {
 	ctx := context.Background()
-	db, err := Open(ctx, filepath.Join(t.TempDir(), "t.duckdb"), storage.Options{Geometry: testGeometry, Threads: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openThreeThreads(t)
 	snap := mustParquet(t, db, snapQuery)
 	hv := storage.HistoryVersion{DatasetID: "ds", Table: "permits", Source: storage.SourceFeed, Version: 1}
 	if err := db.Update(ctx, func(tx *storage.Tx) error {
@@ -176,4 +168,16 @@ func TestTx_aSmallMergesHistoryKeepsItsThread(t *testing.T) {
 	if threads != 1 {
 		t.Fatalf("threads after a small merge's history = %d, want the merge's 1", threads)
 	}
+}
+
+// openThreeThreads opens a new file whose DuckDB has three threads of its
+// own, closed with the test.
+func openThreeThreads(t *testing.T) *storage.DB {
+	t.Helper()
+	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "t.duckdb"), storage.Options{Geometry: testGeometry, Threads: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
