@@ -26,8 +26,8 @@ import (
 // the last checkpoint touched (deleted or inserted) at most lightRows
 // rows of any dataset table or of any dataset's history rows (a merge's
 // or a watched version's rows appended to it), and did nothing heavier
-// (a load, a history started, reloaded or pruned, a history column's
-// type changed, a snapshot diff's or a reload's log, an id map, a
+// (a load, a history started, reloaded, pruned or set aside, a history
+// column's type changed, a snapshot diff's or a reload's log, an id map, a
 // geometry conversion), the engine's own checkpoint runs with DuckDB's
 // disabled_compression_methods = 'fsst', and DuckDB's own setting after
 // it. What that leaves without FSST: the touched tables' and histories'
@@ -39,7 +39,9 @@ import (
 // showed in the bench's catch-up.
 
 // lightRows is the most rows a light transaction's merges touch in one
-// dataset table (all of them since the last checkpoint together): half
+// dataset table or append to one history (all of them since the last
+// checkpoint together; a watched version's history counts the ids it
+// opens): half
 // the segment size at which DuckDB starts to choose FSST for the permits'
 // strings, so that text longer than theirs seldom loses it.
 const lightRows = 512

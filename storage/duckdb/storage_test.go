@@ -785,19 +785,23 @@ func TestDB_runRows_writtenByTheSyncsFirstTransaction(t *testing.T) {
 }
 
 // TableExists and a history's state look one name up (hasRelation): a
-// table is found, a view is not a table, and a name not found leaves the
-// transaction usable, its writes before and after committed.
+// table of the file is found, a view, a temporary table or one of
+// DuckDB's system views is not, a name with a double quote is read as
+// written, and a name not found leaves the transaction usable, its writes
+// before and after committed.
 func TestTx_TableExists_looksOneNameUpAndKeepsTheTransaction(t *testing.T) {
 	ctx := context.Background()
 	db := mustOpen(t)
-	if _, err := db.SQL().ExecContext(ctx, `CREATE TABLE permits (x INTEGER); CREATE VIEW permits_view AS SELECT 1 AS x`); err != nil {
+	if _, err := db.SQL().ExecContext(ctx, `CREATE TABLE permits (x INTEGER); CREATE VIEW permits_view AS SELECT 1 AS x;
+		CREATE TABLE weird (x INTEGER); CREATE TABLE "q""t" (x INTEGER); CREATE TEMP TABLE scratch (x INTEGER)`); err != nil {
 		t.Fatal(err)
 	}
 	err := db.Update(ctx, func(tx *storage.Tx) error {
 		if _, err := tx.Exec(ctx, "INSERT INTO permits VALUES (1)"); err != nil {
 			return err
 		}
-		for name, want := range map[string]bool{"permits": true, "permits_view": false, "gone": false, `we"ird`: false} {
+		for name, want := range map[string]bool{"permits": true, "permits_view": false, "gone": false, `we"ird`: false, `q"t`: true,
+			"scratch": false, "sqlite_master": false, "duckdb_tables": false} {
 			got, err := tx.Tables().TableExists(ctx, name)
 			if err != nil || got != want {
 				return fmt.Errorf("TableExists(%q) = %v, %v; want %v", name, got, err, want)

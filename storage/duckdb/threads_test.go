@@ -168,6 +168,27 @@ func TestTx_aSmallMergesHistoryKeepsItsThread(t *testing.T) {
 	if threads != 1 {
 		t.Fatalf("threads after a small merge's history = %d, want the merge's 1", threads)
 	}
+	// A large file's history has them all back, after a small merge.
+	large := mustParquet(t, db, "SELECT 'added' AS _ploti_change, * REPLACE ('n' || _ploti_record_id AS _ploti_record_id) FROM ("+
+		strings.Replace(strings.Replace(snapQuery, "range(5)", "range(200000)", 1), "'P' || i AS permit", "md5(i::VARCHAR) || md5((i + 1)::VARCHAR) AS permit", 1)+")")
+	if smallFiles([]string{large}) {
+		t.Fatal("the large changes file is small")
+	}
+	if err := db.Update(ctx, func(tx *storage.Tx) error {
+		if _, err := tx.Tables().MergeDeferred(ctx, "ds", 3, "permits", testCols, changes, 5); err != nil {
+			return err
+		}
+		hv.Version = 3
+		if err := eng(tx).MergeHistory(ctx, hv, testCols, []string{large}); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, "SELECT current_setting('threads')::INTEGER").Scan(&threads)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if threads != 3 {
+		t.Fatalf("threads in a large file's history = %d, want the file's 3", threads)
+	}
 }
 
 // openThreeThreads opens a new file whose DuckDB has three threads of its
