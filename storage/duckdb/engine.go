@@ -29,20 +29,21 @@ type DB struct {
 	path     string
 	now      func() time.Time
 	readOnly bool
-	storage  uint64        // DuckDB storage version of the file
-	pubSrc   *os.File      // the file opened by Publish; closed after DuckDB (see publishSource)
-	chained  bool          // Commit appends to _ploti.commit_log (walcheck.go)
-	readable bool          // read back whole at open, or created by it (damaged.go)
-	geometry string        // how the tables store geometry: GeometryNative or GeometryWKB
-	facts    factCache     // changes files read ahead of their merges (inspect_changes.go)
-	threads  threadCount   // DuckDB's threads: as opened, and now (threads.go)
-	held     atomic.Int64  // the WAL's bound while checkpoints are held (hold.go); 0: none
-	asides   atomic.Int64  // large merges' checks being read on connections of their own (aside.go)
-	commits  atomic.Int64  // the engine's transactions this process committed (a close's summary spans none: summary.go)
-	pending  pendingWrites // what the commits since the last checkpoint wrote (light.go)
-	writer   string        // the path holdWriter took for this writer; "" for none
-	reg      *storage.DB   // the registry over this file
-	ro       roHandle      // the read-only handle, once asked for (readonly.go)
+	storage  uint64                 // DuckDB storage version of the file
+	pubSrc   *os.File               // the file opened by Publish; closed after DuckDB (see publishSource)
+	chained  bool                   // Commit appends to _ploti.commit_log (walcheck.go)
+	readable bool                   // read back whole at open, or created by it (damaged.go)
+	geometry string                 // how the tables store geometry: GeometryNative or GeometryWKB
+	facts    factCache              // changes files read ahead of their merges (inspect_changes.go)
+	threads  threadCount            // DuckDB's threads: as opened, and now (threads.go)
+	held     atomic.Int64           // the WAL's bound while checkpoints are held (hold.go); 0: none
+	asides   atomic.Int64           // large merges' checks being read on connections of their own (aside.go)
+	commits  atomic.Int64           // the engine's transactions this process committed (a close's summary spans none: summary.go)
+	pending  pendingWrites          // what the commits since the last checkpoint wrote (light.go)
+	catalog  atomic.Pointer[string] // DuckDB's name for the file's database, once read (catalogName)
+	writer   string                 // the path holdWriter took for this writer; "" for none
+	reg      *storage.DB            // the registry over this file
+	ro       roHandle               // the read-only handle, once asked for (readonly.go)
 }
 
 var _ storage.Engine = (*DB)(nil)

@@ -42,17 +42,21 @@ func rowsTable(hv storage.HistoryVersion) string { return historyRows + "." + st
 
 // HistoryOf reads the state of a dataset's history.
 func (tx *Tx) HistoryOf(ctx context.Context, datasetID, table string) (storage.HistoryState, error) {
-	return historyOf(ctx, tx.tx, datasetID, table)
+	return historyOf(ctx, tx.db, tx.tx, datasetID, table)
 }
 
 // HistoryOf reads the state of a dataset's history.
 func (db *DB) HistoryOf(ctx context.Context, datasetID, table string) (storage.HistoryState, error) {
-	return historyOf(ctx, db.sql, datasetID, table)
+	return historyOf(ctx, db, db.sql, datasetID, table)
 }
 
-func historyOf(ctx context.Context, q storage.Querier, datasetID, table string) (storage.HistoryState, error) {
+func historyOf(ctx context.Context, db *DB, q storage.Querier, datasetID, table string) (storage.HistoryState, error) {
 	var st storage.HistoryState
-	started, err := hasRelation(ctx, q, historyRows, table)
+	catalog, err := db.catalogName(ctx, q)
+	if err != nil {
+		return st, fmt.Errorf("read the history of %s: %w", datasetID, err)
+	}
+	started, err := hasRelation(ctx, q, catalog, historyRows, table)
 	if err != nil {
 		return st, fmt.Errorf("read the history of %s: %w", datasetID, err)
 	}

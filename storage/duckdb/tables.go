@@ -341,7 +341,11 @@ func (tx *Tx) AddColumns(ctx context.Context, table string, cols []ploti.Column)
 
 // TableExists reports whether main.table exists (a table, not a view).
 func (tx *Tx) TableExists(ctx context.Context, table string) (bool, error) {
-	ok, err := hasRelation(ctx, tx.tx, "main", table)
+	catalog, err := tx.db.catalogName(ctx, tx.tx)
+	if err != nil {
+		return false, err
+	}
+	ok, err := hasRelation(ctx, tx.tx, catalog, "main", table)
 	if !ok || err != nil {
 		return false, err
 	}
@@ -350,8 +354,22 @@ func (tx *Tx) TableExists(ctx context.Context, table string) (bool, error) {
 	return views == 0, err
 }
 
-// hasRelation tells whether the file's schema holds a table or a view
-// named name, by looking the one name up. duckdb_tables() builds a row
+// catalogName is DuckDB's name for the file's database (current_database()),
+// read once through q and kept: it does not change while the file is open.
+func (db *DB) catalogName(ctx context.Context, q storage.Querier) (string, error) {
+	if c := db.catalog.Load(); c != nil {
+		return *c, nil
+	}
+	var c string
+	if err := q.QueryRowContext(ctx, "SELECT current_database()").Scan(&c); err != nil {
+		return "", err
+	}
+	db.catalog.Store(&c)
+	return c, nil
+}
+
+// hasRelation tells whether schema, in the database db (the file's),
+// holds a table or a view named name, by looking the one name up. duckdb_tables() builds a row
 // for every table of the catalog, 40 ms a call at 4,000 tables (a
 // statewide replica's with --history): a lookup is 0.3–0.5 ms, 1–2 ms for
 // a name not found (DuckDB's suggestion of a near name reads the
@@ -360,11 +378,7 @@ func (tx *Tx) TableExists(ctx context.Context, table string) (bool, error) {
 // own database, so that a temporary table or one of DuckDB's system
 // views is not found; a name with a double quote, which
 // pragma_table_info reads without its escapes, is looked for in the list.
-func hasRelation(ctx context.Context, q storage.Querier, schema, name string) (bool, error) {
-	var db string
-	if err := q.QueryRowContext(ctx, "SELECT current_database()").Scan(&db); err != nil {
-		return false, err
-	}
+func hasRelation(ctx context.Context, q storage.Querier, db, schema, name string) (bool, error) {
 	var n int
 	if strings.Contains(db+schema+name, `"`) {
 		err := q.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM duckdb_tables() WHERE database_name = ? AND schema_name = ? AND table_name = ?)

@@ -152,20 +152,25 @@ func TestTx_aSmallMergesHistoryKeepsItsThread(t *testing.T) {
 		t.Fatal(err)
 	}
 	changes := mustParquet(t, db, "SELECT 'changed' AS _ploti_change, * REPLACE ('P2' AS permit) FROM ("+snapQuery+") WHERE _ploti_record_id = 'r1'")
-	var threads int
-	if err := db.Update(ctx, func(tx *storage.Tx) error {
-		if _, err := tx.Tables().MergeDeferred(ctx, "ds", 2, "permits", testCols, changes, 5); err != nil {
-			return err
+	// historyThreads merges the small changes at version, records file in
+	// the history, and reads the threads the transaction has then.
+	historyThreads := func(version int, file string) (threads int) {
+		t.Helper()
+		if err := db.Update(ctx, func(tx *storage.Tx) error {
+			if _, err := tx.Tables().MergeDeferred(ctx, "ds", version, "permits", testCols, changes, 5); err != nil {
+				return err
+			}
+			hv.Version = version
+			if err := eng(tx).MergeHistory(ctx, hv, testCols, []string{file}); err != nil {
+				return err
+			}
+			return tx.QueryRow(ctx, "SELECT current_setting('threads')::INTEGER").Scan(&threads)
+		}); err != nil {
+			t.Fatal(err)
 		}
-		hv.Version = 2
-		if err := eng(tx).MergeHistory(ctx, hv, testCols, []string{changes}); err != nil {
-			return err
-		}
-		return tx.QueryRow(ctx, "SELECT current_setting('threads')::INTEGER").Scan(&threads)
-	}); err != nil {
-		t.Fatal(err)
+		return threads
 	}
-	if threads != 1 {
+	if threads := historyThreads(2, changes); threads != 1 {
 		t.Fatalf("threads after a small merge's history = %d, want the merge's 1", threads)
 	}
 	// A large file's history has them all back, after a small merge.
@@ -174,19 +179,7 @@ func TestTx_aSmallMergesHistoryKeepsItsThread(t *testing.T) {
 	if smallFiles([]string{large}) {
 		t.Fatal("the large changes file is small")
 	}
-	if err := db.Update(ctx, func(tx *storage.Tx) error {
-		if _, err := tx.Tables().MergeDeferred(ctx, "ds", 3, "permits", testCols, changes, 5); err != nil {
-			return err
-		}
-		hv.Version = 3
-		if err := eng(tx).MergeHistory(ctx, hv, testCols, []string{large}); err != nil {
-			return err
-		}
-		return tx.QueryRow(ctx, "SELECT current_setting('threads')::INTEGER").Scan(&threads)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if threads != 3 {
+	if threads := historyThreads(3, large); threads != 3 {
 		t.Fatalf("threads in a large file's history = %d, want the file's 3", threads)
 	}
 }

@@ -121,7 +121,11 @@ func readCommitLog(ctx context.Context, path string) (links map[int64]commitLink
 		db.Close()
 		connector.Close()
 	}()
-	if ok, err := hasRelation(ctx, db, "_ploti", "commit_log"); err != nil || !ok {
+	var catalog string
+	if err := db.QueryRowContext(ctx, "SELECT current_database()").Scan(&catalog); err != nil {
+		return nil, 0, false, err
+	}
+	if ok, err := hasRelation(ctx, db, catalog, "_ploti", "commit_log"); err != nil || !ok {
 		return nil, 0, false, err
 	}
 	rows, err := db.QueryContext(ctx, "SELECT token, coalesce(prev, 0), seq FROM _ploti.commit_log")
