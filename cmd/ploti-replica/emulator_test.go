@@ -21,8 +21,11 @@ func startEmulatorCmd(t *testing.T, args ...string) (map[string]string, *lockedB
 	out := &lockedBuffer{}
 	env := &Env{Stdout: out, Stderr: out, Getenv: func(string) string { return "" }}
 	done := make(chan int, 1)
+	// The folder is made here, not in the goroutine: its removal, registered
+	// first, then runs after the cleanup below has stopped the emulator.
+	dir := t.TempDir()
 	go func() {
-		done <- run(ctx, env, append([]string{"emulator", "--listen", "127.0.0.1:0", "--files-listen", "127.0.0.1:0", "--dir", t.TempDir()}, args...))
+		done <- run(ctx, env, append([]string{"emulator", "--listen", "127.0.0.1:0", "--files-listen", "127.0.0.1:0", "--dir", dir}, args...))
 	}()
 	t.Cleanup(func() {
 		cancel()
