@@ -247,6 +247,9 @@ func (tx *Tx) build(ctx context.Context, table string, cols []ploti.Column, rel 
 // table's, for the rows of later merges.
 const tableOptions = "fillfactor = 90, vacuum_truncate = off"
 
+// tableOptionList is tableOptions as pg_class.reloptions lists them.
+var tableOptionList = []string{"fillfactor=90", "vacuum_truncate=off"}
+
 // primaryKey adds the built table's primary key on _ploti_record_id, or
 // refuses its rows with an idsError when their ids are null or repeat.
 // pre runs first, in the same round trip.

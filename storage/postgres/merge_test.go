@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/ploti-replica/ploti-replica/internal/pgtest"
 	"github.com/ploti-replica/ploti-replica/ploti"
 	"github.com/ploti-replica/ploti-replica/storage"
 )
@@ -344,5 +345,50 @@ func TestTx_MergeChanges_updatesAChangedRowOnItsPage(t *testing.T) {
 			t.Fatalf("no HOT update of permits counted: %d updates in all", count(t, r, "SELECT n_tup_upd FROM pg_stat_user_tables WHERE relid = 'permits'::regclass"))
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// A dataset table an earlier build made without the storage parameters
+// gets them at the next open, so its merges update rows on their pages
+// too; a table of the user's in the same schema is left as it is.
+func TestOpen_givesAnEarlierBuildsTablesTheirStorageParameters(t *testing.T) {
+	ctx := context.Background()
+	u := pgtest.DB(t)
+	db, err := Open(ctx, u, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := mustParquet(t, mustDuck(t), snapQuery)
+	if err := db.Update(ctx, func(tx *Tx) error { _, err := tx.LoadSnapshot(ctx, "permits", testCols, []string{snap}); return err }); err != nil {
+		db.Close()
+		t.Fatal(err)
+	}
+	db.Close()
+	r := mustReader(t, u)
+	for _, q := range []string{
+		"ALTER TABLE permits RESET (fillfactor, vacuum_truncate)",
+		"CREATE TABLE mine (a int)",
+		"INSERT INTO _ploti.datasets (dataset_id, table_name, status, updated_at) VALUES ('ds', 'permits', 'current', now()), ('gone', 'not_there', 'current', now())",
+	} {
+		if _, err := r.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	options := func(table string) string {
+		return state(t, r, fmt.Sprintf("SELECT coalesce(array_to_string(reloptions, ' '), '') FROM pg_class WHERE oid = '%s'::regclass", table))
+	}
+	if got := options("permits"); got != "" {
+		t.Fatalf("permits after the reset: %q", got)
+	}
+	again, err := Open(ctx, u, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if got := options("permits"); got != "fillfactor=90 vacuum_truncate=false" && got != "fillfactor=90 vacuum_truncate=off" {
+		t.Fatalf("permits after the open: %q, want fillfactor=90 and vacuum_truncate off", got)
+	}
+	if got := options("mine"); got != "" {
+		t.Fatalf("the user's table after the open: %q, want it untouched", got)
 	}
 }

@@ -270,19 +270,39 @@ func (db *DB) setup(ctx context.Context) error {
 }
 
 // checkSchema records the tables' schema in a new database, and refuses
-// another one than the database's: its registry names tables there.
+// another one than the database's: its registry names tables there. In
+// the same round trip it finds the dataset tables an earlier build made
+// without tableOptions, and gives them the options (upgradeTables).
 func (db *DB) checkSchema(ctx context.Context) error {
-	var was string
-	err := db.conn.QueryRow(ctx, "SELECT value FROM _ploti.settings WHERE name = 'schema'", pgx.QueryExecModeSimpleProtocol).Scan(&was)
-	if errors.Is(err, pgx.ErrNoRows) {
+	var was *string
+	var old []string
+	err := db.conn.QueryRow(ctx, `SELECT (SELECT value FROM _ploti.settings WHERE name = 'schema'),
+		ARRAY(SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+			WHERE n.nspname = $1 AND c.relkind = 'r' AND c.relname IN (SELECT table_name FROM _ploti.datasets)
+				AND NOT coalesce(c.reloptions, '{}') @> $2 ORDER BY 1)`, db.schema, tableOptionList).Scan(&was, &old)
+	switch {
+	case err != nil:
+		return fmt.Errorf("open %s: %w", db.name, err)
+	case was == nil:
 		_, err = db.conn.Exec(ctx, "INSERT INTO _ploti.settings VALUES ('schema', $1)", db.schema)
 		return err
+	case *was != db.schema:
+		return fmt.Errorf("open %s: its tables are in schema %s, not %s (one database holds one replica)", db.name, *was, db.schema)
 	}
-	if err != nil {
-		return fmt.Errorf("open %s: %w", db.name, err)
-	}
-	if was != db.schema {
-		return fmt.Errorf("open %s: its tables are in schema %s, not %s (one database holds one replica)", db.name, was, db.schema)
+	return db.upgradeTables(ctx, old)
+}
+
+// upgradeTables gives the dataset tables an earlier build made the
+// storage parameters this one makes them with (tableOptions): a merge then
+// updates their changed rows on their pages as it does a new table's. It
+// rewrites nothing: the free room comes as pages are written again.
+// ALTER TABLE SET takes a SHARE UPDATE EXCLUSIVE lock, which readers'
+// ACCESS SHARE does not wait for, and a hot standby does not replay.
+func (db *DB) upgradeTables(ctx context.Context, tables []string) error {
+	for _, t := range tables {
+		if _, err := db.conn.Exec(ctx, fmt.Sprintf("ALTER TABLE %s SET (%s)", db.table(t), tableOptions)); err != nil {
+			return fmt.Errorf("open %s: set %s's storage parameters (%s): %w", db.name, t, tableOptions, err)
+		}
 	}
 	return nil
 }
