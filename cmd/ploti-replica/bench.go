@@ -25,6 +25,8 @@ type benchCmd struct {
 	Many    int
 	Events  int
 	Tables  int
+	// ManyHistory runs the many section with every dataset keeping history.
+	ManyHistory bool
 	// WatchRows is the watched dataset's size.
 	WatchRows string
 	// Postgres is the PostgreSQL section's admin URL; PostgresRows its size.
@@ -75,6 +77,7 @@ reload. The table goes to stdout, then one summary line.
 	f.IntVar(&b.Many, "datasets", 0, "datasets of the statewide subscription (default 2000; 60 with --quick)")
 	f.IntVar(&b.Events, "many-events", 0, "about how many events its catch-up's log holds (default 20000; 600 with --quick)")
 	f.IntVar(&b.Tables, "many-tables", 0, "small tables the catalog measure builds, in the engine's file and DuckDB alone's (default 5000; 120 with --quick)")
+	f.BoolVar(&b.ManyHistory, "many-history", false, "run the many section with every dataset keeping history (--history all) on the engine's side; its lines carry no target, its summary keys are many_history_bootstrap_ratio and many_history_events_per_s")
 	f.StringVar(&b.WatchRows, "watch-rows", "1000000", "the watched dataset's size (its whole read through rows, and a recorded version merged into it)")
 	f.StringVar(&b.Postgres, "postgres", env.Getenv("PLOTI_TEST_POSTGRES"), "a PostgreSQL superuser's URL for the postgres section (it makes a database of its own and drops it; default $PLOTI_TEST_POSTGRES; none: skipped)")
 	f.StringVar(&b.PostgresRows, "postgres-rows", "1000000", "the postgres section's snapshot size (20k with --quick)")
@@ -131,6 +134,7 @@ func (b *benchCmd) run(ctx context.Context) error {
 	if b.Tables > 0 {
 		cfg.ManyTables = b.Tables
 	}
+	cfg.ManyHistory = b.ManyHistory
 	if exe, err := os.Executable(); err == nil {
 		cfg.Exe = exe
 	}

@@ -62,6 +62,11 @@ type Config struct {
 	// ManyTables is how many small tables the catalog measure builds;
 	// DefaultManyTables when zero.
 	ManyTables int
+	// ManyHistory runs the many-datasets section with every dataset
+	// keeping history (Options.History "all") on the engine's side; DuckDB
+	// alone keeps none, so its lines carry no target and its summary keys
+	// are its own (many_history.go).
+	ManyHistory bool
 	// MemoryLimit is the memory limit of the scale section's peak-RSS
 	// measure (the engine's Options.MemoryLimit and DuckDB alone's
 	// memory_limit); MemoryLimit (the package's) when empty.

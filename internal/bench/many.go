@@ -80,12 +80,19 @@ func (r *run) many(ctx context.Context) error {
 		removeDB(f.engine)
 		removeDB(f.raw)
 	}()
-	for _, step := range []func(context.Context, *manyFixture) error{r.manyBootstrap, r.manyAtScale, r.manyOpen, r.manyLog, r.manyTables} {
-		if err := step(ctx, f); err != nil {
-			return err
+	err = r.withManyHistory(func() error {
+		for _, step := range []func(context.Context, *manyFixture) error{r.manyBootstrap, r.manyAtScale, r.manyOpen, r.manyLog} {
+			if err := step(ctx, f); err != nil {
+				return err
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	return nil
+	// The catalog's measure builds tables of its own, history or not.
+	return r.manyTables(ctx, f)
 }
 
 // buildMany adds the datasets, filed under counties of one state and

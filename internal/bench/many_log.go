@@ -299,6 +299,9 @@ func (r *run) manyCatchUp(ctx context.Context, f *manyFixture, l *manyLogFixture
 	if err == nil && (run.Result.EventsSeen != l.events || len(run.Result.Failed) > 0) {
 		err = fmt.Errorf("catch-up saw %d of %d events, %d failed: %w", run.Result.EventsSeen, l.events, len(run.Result.Failed), errMismatch)
 	}
+	if err == nil {
+		err = r.checkHistoryRecorded(ctx, l, p, !eo.RateLimit)
+	}
 	return run, err
 }
 
@@ -355,10 +358,13 @@ func (r *run) manyCatchUpApart(ctx context.Context, f *manyFixture, l *manyLogFi
 		r.logf("many catch-up apart: its first run under the CPU profiler (%s)", prof)
 	}
 	c, k, events, err := r.childSync(ctx, childJob{APIURL: f.em.URL(), APIKey: f.em.APIKey(), Sub: f.sub, Path: p,
-		Threads: r.eo.Threads, MemoryLimit: r.eo.MemoryLimit, CPUProfile: prof})
+		Threads: r.eo.Threads, MemoryLimit: r.eo.MemoryLimit, CPUProfile: prof, History: r.eo.History})
 	serving = cpuTime() - serving
 	if err == nil && events != l.events {
 		err = fmt.Errorf("catch-up in a child saw %d of %d events: %w", events, l.events, errMismatch)
+	}
+	if err == nil {
+		err = r.checkHistoryRecorded(ctx, l, p, true)
 	}
 	return c, k, serving, err
 }

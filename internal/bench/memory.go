@@ -35,8 +35,9 @@ type childJob struct {
 	Files       []string
 	Threads     int
 	MemoryLimit string
-	Stream      bool   // a "sync" that loads the snapshot as it downloads
-	CPUProfile  string // a Go CPU profile of the child's job, when set
+	Stream      bool     // a "sync" that loads the snapshot as it downloads
+	CPUProfile  string   // a Go CPU profile of the child's job, when set
+	History     []string // a "sync" that keeps these datasets' history
 }
 
 // RunChild is the body of ChildCommand: it runs the job in the
@@ -46,7 +47,7 @@ func RunChild(ctx context.Context, w io.Writer) error {
 	if err := json.Unmarshal([]byte(os.Getenv(childEnv)), &job); err != nil {
 		return fmt.Errorf("%s: read job from $%s: %w", ChildCommand, childEnv, err)
 	}
-	eo := engineOpts{Threads: job.Threads, MemoryLimit: job.MemoryLimit, Stream: job.Stream}
+	eo := engineOpts{Threads: job.Threads, MemoryLimit: job.MemoryLimit, Stream: job.Stream, History: job.History}
 	if job.CPUProfile != "" {
 		stop, err := StartCPUProfile(job.CPUProfile)
 		if err != nil {

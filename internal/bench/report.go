@@ -42,6 +42,10 @@ var summaryKeys = []string{"load_ratio", "merge_vs_reload", "merge_vs_raw", "mer
 	"pg_load_ratio", "pg_load_cpu_ratio", "pg_merge_ratio", "pg_merge_vs_update", "pg_reader_p99_ms", "pg_reader_errors", "pg_reader_lock_ms",
 	"open_ratio", "many_limited_catchup_s"}
 
+// optionalKeys follow summaryKeys only when the run measured them: those
+// of a run that asks for them by a flag (--many-history).
+var optionalKeys = []string{"many_history_bootstrap_ratio", "many_history_events_per_s"}
+
 // Report is what a run measured.
 type Report struct {
 	Lines   []Line
@@ -103,17 +107,27 @@ func (r *Report) WriteTable(w io.Writer) {
 // SummaryLine is the one line the issue asks for, keys in a fixed order;
 // a key the run did not measure reads "-".
 func (r *Report) SummaryLine() string {
-	parts := make([]string, len(summaryKeys))
-	for i, k := range summaryKeys {
-		v, ok := r.Summary[k]
-		switch {
-		case !ok || math.IsNaN(v):
-			parts[i] = k + "=-"
-		case k == "events_per_s" || k == "many_events_per_s" || k == "status_ms" || k == "pg_reader_errors" || k == "many_limited_catchup_s" || k == "merge_fixed_ms":
-			parts[i] = fmt.Sprintf("%s=%.0f", k, v)
-		default:
-			parts[i] = fmt.Sprintf("%s=%.2f", k, v)
+	parts := make([]string, 0, len(summaryKeys)+len(optionalKeys))
+	for _, k := range summaryKeys {
+		parts = append(parts, r.summaryPart(k))
+	}
+	for _, k := range optionalKeys {
+		if _, ok := r.Summary[k]; ok {
+			parts = append(parts, r.summaryPart(k))
 		}
 	}
 	return strings.Join(parts, " ")
+}
+
+// summaryPart is one key of the summary line: a count or a rate whole,
+// a ratio to two decimals.
+func (r *Report) summaryPart(k string) string {
+	v, ok := r.Summary[k]
+	switch {
+	case !ok || math.IsNaN(v):
+		return k + "=-"
+	case strings.HasSuffix(k, "events_per_s") || k == "status_ms" || k == "pg_reader_errors" || k == "many_limited_catchup_s" || k == "merge_fixed_ms":
+		return fmt.Sprintf("%s=%.0f", k, v)
+	}
+	return fmt.Sprintf("%s=%.2f", k, v)
 }

@@ -30,6 +30,42 @@ func TestReport_SummaryLine(t *testing.T) {
 	if got != want {
 		t.Fatalf("summary:\n got %s\nwant %s", got, want)
 	}
+	// A --many-history run's keys follow, and only when it set them.
+	r.Summary["many_history_events_per_s"] = 281.6
+	r.Summary["many_history_bootstrap_ratio"] = 2.514
+	if got, tail := r.SummaryLine(), " many_history_bootstrap_ratio=2.51 many_history_events_per_s=282"; got != want+tail {
+		t.Fatalf("summary with the history's keys:\n got %s\nwant %s", got, want+tail)
+	}
+}
+
+// A --many-history run marks every line of its section, takes their
+// targets off (DuckDB alone keeps no history) and sets only its own keys,
+// leaving the keys of the sections before it as they were.
+func TestWithManyHistory_marksItsLinesAndKeys(t *testing.T) {
+	r := &run{cfg: Config{ManyHistory: true}, rep: newReport()}
+	r.rep.target(Line{What: "load", Ratio: 1.05}, 1.1, true)
+	r.rep.Summary["load_ratio"] = 1.05
+	var during []string
+	err := r.withManyHistory(func() error {
+		during = r.eo.History
+		r.rep.target(Line{What: "7c. catch-up", Ratio: 280}, 2000, false)
+		r.rep.Summary["many_events_per_s"] = 280
+		r.rep.Summary["status_ms"] = 70
+		return nil
+	})
+	if err != nil || len(during) != 1 || during[0] != "all" || r.eo.History != nil {
+		t.Fatalf("history during the section %v, after %v, err %v; want all, then none", during, r.eo.History, err)
+	}
+	if l := r.rep.Lines[0]; l.What != "load" || l.Holds() != "holds" {
+		t.Fatalf("the line before the section became %+v", l)
+	}
+	if l := r.rep.Lines[1]; !strings.HasPrefix(l.What, historyLabel) || l.Target != "" || l.Holds() != "" {
+		t.Fatalf("the section's line is %+v, want it marked and without a target", l)
+	}
+	want := map[string]float64{"load_ratio": 1.05, "many_history_events_per_s": 280}
+	if len(r.rep.Summary) != len(want) || r.rep.Summary["load_ratio"] != 1.05 || r.rep.Summary["many_history_events_per_s"] != 280 {
+		t.Fatalf("summary %v, want %v", r.rep.Summary, want)
+	}
 }
 
 func TestLine_Holds(t *testing.T) {
