@@ -41,6 +41,9 @@ type Prepared struct {
 	maps   []idMapFile // id maps to apply, oldest first
 	hold   bool        // a MAJOR schema change over the held version: hold for review instead
 	reason string      // the event's resync reason, if any
+	// noMapsBetween: no version between the held one and this replaced
+	// ids (PrepareOptions.NoIDMapsBetween).
+	noMapsBetween bool
 }
 
 // duckBlock is DuckDB's block size: a table takes at least one.
@@ -51,18 +54,33 @@ const duckBlock = 256 << 10
 // table of 1,000 rows took 280 KiB, DuckDB alone's too).
 func (p *Prepared) Footprint() int64 { return max(p.Bytes, duckBlock) }
 
+// PrepareOptions say how Prepare readies a load.
+type PrepareOptions struct {
+	// Review holds a version that brings a MAJOR schema change over the
+	// held one for review, downloading nothing (the hold policy, as
+	// LoadVersion).
+	Review bool
+	// NoIDMapsBetween says that no version between the held one and the
+	// one loaded replaced record ids: the caller saw each of them in the
+	// log as an updated event, chained by previousVersion from the held
+	// version ("feed.dataset.resync_required carries one reason. When
+	// several apply, the first of these wins: 1. record_ids_changed": a
+	// version that replaces ids never comes as an updated). The load then
+	// follows no version back for an id map (skippedIDMaps), which costs a
+	// version call each.
+	NoIDMapsBetween bool
+}
+
 // Prepare gets what loading version v of d needs: the dataset's title,
 // place and topic when d has none, the version's schema, and the
 // snapshot's files (and id maps) in the spool. It touches no DuckDB state
-// and may run for several datasets at once. With review, a version that
-// brings a MAJOR schema change over the held one downloads nothing: the
-// load holds it for review (the hold policy, as LoadVersion).
-func (x *Executor) Prepare(ctx context.Context, d *storage.Dataset, v *ploti.Version, review bool) *Prepared {
-	p := &Prepared{Dataset: d, Version: v}
+// and may run for several datasets at once.
+func (x *Executor) Prepare(ctx context.Context, d *storage.Dataset, v *ploti.Version, opts PrepareOptions) *Prepared {
+	p := &Prepared{Dataset: d, Version: v, noMapsBetween: opts.NoIDMapsBetween}
 	if p.schema, p.Err = x.Source.Schema(ctx, v); p.Err != nil {
 		return p
 	}
-	if review && x.review(d, p.schema) {
+	if opts.Review && x.review(d, p.schema) {
 		p.hold = true
 		return p
 	}
@@ -93,6 +111,9 @@ func (x *Executor) fetch(ctx context.Context, p *Prepared) {
 			return
 		}
 		p.maps = append(p.maps, idMapFile{v.Version, m})
+	}
+	if p.noMapsBetween {
+		return
 	}
 	skipped, err := x.skippedIDMaps(ctx, d, v)
 	p.maps = append(skipped, p.maps...)

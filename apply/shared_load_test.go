@@ -80,7 +80,7 @@ func prepareAll(t *testing.T, db *storage.DB, x *Executor, ids ...string) []*Pre
 	var ps []*Prepared
 	for _, id := range ids {
 		d := &storage.Dataset{ID: id, Status: storage.StatusPending, Table: names[id]}
-		p := x.Prepare(ctx, d, &ploti.Version{DatasetID: id, Version: 1}, true)
+		p := x.Prepare(ctx, d, &ploti.Version{DatasetID: id, Version: 1}, PrepareOptions{Review: true})
 		p.NewTable = true
 		ps = append(ps, p)
 	}

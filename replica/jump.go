@@ -38,6 +38,11 @@ type rateLimited interface {
 type behind struct {
 	versions int  // updated events past the held version
 	other    bool // an event that needs the walk: resync, schema change, added, removed
+	// chain is the version the updated events reach from the held one,
+	// each naming the one before as its previousVersion; -1 once one does
+	// not. A load of that version from the manifest passes only versions
+	// that replaced no ids: such a version comes as a resync_required.
+	chain int
 }
 
 // catchUpFromManifest loads datasets that the log has moved past their
@@ -140,7 +145,9 @@ func (r *Replica) manifestJobs(m *ploti.Manifest, reg map[string]*storage.Datase
 		}
 		v := &ploti.Version{DatasetID: md.DatasetID, Version: md.Version, SchemaVersion: md.SchemaVersion, RowCount: md.RowCount,
 			Files: md.Files, LinksExpireAt: md.LinksExpireAt}
-		jobs = append(jobs, &loadJob{d: d, v: v, size: snapshotSize(md.Files.Snapshot), ready: make(chan struct{}), logDiff: true})
+		b := ahead[md.DatasetID]
+		jobs = append(jobs, &loadJob{d: d, v: v, size: snapshotSize(md.Files.Snapshot), ready: make(chan struct{}), logDiff: true,
+			noMapsBetween: b != nil && b.chain == md.Version})
 	}
 	return jobs
 }
@@ -173,14 +180,14 @@ func (r *Replica) behindOf(pages []*ploti.EventPage, reg map[string]*storage.Dat
 				continue
 			}
 			id := ev.Data.DatasetID
-			b := out[id]
-			if b == nil {
-				b = &behind{}
-				out[id] = b
-			}
 			held := 0
 			if d := reg[id]; d != nil {
 				held = d.Version
+			}
+			b := out[id]
+			if b == nil {
+				b = &behind{chain: held}
+				out[id] = b
 			}
 			newer := ev.Data.Version != nil && *ev.Data.Version > held
 			switch ev.Type {
@@ -188,6 +195,7 @@ func (r *Replica) behindOf(pages []*ploti.EventPage, reg map[string]*storage.Dat
 				if newer {
 					b.versions++
 					calls++
+					b.follow(ev.Data.PreviousVersion, *ev.Data.Version)
 				}
 			case ploti.EventResyncRequired, ploti.EventAdded:
 				b.other = true
@@ -200,6 +208,16 @@ func (r *Replica) behindOf(pages []*ploti.EventPage, reg map[string]*storage.Dat
 		}
 	}
 	return out, calls
+}
+
+// follow moves the chain on to version when the updated event's
+// previousVersion is where it stands, and breaks it otherwise.
+func (b *behind) follow(previous *int, version int) {
+	if b.chain >= 0 && previous != nil && *previous == b.chain {
+		b.chain = version
+		return
+	}
+	b.chain = -1
 }
 
 // lookAhead reads the events pages after the cursor and keeps them, and

@@ -10,6 +10,8 @@ import (
 
 	"github.com/ploti-replica/ploti-replica/emulator"
 	"github.com/ploti-replica/ploti-replica/fetch"
+	"github.com/ploti-replica/ploti-replica/ploti"
+	"github.com/ploti-replica/ploti-replica/storage"
 )
 
 // noRateLimit turns the client's rate limiter off: the walk then merges
@@ -181,4 +183,100 @@ func fileBytes(t *testing.T, path string) int64 {
 	st, err := os.Stat(path)
 	must(t, err)
 	return st.Size()
+}
+
+// "feed.dataset.resync_required carries one reason. When several apply,
+// the first of these wins: 1. record_ids_changed": a version that replaces
+// ids never comes as an updated. A catch-up from the manifest that keeps
+// history (or logs its reloads for a mark) follows the ids a version
+// replaced, but where the log ahead showed every version between the held
+// one and the manifest's as updated events chained by previousVersion,
+// none did: it asks the API for no version, and the history it records
+// is the one the walk records merging each version.
+func TestSync_catchUpFromTheManifestKeepingHistoryAsksForNoVersion(t *testing.T) {
+	onlyInAFile(t, "a catch-up from the manifest")
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, ids := seedMany(t, em, 30)
+	history := func(o *Options) { o.History = []string{HistoryAll} }
+	limited := mustOpen(t, em, sub, "", history)
+	walked := mustOpen(t, em, sub, "", history, noRateLimit)
+	mustSync(t, limited)
+	mustSync(t, walked)
+	for i, id := range ids {
+		_, err := em.PublishQuery(ctx, id, fmt.Sprintf("SELECT 'k' || i AS k, i + (i %% 5 = %d)::INT AS v FROM range(%d) t(i)", i%5, 205+10*i))
+		must(t, err)
+	}
+	api := &countingAPI{API: limited.api}
+	limited.api, limited.exec.Source = api, &source{api: api}
+	res := mustSync(t, limited)
+	if api.n("version") != 0 || api.n("manifest") != 1 || res.SnapshotsLoaded != len(ids) {
+		t.Fatalf("the catch-up of %d updated datasets keeping history: %+v, %d API calls (%v); want a manifest, the events pages and no version",
+			len(ids), res, api.total(), api.calls)
+	}
+	if res := mustSync(t, walked); res.ChangesMerged != len(ids) {
+		t.Fatalf("the walk without the rate limit: %+v", res)
+	}
+	for _, id := range ids {
+		assertMatchesTruth(t, limited, em, id, 2)
+		if a, b := historyRows(t, limited, id), historyRows(t, walked, id); a != b {
+			t.Fatalf("%s's history caught up from the manifest:\n%s\nwalked:\n%s", id, a, b)
+		}
+	}
+}
+
+// historyRows prints a dataset's history but for its publishedAt times (a
+// manifest's version carries none).
+func historyRows(t *testing.T, r *Replica, datasetID string) string {
+	t.Helper()
+	var table string
+	must(t, r.DB().QueryRow("SELECT table_name FROM _ploti.datasets WHERE dataset_id = ?", datasetID).Scan(&table))
+	rows, err := r.DB().Query(fmt.Sprintf(`SELECT k, v, _ploti_valid_from, _ploti_valid_to, _ploti_change, _ploti_origin_id FROM history.%q ORDER BY ALL`, table))
+	must(t, err)
+	defer rows.Close()
+	var b strings.Builder
+	n := 0
+	for rows.Next() {
+		var k, change string
+		var v, from int
+		var to *int
+		var origin *string
+		must(t, rows.Scan(&k, &v, &from, &to, &change, &origin))
+		fmt.Fprintln(&b, k, v, from, to != nil && *to == 2, change, origin)
+		n++
+	}
+	must(t, rows.Err())
+	if n == 0 {
+		t.Fatalf("%s has no history", datasetID)
+	}
+	return b.String()
+}
+
+// The log ahead chains a dataset's updated events from the held version by
+// previousVersion; a gap ("When it is any other version, reload that
+// dataset") or an event without previousVersion breaks the chain, and a
+// later event does not mend it. Events at or below the held version are
+// not counted.
+func TestBehindOf_chainsUpdatesFromTheHeldVersion(t *testing.T) {
+	ev := func(id string, v, prev int) ploti.Event {
+		e := ploti.Event{ID: fmt.Sprintf("ev_%s_%d", id, v), Type: ploti.EventUpdated, Data: ploti.EventData{DatasetID: id, Version: &v}}
+		if prev > 0 {
+			e.Data.PreviousVersion = &prev
+		}
+		return e
+	}
+	page := &ploti.EventPage{Events: []ploti.Event{
+		ev("a", 3, 2), ev("a", 4, 3), ev("a", 6, 4), // held 3: the first is old, then 4 and 6
+		ev("b", 4, 3), ev("b", 6, 5), ev("b", 7, 6), // held 3: 6 does not follow 4
+		ev("c", 4, 0), // held 3: no previousVersion
+		ev("d", 9, 8), // not held
+	}}
+	reg := map[string]*storage.Dataset{"a": {ID: "a", Version: 3}, "b": {ID: "b", Version: 3}, "c": {ID: "c", Version: 3}}
+	r := &Replica{}
+	out, calls := r.behindOf([]*ploti.EventPage{page}, reg)
+	got := fmt.Sprintf("a %d/%d b %d/%d c %d/%d d %d/%d calls %d", out["a"].versions, out["a"].chain, out["b"].versions, out["b"].chain,
+		out["c"].versions, out["c"].chain, out["d"].versions, out["d"].chain, calls)
+	if want := "a 2/6 b 3/-1 c 1/-1 d 1/-1 calls 8"; got != want {
+		t.Fatalf("behindOf: %s, want %s", got, want)
+	}
 }

@@ -24,12 +24,15 @@ const sharedLoadCount = 500
 type loadJob struct {
 	d        *storage.Dataset
 	v        *ploti.Version
-	newTable bool  // d.Table was chosen ahead (see apply.Prepared.NewTable)
-	logDiff  bool  // record how the snapshot differs from the table (apply.Prepared.LogDiff)
-	size     int64 // the snapshot's declared bytes; -1 when a part does not say
-	reserved int64 // what the spool budget holds for it
-	p        *apply.Prepared
-	ready    chan struct{}
+	newTable bool // d.Table was chosen ahead (see apply.Prepared.NewTable)
+	logDiff  bool // record how the snapshot differs from the table (apply.Prepared.LogDiff)
+	// noMapsBetween: the log showed every version between the held one and
+	// v as an updated event (apply.PrepareOptions.NoIDMapsBetween).
+	noMapsBetween bool
+	size          int64 // the snapshot's declared bytes; -1 when a part does not say
+	reserved      int64 // what the spool budget holds for it
+	p             *apply.Prepared
+	ready         chan struct{}
 }
 
 func snapshotSize(files []ploti.File) int64 {
@@ -117,7 +120,7 @@ func (r *Replica) prefetch(ctx context.Context, jobs []*loadJob, budget *spoolBu
 		wg.Go(func() {
 			defer func() { <-slots }()
 			defer close(j.ready)
-			j.p = r.exec.Prepare(ctx, j.d, j.v, true)
+			j.p = r.exec.Prepare(ctx, j.d, j.v, apply.PrepareOptions{Review: true, NoIDMapsBetween: j.noMapsBetween})
 			j.p.NewTable, j.p.LogDiff = j.newTable, j.logDiff
 		})
 	}

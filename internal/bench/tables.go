@@ -153,7 +153,7 @@ func (r *run) addEngineTables(ctx context.Context, path string, src *oneFileSour
 			id := tableID(i)
 			d := &storage.Dataset{ID: id, Table: storage.TableName(id), Title: "Catalog " + id, Status: storage.StatusPending}
 			v, _ := src.Version(ctx, id, 1, "")
-			p := x.Prepare(ctx, d, v, false)
+			p := x.Prepare(ctx, d, v, apply.PrepareOptions{})
 			p.NewTable = true
 			ps = append(ps, p)
 		}
