@@ -90,8 +90,10 @@ func (r *Replica) catchUpFromManifest(ctx context.Context, sub *storage.Subscrip
 	if calls <= r.burst || !more && r.saves(ahead, reg) < 2 {
 		return nil
 	}
+	var book *chainBook
 	if more {
-		r.readLogAhead(ctx, sub.ID, pages[len(pages)-1].NextCursor, lookAheadEvents-len(pages)*r.opts.PageSize)
+		book = newChainBook(reg, ahead)
+		r.readLogAhead(ctx, sub.ID, pages[len(pages)-1].NextCursor, lookAheadEvents-len(pages)*r.opts.PageSize, book)
 	}
 	m, err := r.api.Manifest(r.waitFree(ctx), sub.ID, "")
 	if err != nil {
@@ -101,7 +103,7 @@ func (r *Replica) catchUpFromManifest(ctx context.Context, sub *storage.Subscrip
 		r.log.Warn("could not get the manifest to catch up from; walking the log instead", logs.Err(err))
 		return nil
 	}
-	jobs := r.manifestJobs(m, reg, ahead)
+	jobs := r.manifestJobs(m, reg, ahead, book)
 	r.log.Info("catching up datasets from the manifest instead of one version call each",
 		slog.Int("datasets", len(jobs)), slog.Int("calls_ahead", calls), slog.Bool("log_goes_on", more))
 	return r.loadAll(ctx, jobs, res)
@@ -135,9 +137,11 @@ func (r *Replica) worthLoading(d *storage.Dataset, b *behind) bool {
 }
 
 // manifestJobs are the loads of the datasets the manifest lists past the
-// version held, at the schema version held, that are worth loading.
-func (r *Replica) manifestJobs(m *ploti.Manifest, reg map[string]*storage.Dataset, ahead map[string]*behind) []*loadJob {
-	var jobs []*loadJob
+// version held, at the schema version held, that are worth loading: first
+// those the pages read ahead chained to the manifest's version, then the
+// others, whose chains the log's reader (book) may reach meanwhile.
+func (r *Replica) manifestJobs(m *ploti.Manifest, reg map[string]*storage.Dataset, ahead map[string]*behind, book *chainBook) []*loadJob {
+	var jobs, later []*loadJob
 	for _, md := range m.Datasets {
 		d := reg[md.DatasetID]
 		if d == nil || md.DecodeErr != nil || md.Version <= d.Version || md.SchemaVersion != d.SchemaVersion || !r.worthLoading(d, ahead[md.DatasetID]) {
@@ -145,11 +149,16 @@ func (r *Replica) manifestJobs(m *ploti.Manifest, reg map[string]*storage.Datase
 		}
 		v := &ploti.Version{DatasetID: md.DatasetID, Version: md.Version, SchemaVersion: md.SchemaVersion, RowCount: md.RowCount,
 			Files: md.Files, LinksExpireAt: md.LinksExpireAt}
-		b := ahead[md.DatasetID]
-		jobs = append(jobs, &loadJob{d: d, v: v, size: snapshotSize(md.Files.Snapshot), ready: make(chan struct{}), logDiff: true,
-			noMapsBetween: b != nil && b.chain == md.Version})
+		j := &loadJob{d: d, v: v, size: snapshotSize(md.Files.Snapshot), ready: make(chan struct{}), logDiff: true}
+		if b := ahead[md.DatasetID]; b != nil && b.chain == md.Version {
+			j.noMapsBetween = true
+			jobs = append(jobs, j)
+			continue
+		}
+		j.chains = book
+		later = append(later, j)
 	}
-	return jobs
+	return append(jobs, later...)
 }
 
 // jumpable reports whether a dataset can be caught up from a snapshot.

@@ -17,10 +17,30 @@ import (
 // read once, as the walk would read them. The file ends where the walk
 // that merges each version ends.
 func TestSync_catchUpFromTheManifestPastTheLookAhead(t *testing.T) {
+	catchUpPastTheLookAhead(t)
+}
+
+// The same keeping history: a dataset's updates past the pages read
+// before the catch-up decided are chained by the log's reader (chainBook)
+// before its load is prepared, so the loads follow no version back for
+// id maps either, and each history is the walk's.
+func TestSync_catchUpFromTheManifestPastTheLookAheadKeepingHistory(t *testing.T) {
+	limited, walked, ids := catchUpPastTheLookAhead(t, func(o *Options) { o.History = []string{HistoryAll} })
+	for _, id := range ids {
+		if a, b := historyRows(t, limited, id), historyRows(t, walked, id); a != b {
+			t.Fatalf("%s's history caught up from the manifest:\n%s\nwalked:\n%s", id, a, b)
+		}
+	}
+}
+
+// catchUpPastTheLookAhead runs the catch-up past the look-ahead with opts
+// on both replicas and returns them, the one under the rate limit first.
+func catchUpPastTheLookAhead(t *testing.T, opts ...func(*Options)) (limited, walked *Replica, ids []string) {
 	onlyInAFile(t, "a catch-up from the manifest (it logs the snapshot's difference inside DuckDB)")
 	ctx := context.Background()
 	em := mustEmulator(t)
-	sub, ids := seedMany(t, em, 30)
+	var sub string
+	sub, ids = seedMany(t, em, 30)
 	const pageSize = 5
 	noWait := func(o *Options) {
 		o.PageSize = pageSize
@@ -30,8 +50,8 @@ func TestSync_catchUpFromTheManifestPastTheLookAhead(t *testing.T) {
 			fo.Sleep = func(ctx context.Context, _ time.Duration) error { return ctx.Err() }
 		}
 	}
-	limited := mustOpen(t, em, sub, "", noWait)
-	walked := mustOpen(t, em, sub, "", noRateLimit, func(o *Options) { o.PageSize = pageSize })
+	limited = mustOpen(t, em, sub, "", append(opts, noWait)...)
+	walked = mustOpen(t, em, sub, "", append(opts, noRateLimit, func(o *Options) { o.PageSize = pageSize })...)
 	mustSync(t, limited)
 	mustSync(t, walked)
 	from := len(em.Events(sub))
@@ -72,4 +92,5 @@ func TestSync_catchUpFromTheManifestPastTheLookAhead(t *testing.T) {
 	if a, b := fileState(t, limited), fileState(t, walked); a != b {
 		t.Fatalf("caught up from the manifest:\n%s\nwalked:\n%s", a, b)
 	}
+	return limited, walked, ids
 }

@@ -34,12 +34,14 @@ type keptRead struct {
 }
 
 // readLogAhead starts reading the log after cursor in the background, up
-// to budget events, for the walk to take (page). It stops at the log's
-// end, at a failed read (which the walk meets as its own), and when the
-// sync ends (forgetKept).
-func (r *Replica) readLogAhead(ctx context.Context, subID, cursor string, budget int) {
+// to budget events, for the walk to take (page), showing each page to
+// chains (nil: none) as it comes. It stops at the log's end, at a failed
+// read (which the walk meets as its own), and when the sync ends
+// (forgetKept).
+func (r *Replica) readLogAhead(ctx context.Context, subID, cursor string, budget int, chains *chainBook) {
 	r.forgetAhead()
 	if budget <= 0 {
+		chains.finish()
 		return
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -48,12 +50,16 @@ func (r *Replica) readLogAhead(ctx context.Context, subID, cursor string, budget
 	go func() {
 		defer close(a.done)
 		defer close(a.reads)
+		defer chains.finish()
 		read := map[string]bool{} // a cursor read before: the walk stops on it, in words
 		for events := 0; events < budget && !read[cursor]; {
 			read[cursor] = true
 			p, err := r.api.Events(ctx, subID, cursor, r.opts.PageSize, nil)
 			if ctx.Err() != nil {
 				return
+			}
+			if err == nil {
+				chains.observe(p)
 			}
 			a.reads <- keptRead{cursor: cursor, page: p, err: err} // never blocks: it holds budget's pages
 			if err != nil || len(p.Events) < r.opts.PageSize || p.NextCursor == "" || p.NextCursor == cursor {

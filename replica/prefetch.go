@@ -27,8 +27,10 @@ type loadJob struct {
 	newTable bool // d.Table was chosen ahead (see apply.Prepared.NewTable)
 	logDiff  bool // record how the snapshot differs from the table (apply.Prepared.LogDiff)
 	// noMapsBetween: the log showed every version between the held one and
-	// v as an updated event (apply.PrepareOptions.NoIDMapsBetween).
+	// v as an updated event (apply.PrepareOptions.NoIDMapsBetween); or
+	// chains, the log's reader, may show it by the time v is prepared.
 	noMapsBetween bool
+	chains        *chainBook
 	size          int64 // the snapshot's declared bytes; -1 when a part does not say
 	reserved      int64 // what the spool budget holds for it
 	p             *apply.Prepared
@@ -120,7 +122,8 @@ func (r *Replica) prefetch(ctx context.Context, jobs []*loadJob, budget *spoolBu
 		wg.Go(func() {
 			defer func() { <-slots }()
 			defer close(j.ready)
-			j.p = r.exec.Prepare(ctx, j.d, j.v, apply.PrepareOptions{Review: true, NoIDMapsBetween: j.noMapsBetween})
+			known := j.noMapsBetween || j.chains.reaches(ctx, j.d.ID, j.v.Version)
+			j.p = r.exec.Prepare(ctx, j.d, j.v, apply.PrepareOptions{Review: true, NoIDMapsBetween: known})
 			j.p.NewTable, j.p.LogDiff = j.newTable, j.logDiff
 		})
 	}
