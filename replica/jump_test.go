@@ -65,38 +65,61 @@ func fileState(t *testing.T, r *Replica) string {
 // difference from the table is that version's changes). The stale events
 // before the updates are over, as the walk leaves them.
 func TestSync_catchUpFromTheManifest(t *testing.T) {
-	onlyInAFile(t, "a catch-up from the manifest (it logs the snapshot's difference inside DuckDB)")
-	ctx := context.Background()
-	em := mustEmulator(t)
-	sub, ids := seedMany(t, em, 30)
-	limited := mustOpen(t, em, sub, "")
-	walked := mustOpen(t, em, sub, "", noRateLimit)
-	mustSync(t, limited)
-	mustSync(t, walked)
-	em.Advance(49 * time.Hour) // a missed source check each: stale events, then the updates
-	for i, id := range ids {
-		_, err := em.PublishQuery(ctx, id, fmt.Sprintf("SELECT 'k' || i AS k, i + (i %% 7 = %d)::INT AS v FROM range(%d) t(i)", i%7, 205+10*i))
-		must(t, err)
-	}
-	api := &countingAPI{API: limited.api}
-	limited.api, limited.exec.Source = api, &source{api: api}
-	res := mustSync(t, limited)
-	if api.n("version") != 0 || api.n("manifest") != 1 || api.total() > 3 {
+	c := oneVersionBehind(t, true)
+	if c.api.n("version") != 0 || c.api.n("manifest") != 1 || c.api.total() > 3 {
 		t.Fatalf("the catch-up of %d updated datasets under the rate limit made %d API calls (%v), want a manifest and the events pages",
-			len(ids), api.total(), api.calls)
+			len(c.ids), c.api.total(), c.api.calls)
 	}
-	if res.SnapshotsLoaded != len(ids) || res.ChangesMerged != 0 {
-		t.Fatalf("catch-up: %+v", res)
+	if c.res.SnapshotsLoaded != len(c.ids) || c.res.ChangesMerged != 0 {
+		t.Fatalf("catch-up: %+v", c.res)
 	}
-	if res := mustSync(t, walked); res.ChangesMerged != len(ids) {
+	if res := mustSync(t, c.walked); res.ChangesMerged != len(c.ids) {
 		t.Fatalf("the walk without the rate limit: %+v", res)
 	}
-	for _, id := range ids {
-		assertMatchesTruth(t, limited, em, id, 2)
+	for _, id := range c.ids {
+		assertMatchesTruth(t, c.limited, c.em, id, 2)
 	}
-	if a, b := fileState(t, limited), fileState(t, walked); a != b {
+	if a, b := fileState(t, c.limited), fileState(t, c.walked); a != b {
 		t.Fatalf("caught up from the manifest:\n%s\nwalked:\n%s", a, b)
 	}
+}
+
+// caughtUp is a catch-up under the rate limit of datasets one version
+// behind, beside a replica that will walk the same log without it.
+type caughtUp struct {
+	em              *emulator.Emulator
+	ids             []string
+	limited, walked *Replica
+	api             *countingAPI // the limited replica's calls in its catch-up
+	res             SyncResult
+}
+
+// oneVersionBehind opens two replicas of 30 datasets with opts, the
+// second without the rate limit, brings both to version 1, publishes a
+// second version of each (after a missed source check each when stale)
+// and catches the first up, counting its API calls.
+func oneVersionBehind(t *testing.T, stale bool, opts ...func(*Options)) *caughtUp {
+	t.Helper()
+	onlyInAFile(t, "a catch-up from the manifest (it logs the snapshot's difference inside DuckDB)")
+	ctx := context.Background()
+	c := &caughtUp{em: mustEmulator(t)}
+	var sub string
+	sub, c.ids = seedMany(t, c.em, 30)
+	c.limited = mustOpen(t, c.em, sub, "", opts...)
+	c.walked = mustOpen(t, c.em, sub, "", append(opts, noRateLimit)...)
+	mustSync(t, c.limited)
+	mustSync(t, c.walked)
+	if stale {
+		c.em.Advance(49 * time.Hour) // a missed source check each: stale events, then the updates
+	}
+	for i, id := range c.ids {
+		_, err := c.em.PublishQuery(ctx, id, fmt.Sprintf("SELECT 'k' || i AS k, i + (i %% 7 = %d)::INT AS v FROM range(%d) t(i)", i%7, 205+10*i))
+		must(t, err)
+	}
+	c.api = &countingAPI{API: c.limited.api}
+	c.limited.api, c.limited.exec.Source = c.api, &source{api: c.api}
+	c.res = mustSync(t, c.limited)
+	return c
 }
 
 // Below the limiter's burst the walk merges each version: the changes log
@@ -194,32 +217,17 @@ func fileBytes(t *testing.T, path string) int64 {
 // none did: it asks the API for no version, and the history it records
 // is the one the walk records merging each version.
 func TestSync_catchUpFromTheManifestKeepingHistoryAsksForNoVersion(t *testing.T) {
-	onlyInAFile(t, "a catch-up from the manifest")
-	ctx := context.Background()
-	em := mustEmulator(t)
-	sub, ids := seedMany(t, em, 30)
-	history := func(o *Options) { o.History = []string{HistoryAll} }
-	limited := mustOpen(t, em, sub, "", history)
-	walked := mustOpen(t, em, sub, "", history, noRateLimit)
-	mustSync(t, limited)
-	mustSync(t, walked)
-	for i, id := range ids {
-		_, err := em.PublishQuery(ctx, id, fmt.Sprintf("SELECT 'k' || i AS k, i + (i %% 5 = %d)::INT AS v FROM range(%d) t(i)", i%5, 205+10*i))
-		must(t, err)
-	}
-	api := &countingAPI{API: limited.api}
-	limited.api, limited.exec.Source = api, &source{api: api}
-	res := mustSync(t, limited)
-	if api.n("version") != 0 || api.n("manifest") != 1 || res.SnapshotsLoaded != len(ids) {
+	c := oneVersionBehind(t, false, func(o *Options) { o.History = []string{HistoryAll} })
+	if c.api.n("version") != 0 || c.api.n("manifest") != 1 || c.res.SnapshotsLoaded != len(c.ids) {
 		t.Fatalf("the catch-up of %d updated datasets keeping history: %+v, %d API calls (%v); want a manifest, the events pages and no version",
-			len(ids), res, api.total(), api.calls)
+			len(c.ids), c.res, c.api.total(), c.api.calls)
 	}
-	if res := mustSync(t, walked); res.ChangesMerged != len(ids) {
+	if res := mustSync(t, c.walked); res.ChangesMerged != len(c.ids) {
 		t.Fatalf("the walk without the rate limit: %+v", res)
 	}
-	for _, id := range ids {
-		assertMatchesTruth(t, limited, em, id, 2)
-		if a, b := historyRows(t, limited, id), historyRows(t, walked, id); a != b {
+	for _, id := range c.ids {
+		assertMatchesTruth(t, c.limited, c.em, id, 2)
+		if a, b := historyRows(t, c.limited, id), historyRows(t, c.walked, id); a != b {
 			t.Fatalf("%s's history caught up from the manifest:\n%s\nwalked:\n%s", id, a, b)
 		}
 	}
