@@ -41,8 +41,8 @@ type Prepared struct {
 	maps   []idMapFile // id maps to apply, oldest first
 	hold   bool        // a MAJOR schema change over the held version: hold for review instead
 	reason string      // the event's resync reason, if any
-	// noMapsBetween: no version between the held one and this replaced
-	// ids (PrepareOptions.NoIDMapsBetween).
+	// noMapsBetween: no version after the held one, up to and including
+	// this one, replaced ids (PrepareOptions.NoIDMapsBetween).
 	noMapsBetween bool
 }
 
@@ -60,10 +60,10 @@ type PrepareOptions struct {
 	// held one for review, downloading nothing (the hold policy, as
 	// LoadVersion).
 	Review bool
-	// NoIDMapsBetween says that no version between the held one and the
-	// one loaded replaced record ids: the caller saw each of them in the
-	// log as an updated event, chained by previousVersion from the held
-	// version ("feed.dataset.resync_required carries one reason. When
+	// NoIDMapsBetween says that no version after the held one, up to and
+	// including the one loaded, replaced record ids: the caller saw each
+	// of them in the log as an updated event, chained by previousVersion
+	// from the held version ("feed.dataset.resync_required carries one reason. When
 	// several apply, the first of these wins: 1. record_ids_changed": a
 	// version that replaces ids never comes as an updated). The load then
 	// follows no version back for an id map (skippedIDMaps), which costs a

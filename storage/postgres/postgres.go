@@ -270,16 +270,17 @@ func (db *DB) setup(ctx context.Context) error {
 }
 
 // checkSchema records the tables' schema in a new database, and refuses
-// another one than the database's: its registry names tables there. In
-// the same round trip it finds the dataset tables an earlier build made
-// without tableOptions, and gives them the options (upgradeTables).
+// another one than the database's: its registry names tables there. The
+// same query (one round trip: no statement described first) finds the
+// dataset tables an earlier build made without tableOptions, which
+// upgradeTables gives them.
 func (db *DB) checkSchema(ctx context.Context) error {
 	var was *string
 	var old []string
 	err := db.conn.QueryRow(ctx, `SELECT (SELECT value FROM _ploti.settings WHERE name = 'schema'),
 		ARRAY(SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 			WHERE n.nspname = $1 AND c.relkind = 'r' AND c.relname IN (SELECT table_name FROM _ploti.datasets)
-				AND NOT coalesce(c.reloptions, '{}') @> $2 ORDER BY 1)`, db.schema, tableOptionList).Scan(&was, &old)
+				AND NOT coalesce(c.reloptions, '{}') @> $2 ORDER BY 1)`, pgx.QueryExecModeExec, db.schema, tableOptionList).Scan(&was, &old)
 	switch {
 	case err != nil:
 		return fmt.Errorf("open %s: %w", db.name, err)
@@ -297,15 +298,31 @@ func (db *DB) checkSchema(ctx context.Context) error {
 // updates their changed rows on their pages as it does a new table's. It
 // rewrites nothing: the free room comes as pages are written again.
 // ALTER TABLE SET takes a SHARE UPDATE EXCLUSIVE lock, which readers'
-// ACCESS SHARE does not wait for, and a hot standby does not replay.
+// ACCESS SHARE does not wait for and a hot standby does not replay, but a
+// VACUUM, an ANALYZE or a user's CREATE INDEX holds: each waits at most
+// upgradeWait. A table it cannot change (that lock taken, another owner)
+// is left as it is, and the next open tries again: the parameters only
+// make merges faster, so they never stop a sync.
 func (db *DB) upgradeTables(ctx context.Context, tables []string) error {
+	if len(tables) == 0 {
+		return nil
+	}
+	if _, err := db.conn.Exec(ctx, fmt.Sprintf("SET lock_timeout = %d", upgradeWait.Milliseconds())); err != nil {
+		return fmt.Errorf("open %s: %w", db.name, err)
+	}
 	for _, t := range tables {
-		if _, err := db.conn.Exec(ctx, fmt.Sprintf("ALTER TABLE %s SET (%s)", db.table(t), tableOptions)); err != nil {
+		if _, err := db.conn.Exec(ctx, fmt.Sprintf("ALTER TABLE %s SET (%s)", db.table(t), tableOptions)); err != nil && pgError(err) == nil {
 			return fmt.Errorf("open %s: set %s's storage parameters (%s): %w", db.name, t, tableOptions, err)
 		}
 	}
+	if _, err := db.conn.Exec(ctx, "RESET lock_timeout"); err != nil {
+		return fmt.Errorf("open %s: %w", db.name, err)
+	}
 	return nil
 }
+
+// upgradeWait is how long upgradeTables waits for one table's lock.
+const upgradeWait = time.Second
 
 // Name is the database as errors name it (no password).
 func (db *DB) Name() string { return db.name }
