@@ -104,6 +104,9 @@ func (r *Replica) catchUpFromManifest(ctx context.Context, sub *storage.Subscrip
 		return nil
 	}
 	jobs := r.manifestJobs(m, reg, ahead, book)
+	// A manifest's versions carry no publishedAt, which a history places
+	// them by (decision 47): the datasets list gives it.
+	r.describeAll(ctx, sub.ID, len(m.Datasets), jobs)
 	r.log.Info("catching up datasets from the manifest instead of one version call each",
 		slog.Int("datasets", len(jobs)), slog.Int("calls_ahead", calls), slog.Bool("log_goes_on", more))
 	return r.loadAll(ctx, jobs, res)

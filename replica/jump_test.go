@@ -225,6 +225,13 @@ func TestSync_catchUpFromTheManifestKeepingHistoryAsksForNoVersion(t *testing.T)
 	if res := mustSync(t, c.walked); res.ChangesMerged != len(c.ids) {
 		t.Fatalf("the walk without the rate limit: %+v", res)
 	}
+	// "A history's versions carry their publishedAt where it can be
+	// had": the datasets list gives the manifest's.
+	var untimed int
+	must(t, c.limited.DB().QueryRow("SELECT count(*) FROM _ploti.history_versions WHERE version = 2 AND published_at IS NULL").Scan(&untimed))
+	if untimed != 0 {
+		t.Fatalf("%d versions caught up from the manifest recorded in the history without their publishedAt", untimed)
+	}
 	for _, id := range c.ids {
 		assertMatchesTruth(t, c.limited, c.em, id, 2)
 		if a, b := historyRows(t, c.limited, id), historyRows(t, c.walked, id); a != b {
@@ -233,8 +240,9 @@ func TestSync_catchUpFromTheManifestKeepingHistoryAsksForNoVersion(t *testing.T)
 	}
 }
 
-// historyRows prints a dataset's history but for its publishedAt times (a
-// manifest's version carries none).
+// historyRows prints a dataset's history but for its publishedAt times
+// (a manifest's version carries none; the catch-up reads them from the
+// datasets list, checked apart).
 func historyRows(t *testing.T, r *Replica, datasetID string) string {
 	t.Helper()
 	var table string
