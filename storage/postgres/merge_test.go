@@ -353,29 +353,7 @@ func TestTx_MergeChanges_updatesAChangedRowOnItsPage(t *testing.T) {
 // too; a table of the user's in the same schema is left as it is.
 func TestOpen_givesAnEarlierBuildsTablesTheirStorageParameters(t *testing.T) {
 	ctx := context.Background()
-	u := pgtest.DB(t)
-	db, err := Open(ctx, u, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap := mustParquet(t, mustDuck(t), snapQuery)
-	if err := db.Update(ctx, func(tx *Tx) error { _, err := tx.LoadSnapshot(ctx, "permits", testCols, []string{snap}); return err }); err != nil {
-		db.Close()
-		t.Fatal(err)
-	}
-	db.Close()
-	r := mustReader(t, u)
-	for _, q := range []string{
-		"ALTER TABLE permits RESET (fillfactor, vacuum_truncate)",
-		"CREATE TABLE mine (a int)",
-		"CREATE SCHEMA other",
-		"CREATE TABLE other.permits (a int)",
-		"INSERT INTO _ploti.datasets (dataset_id, table_name, status, updated_at) VALUES ('ds', 'permits', 'current', now()), ('gone', 'not_there', 'current', now())",
-	} {
-		if _, err := r.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	u, r := earlierBuildsTables(t)
 	options := func(table string) string {
 		return state(t, r, fmt.Sprintf("SELECT coalesce(array_to_string(reloptions, ' '), '') || ' xmin ' || xmin FROM pg_class WHERE oid = '%s'::regclass", table))
 	}
@@ -416,4 +394,38 @@ func TestOpen_givesAnEarlierBuildsTablesTheirStorageParameters(t *testing.T) {
 	if again := options("permits"); again != got {
 		t.Fatalf("permits after another open: %q, was %q: set again", again, got)
 	}
+}
+
+// earlierBuildsTables makes a database as an earlier build left it: the
+// dataset table permits without the storage parameters, registered with
+// a table that no longer exists; beside it a user's table in the schema
+// and one of the same name in another schema. It returns the database
+// and a reader's session on it.
+func earlierBuildsTables(t *testing.T) (string, *pgx.Conn) {
+	t.Helper()
+	ctx := context.Background()
+	u := pgtest.DB(t)
+	db, err := Open(ctx, u, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := mustParquet(t, mustDuck(t), snapQuery)
+	if err := db.Update(ctx, func(tx *Tx) error { _, err := tx.LoadSnapshot(ctx, "permits", testCols, []string{snap}); return err }); err != nil {
+		db.Close()
+		t.Fatal(err)
+	}
+	db.Close()
+	r := mustReader(t, u)
+	for _, q := range []string{
+		"ALTER TABLE permits RESET (fillfactor, vacuum_truncate)",
+		"CREATE TABLE mine (a int)",
+		"CREATE SCHEMA other",
+		"CREATE TABLE other.permits (a int)",
+		"INSERT INTO _ploti.datasets (dataset_id, table_name, status, updated_at) VALUES ('ds', 'permits', 'current', now()), ('gone', 'not_there', 'current', now())",
+	} {
+		if _, err := r.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	return u, r
 }
