@@ -52,6 +52,10 @@ func (r *Replica) readLogAhead(ctx context.Context, subID, cursor string, budget
 		defer close(a.reads)
 		defer chains.finish()
 		read := map[string]bool{} // a cursor read before: the walk stops on it, in words
+		// A log that makes no progress (the same events under new
+		// cursors) ends the reader too: the walk stops on it, in words,
+		// and a load waiting for the reader (chainBook) waits no longer.
+		var guard walkGuard
 		for events := 0; events < budget && !read[cursor]; {
 			read[cursor] = true
 			p, err := r.api.Events(ctx, subID, cursor, r.opts.PageSize, nil)
@@ -64,6 +68,9 @@ func (r *Replica) readLogAhead(ctx context.Context, subID, cursor string, budget
 			a.reads <- keptRead{cursor: cursor, page: p, err: err} // never blocks: it holds budget's pages
 			if err != nil || len(p.Events) < r.opts.PageSize || p.NextCursor == "" || p.NextCursor == cursor {
 				return // the walk reads the log's end, or meets the error
+			}
+			if guard.check(subID, cursor, p) != nil {
+				return
 			}
 			events += len(p.Events)
 			cursor = p.NextCursor
