@@ -51,13 +51,12 @@ func (r *Replica) readLogAhead(ctx context.Context, subID, cursor string, budget
 		defer close(a.done)
 		defer close(a.reads)
 		defer chains.finish()
-		read := map[string]bool{} // a cursor read before: the walk stops on it, in words
-		// A log that makes no progress (the same events under new
-		// cursors) ends the reader too: the walk stops on it, in words,
-		// and a load waiting for the reader (chainBook) waits no longer.
+		// A log that goes round (a cursor read before) or makes no
+		// progress (the same events under new cursors) ends the reader
+		// as it ends the walk, which then stops on it, in words; a load
+		// waiting for the reader (chainBook) waits no longer.
 		var guard walkGuard
-		for events := 0; events < budget && !read[cursor]; {
-			read[cursor] = true
+		for events := 0; events < budget; {
 			p, err := r.api.Events(ctx, subID, cursor, r.opts.PageSize, nil)
 			if ctx.Err() != nil {
 				return
@@ -66,11 +65,8 @@ func (r *Replica) readLogAhead(ctx context.Context, subID, cursor string, budget
 				chains.observe(p)
 			}
 			a.reads <- keptRead{cursor: cursor, page: p, err: err} // never blocks: it holds budget's pages
-			if err != nil || len(p.Events) < r.opts.PageSize || p.NextCursor == "" || p.NextCursor == cursor {
+			if err != nil || len(p.Events) < r.opts.PageSize || p.NextCursor == "" || guard.check(subID, cursor, p) != nil {
 				return // the walk reads the log's end, or meets the error
-			}
-			if guard.check(subID, cursor, p) != nil {
-				return
 			}
 			events += len(p.Events)
 			cursor = p.NextCursor

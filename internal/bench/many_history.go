@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 
+	"github.com/ploti-replica/ploti-replica/replica"
 	"github.com/ploti-replica/ploti-replica/storage"
 )
 
@@ -32,16 +33,13 @@ func (r *run) withManyHistory(section func() error) error {
 		return section()
 	}
 	saved, from, keys := r.eo, len(r.rep.Lines), r.rep.Summary
-	r.eo.History = []string{"all"}
+	r.eo.History = []string{replica.HistoryAll}
 	r.rep.Summary = map[string]float64{}
 	err := section()
 	r.eo = saved
 	for i := from; i < len(r.rep.Lines); i++ {
 		l := &r.rep.Lines[i]
-		l.What = historyLabel + l.What
-		if l.Target != "" {
-			l.Target, l.limit = "", 0
-		}
+		l.What, l.Target, l.limit = historyLabel+l.What, "", 0
 	}
 	for k, v := range r.rep.Summary {
 		if hk, ok := historyKeys[k]; ok {
