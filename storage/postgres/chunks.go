@@ -92,8 +92,19 @@ func (d *chunkDuck) stream(ctx context.Context, query string, args []any, r chun
 	if err := bindArgs(stmt, args); err != nil {
 		return err
 	}
-	stop := context.AfterFunc(ctx, func() { bindings.Interrupt(d.conn) })
-	defer stop()
+	// The interrupt must land before stream returns: one delivered late
+	// (its goroutine scheduled after the query ended) interrupts the next
+	// export on the connection instead.
+	interrupted := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(interrupted)
+		bindings.Interrupt(d.conn)
+	})
+	defer func() {
+		if !stop() {
+			<-interrupted
+		}
+	}()
 	var pending bindings.PendingResult
 	if bindings.PendingPreparedStreaming(stmt, &pending) == bindings.StateError {
 		err := errors.New(bindings.PendingError(pending))
