@@ -239,7 +239,8 @@ func Open(ctx context.Context, path string, opts Options) (*Replica, error) {
 		return nil, fmt.Errorf("open replica: Options.History: history is %w (docs/decisions.md 48)", storage.ErrFileOnly)
 	}
 	db, err := backends.Open(ctx, path, storage.Options{MemoryLimit: opts.MemoryLimit, Threads: opts.Threads,
-		LockTimeout: opts.LockTimeout, OnLocked: opts.OnLocked, Now: opts.Now, NoCreate: opts.NoCreate, Geometry: opts.Geometry})
+		LockTimeout: opts.LockTimeout, OnLocked: opts.OnLocked, Now: opts.Now, NoCreate: opts.NoCreate, Geometry: opts.Geometry,
+		Logger: opts.Logger})
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -39,6 +40,10 @@ type Options struct {
 	// dataset table's geometry columns, in one transaction. Empty keeps
 	// the file's.
 	Geometry string
+	// Logger receives what an open does on its own and does not fail
+	// for (a PostgreSQL table from an earlier build given its storage
+	// parameters, or left for the next open); nil discards it.
+	Logger *slog.Logger
 }
 
 // DB is a replica's storage: the _ploti registry and the dataset tables,

@@ -28,7 +28,7 @@ func Open(ctx context.Context, where string, opts storage.Options) (*storage.DB,
 		return duckdb.Open(ctx, where, opts)
 	}
 	return postgres.OpenDB(ctx, where, postgres.Options{ReadOnly: opts.ReadOnly, LockTimeout: opts.LockTimeout, OnLocked: opts.OnLocked,
-		Now: opts.Now, MemoryLimit: opts.MemoryLimit, Threads: opts.Threads})
+		Now: opts.Now, MemoryLimit: opts.MemoryLimit, Threads: opts.Threads, Logger: opts.Logger})
 }
 
 // Name is where as logs and errors may show it: a URL without its

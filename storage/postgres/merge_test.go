@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -357,29 +358,36 @@ func TestOpen_givesAnEarlierBuildsTablesTheirStorageParameters(t *testing.T) {
 	options := func(table string) string {
 		return state(t, r, fmt.Sprintf("SELECT coalesce(array_to_string(reloptions, ' '), '') || ' xmin ' || xmin FROM pg_class WHERE oid = '%s'::regclass", table))
 	}
-	reopen := func() {
+	reopen := func() string {
 		t.Helper()
-		again, err := Open(ctx, u, Options{})
+		var logged strings.Builder
+		again, err := Open(ctx, u, Options{Logger: slog.New(slog.NewTextHandler(&logged, nil))})
 		if err != nil {
 			t.Fatal(err)
 		}
 		again.Close()
+		return logged.String()
 	}
 	// A lock the ALTER waits for (a VACUUM's) leaves the table as it is
-	// after upgradeWait, and the open goes on; the next open sets them.
+	// after upgradeWait, and the open goes on, saying so; the next open
+	// sets them.
 	held := mustReader(t, u)
 	if _, err := held.Exec(ctx, "BEGIN; LOCK TABLE permits IN SHARE UPDATE EXCLUSIVE MODE"); err != nil {
 		t.Fatal(err)
 	}
 	before := options("permits")
-	reopen()
+	if logged := reopen(); !strings.Contains(logged, "level=WARN") || !strings.Contains(logged, "permits") || !strings.Contains(logged, "lock timeout") {
+		t.Fatalf("the open's log while permits is locked: %q, want a warning naming it and the lock timeout", logged)
+	}
 	if got := options("permits"); got != before {
 		t.Fatalf("permits while locked: %q, want it as it was (%q)", got, before)
 	}
 	if _, err := held.Exec(ctx, "COMMIT"); err != nil {
 		t.Fatal(err)
 	}
-	reopen()
+	if logged := reopen(); !strings.Contains(logged, "level=INFO") || !strings.Contains(logged, "tables=1") {
+		t.Fatalf("the open's log: %q, want one table given its parameters", logged)
+	}
 	got := options("permits")
 	if !strings.HasPrefix(got, "fillfactor=90 vacuum_truncate=off xmin ") {
 		t.Fatalf("permits after the open: %q, want fillfactor=90 and vacuum_truncate off", got)
@@ -389,8 +397,11 @@ func TestOpen_givesAnEarlierBuildsTablesTheirStorageParameters(t *testing.T) {
 			t.Fatalf("%s after the open: %q, want it untouched", table, got)
 		}
 	}
-	// Another open finds nothing to change: the catalog row is the same.
-	reopen()
+	// Another open finds nothing to change: the catalog row is the same,
+	// and it says nothing.
+	if logged := reopen(); logged != "" {
+		t.Fatalf("another open logged %q, want nothing", logged)
+	}
 	if again := options("permits"); again != got {
 		t.Fatalf("permits after another open: %q, was %q: set again", again, got)
 	}

@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/ploti-replica/ploti-replica/logs"
 	"github.com/ploti-replica/ploti-replica/storage"
 	"github.com/ploti-replica/ploti-replica/storage/duckread"
 )
@@ -54,6 +56,9 @@ type Options struct {
 	// the downloaded files, as storage.Options does.
 	MemoryLimit string
 	Threads     int
+	// Logger receives what Open does on its own and does not fail for
+	// (upgradeTables); nil discards it.
+	Logger *slog.Logger
 }
 
 // DB is a PostgreSQL database with the _ploti schema migrated, held by
@@ -73,6 +78,7 @@ type DB struct {
 	readOnly bool
 	locked   bool            // holds the writer's advisory lock
 	cfg      *pgx.ConnConfig // the sessions' settings, for the read-only pool
+	log      *slog.Logger    // what an open does on its own (upgradeTables)
 	ro       roHandle        // the read-only pool, once asked for (readonly.go)
 }
 
@@ -151,7 +157,8 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	}
 	var conn *pgx.Conn
 	pinned.Raw(func(dc any) error { conn = dc.(*sqlConn).Conn.Conn(); return nil })
-	db := &DB{conn: conn, pool: pool, pinned: pinned, name: name, schema: opts.Schema, now: opts.Now, swapWait: opts.SwapWait, cfg: cfg}
+	db := &DB{conn: conn, pool: pool, pinned: pinned, name: name, schema: opts.Schema, now: opts.Now, swapWait: opts.SwapWait, cfg: cfg,
+		log: logs.OrDiscard(opts.Logger)}
 	if opts.ReadOnly {
 		if err := db.checkReplica(ctx); err != nil {
 			db.Close()
@@ -310,10 +317,21 @@ func (db *DB) upgradeTables(ctx context.Context, tables []string) error {
 	if _, err := db.conn.Exec(ctx, fmt.Sprintf("SET lock_timeout = %d", upgradeWait.Milliseconds())); err != nil {
 		return fmt.Errorf("open %s: %w", db.name, err)
 	}
+	set := 0
 	for _, t := range tables {
-		if _, err := db.conn.Exec(ctx, fmt.Sprintf("ALTER TABLE %s SET (%s)", db.table(t), tableOptions)); err != nil && pgError(err) == nil {
+		_, err := db.conn.Exec(ctx, fmt.Sprintf("ALTER TABLE %s SET (%s)", db.table(t), tableOptions))
+		switch {
+		case err == nil:
+			set++
+		case pgError(err) == nil:
 			return fmt.Errorf("open %s: set %s's storage parameters (%s): %w", db.name, t, tableOptions, err)
+		default:
+			db.log.Warn("a table an earlier build made keeps its storage parameters; the next open tries again",
+				"db", db.name, "table", db.table(t), "parameters", tableOptions, "err", err)
 		}
+	}
+	if set > 0 {
+		db.log.Info("gave tables an earlier build made their storage parameters", "db", db.name, "tables", set, "parameters", tableOptions)
 	}
 	if _, err := db.conn.Exec(ctx, "RESET lock_timeout"); err != nil {
 		return fmt.Errorf("open %s: %w", db.name, err)
