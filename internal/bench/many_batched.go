@@ -29,15 +29,15 @@ const (
 const batchPages = 10
 
 // rawMergePages applies the changes files with DuckDB alone, the way way
-// says, then closes the file.
-func (r *run) rawMergePages(ctx context.Context, path string, pages [][][2]string, way rawWay) (cost, error) {
+// says, under eo's settings, then closes the file.
+func rawMergePages(ctx context.Context, path string, pages [][][2]string, way rawWay, eo engineOpts) (cost, error) {
 	perTx, setup, end := 1, []string(nil), []string(nil)
 	if way == batchedAsTheWalk {
 		perTx = batchPages
 		setup = []string{"SET threads = 1", "SET checkpoint_threshold = '512MB'"}
 		end = []string{"SET disabled_compression_methods = 'fsst'", "CHECKPOINT"}
 	}
-	return timedPlain(ctx, path, r.eo, setup, func(exec func(string) error) error {
+	return timedPlain(ctx, path, eo, setup, func(exec func(string) error) error {
 		for from := 0; from < len(pages); from += perTx {
 			if err := rawMergeTx(exec, pages[from:min(len(pages), from+perTx)]); err != nil {
 				return err

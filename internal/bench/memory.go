@@ -26,7 +26,7 @@ const childEnv = "PLOTI_BENCH_CHILD"
 
 // childJob is what a child process does.
 type childJob struct {
-	Mode        string // "sync" (the engine) or "raw-load" (DuckDB alone)
+	Mode        string // "sync" (the engine), "raw-load" or "raw-catchup" (DuckDB alone)
 	APIURL      string
 	APIKey      string
 	Sub         string
@@ -38,6 +38,7 @@ type childJob struct {
 	Stream      bool     // a "sync" that loads the snapshot as it downloads
 	CPUProfile  string   // a Go CPU profile of the child's job, when set
 	History     []string // a "sync" that keeps these datasets' history
+	Pages       string   // a "raw-catchup"'s log: a JSON file of its pages' (table, changes file) pairs
 }
 
 // RunChild is the body of ChildCommand: it runs the job in the
@@ -66,6 +67,8 @@ func RunChild(ctx context.Context, w io.Writer) error {
 		}
 	case "raw-load":
 		_, err = rawLoad(ctx, job.Path, job.Table, job.Files, eo)
+	case "raw-catchup":
+		err = rawCatchUpChild(ctx, w, job, eo)
 	default:
 		err = fmt.Errorf("unknown mode %q", job.Mode)
 	}
