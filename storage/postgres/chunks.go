@@ -94,7 +94,9 @@ func (d *chunkDuck) stream(ctx context.Context, query string, args []any, r chun
 	}
 	// The interrupt must land before stream returns: one delivered late
 	// (its goroutine scheduled after the query ended) interrupts the next
-	// export on the connection instead.
+	// export on the connection instead, or races close's Disconnect. The
+	// query's start clears an interrupt that came before it, so ctx is
+	// also asked after the start and between chunks.
 	interrupted := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
 		defer close(interrupted)
@@ -112,6 +114,9 @@ func (d *chunkDuck) stream(ctx context.Context, query string, args []any, r chun
 		return err
 	}
 	defer bindings.DestroyPending(&pending)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	var res bindings.Result
 	defer bindings.DestroyResult(&res)
 	if bindings.ExecutePending(pending, &res) == bindings.StateError {
@@ -120,7 +125,7 @@ func (d *chunkDuck) stream(ctx context.Context, query string, args []any, r chun
 	if err := r.columns(resultTypes(&res)); err != nil {
 		return err
 	}
-	for {
+	for ctx.Err() == nil {
 		ch := bindings.FetchChunk(res)
 		if ch.Ptr == nil {
 			if msg := bindings.ResultError(&res); msg != "" {
@@ -134,6 +139,7 @@ func (d *chunkDuck) stream(ctx context.Context, query string, args []any, r chun
 			return err
 		}
 	}
+	return ctx.Err()
 }
 
 // stopped is err, with ctx's error first when ctx ended (DuckDB's
