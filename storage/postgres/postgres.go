@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -317,21 +318,28 @@ func (db *DB) upgradeTables(ctx context.Context, tables []string) error {
 	if _, err := db.conn.Exec(ctx, fmt.Sprintf("SET lock_timeout = %d", upgradeWait.Milliseconds())); err != nil {
 		return fmt.Errorf("open %s: %w", db.name, err)
 	}
-	set := 0
+	var left []string
+	var first error
 	for _, t := range tables {
 		_, err := db.conn.Exec(ctx, fmt.Sprintf("ALTER TABLE %s SET (%s)", db.table(t), tableOptions))
 		switch {
 		case err == nil:
-			set++
 		case pgError(err) == nil:
 			return fmt.Errorf("open %s: set %s's storage parameters (%s): %w", db.name, t, tableOptions, err)
 		default:
-			db.log.Warn("a table an earlier build made keeps its storage parameters; the next open tries again",
-				"db", db.name, "table", db.table(t), "parameters", tableOptions, "err", err)
+			left = append(left, t)
+			first = cmp.Or(first, err)
+			db.log.Debug("a table an earlier build made keeps its storage parameters", "db", db.name, "table", db.table(t), logs.Err(err))
 		}
 	}
-	if set > 0 {
-		db.log.Info("gave tables an earlier build made their storage parameters", "db", db.name, "tables", set, "parameters", tableOptions)
+	if n := len(tables) - len(left); n > 0 {
+		db.log.Info("gave tables an earlier build made their storage parameters", "db", db.name, "tables", n, "parameters", tableOptions)
+	}
+	if len(left) > 0 {
+		// One line an open, however many tables: a reason that lasts
+		// (another owner) would otherwise repeat for each at every open.
+		db.log.Warn("tables an earlier build made keep their storage parameters; the next open tries again",
+			"db", db.name, "tables", len(left), "first", db.table(left[0]), "parameters", tableOptions, logs.Err(first))
 	}
 	if _, err := db.conn.Exec(ctx, "RESET lock_timeout"); err != nil {
 		return fmt.Errorf("open %s: %w", db.name, err)
