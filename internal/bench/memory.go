@@ -168,17 +168,26 @@ func (r *run) childSync(ctx context.Context, job childJob) (cost, kernel, int, e
 	if err != nil {
 		return cost{}, k, 0, err
 	}
+	var wall, cpu int64
+	var events int
+	if err := scanChildLine(lines, syncPrefix, &wall, &cpu, &events); err != nil {
+		return cost{}, k, 0, fmt.Errorf("child sync: %w", err)
+	}
+	return cost{time.Duration(wall), time.Duration(cpu)}, k, events, nil
+}
+
+// scanChildLine scans the values of the line of a child's output that
+// starts with prefix into vs.
+func scanChildLine(lines []string, prefix string, vs ...any) error {
 	for _, line := range lines {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), syncPrefix); ok {
-			var wall, cpu int64
-			var events int
-			if _, err := fmt.Sscan(v, &wall, &cpu, &events); err != nil {
-				return cost{}, k, 0, fmt.Errorf("child sync: %q: %w", line, err)
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), prefix); ok {
+			if _, err := fmt.Sscan(v, vs...); err != nil {
+				return fmt.Errorf("%q: %w", line, err)
 			}
-			return cost{time.Duration(wall), time.Duration(cpu)}, k, events, nil
+			return nil
 		}
 	}
-	return cost{}, k, 0, fmt.Errorf("child sync printed no %s line: %s", syncPrefix, strings.TrimSpace(strings.Join(lines, "\n")))
+	return fmt.Errorf("no %s line: %s", prefix, strings.TrimSpace(strings.Join(lines, "\n")))
 }
 
 var errNoRSS = errors.New("peak RSS of a child process is not available on this system")
