@@ -3,7 +3,6 @@ package bench
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -25,11 +24,17 @@ func TestRunChild_rawCatchUpMergesThePages(t *testing.T) {
 		`COPY (SELECT * FROM (VALUES ('r1', 100, 'updated'), ('r2', NULL, 'removed'), ('r10', 10, 'added')) v(_ploti_record_id, n, _ploti_change))
 			TO '`+changes+`' (FORMAT parquet)`)
 	pages := filepath.Join(dir, "pages.json")
-	b, _ := json.Marshal([][][2]string{{{"permits", changes}}, {}})
-	if err := os.WriteFile(pages, b, 0o600); err != nil {
+	b, err := json.Marshal([][][2]string{{{"permits", changes}}, {}})
+	if err == nil {
+		err = os.WriteFile(pages, b, 0o600)
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
-	job, _ := json.Marshal(childJob{Mode: "raw-catchup", Path: path, Pages: pages})
+	job, err := json.Marshal(childJob{Mode: "raw-catchup", Path: path, Pages: pages})
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Setenv(childEnv, string(job))
 	var out bytes.Buffer
 	if err := RunChild(ctx, &out); err != nil {
@@ -61,7 +66,7 @@ func withDuck(t *testing.T, path string, stmts ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func(db *sql.DB) { db.Close() }(db)
+	defer db.Close()
 	for _, q := range stmts {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)

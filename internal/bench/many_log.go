@@ -138,7 +138,7 @@ func (r *run) manyLog(ctx context.Context, f *manyFixture) error {
 	r.manyUpdatesLines(size, t)
 	r.manyBatchedLine(size, l.events, t)
 	r.rep.add(Line{What: "7c. the same runs' kernel time and page faults (in the bench's process: the emulator's serving with the engine's)", Size: size,
-		Engine: t.engK.String() + apartText("; the engine apart: ", t.apartK), Versus: "DuckDB alone: " + t.rawK.String() + apartText("; apart (the whole child): ", t.rawApartK),
+		Engine: t.engK.String() + apartText("; the engine apart (the whole child): ", t.apartK), Versus: "DuckDB alone: " + t.rawK.String() + apartText("; DuckDB alone apart (the whole child): ", t.rawApartK),
 		Ratio: float64(median(faultCounts(t.engK))) / float64(median(faultCounts(t.rawK))), CPURatio: math.NaN()})
 	r.manyLogCallLines(f, l, t, user, size)
 	r.rep.add(Line{What: "7c. file bytes after the catch-up", Size: fmt.Sprintf("%d tables, after the bootstrap: engine %s, DuckDB alone %s", len(f.ids),
@@ -336,13 +336,13 @@ func (r *run) manyUpdatesLines(size string, t *logTurns) {
 		return
 	}
 	r.rep.add(in)
-	againstIn, _ := ratios(t.apart, t.raw)
+	apartVsInProcess, _ := ratios(t.apart, t.raw)
 	ratio, cpu = ratios(t.apart, t.rawApart)
 	r.rep.target(Line{What: "7c. the same, each in a process of its own: the engine as users run it (the emulator serving from the bench's, on the same two cores), DuckDB alone a transaction a page",
 		Size:   size,
 		Engine: fmt.Sprintf("%s (the engine's process alone); the emulator's serving meanwhile: cpu %s", t.apart.String(), secs(median(t.serving))),
 		Versus: fmt.Sprintf("DuckDB alone in a process of its own: %s; the engine apart against DuckDB alone in the bench's process: %.2f",
-			t.rawApart.String(), againstIn),
+			t.rawApart.String(), apartVsInProcess),
 		Ratio: ratio, CPURatio: cpu}, 1.3, true)
 	r.rep.Summary["many_updates_vs_raw"] = ratio
 }

@@ -146,17 +146,12 @@ func (r *run) child(ctx context.Context, job childJob) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	for _, line := range lines {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), peakPrefix); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("child %s: %q: %w", job.Mode, line, err)
-			}
-			r.logf("child %s (memory limit %q): peak RSS %s", job.Mode, job.MemoryLimit, mib(float64(n)))
-			return float64(n), nil
-		}
+	var n int64
+	if err := scanChildLine(lines, peakPrefix, &n); err != nil {
+		return 0, fmt.Errorf("child %s: %w", job.Mode, err)
 	}
-	return 0, errNoRSS
+	r.logf("child %s (memory limit %q): peak RSS %s", job.Mode, job.MemoryLimit, mib(float64(n)))
+	return float64(n), nil
 }
 
 // childSync runs a "sync" job in a child process and returns what the

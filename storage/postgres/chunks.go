@@ -82,16 +82,11 @@ type chunkReader interface {
 func (d *chunkDuck) stream(ctx context.Context, query string, args []any, r chunkReader) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var stmt bindings.PreparedStatement
-	if bindings.Prepare(d.conn, query, &stmt) == bindings.StateError {
-		err := errors.New(bindings.PrepareError(stmt))
-		bindings.DestroyPrepare(&stmt)
+	stmt, err := d.prepare(query, args)
+	if err != nil {
 		return err
 	}
 	defer bindings.DestroyPrepare(&stmt)
-	if err := bindArgs(stmt, args); err != nil {
-		return err
-	}
 	// The interrupt must land before stream returns: one delivered late
 	// (its goroutine scheduled after the query ended) interrupts the next
 	// export on the connection instead, or races close's Disconnect. The
@@ -140,6 +135,21 @@ func (d *chunkDuck) stream(ctx context.Context, query string, args []any, r chun
 		}
 	}
 	return ctx.Err()
+}
+
+// prepare prepares query on the connection and binds args.
+func (d *chunkDuck) prepare(query string, args []any) (bindings.PreparedStatement, error) {
+	var stmt bindings.PreparedStatement
+	if bindings.Prepare(d.conn, query, &stmt) == bindings.StateError {
+		err := errors.New(bindings.PrepareError(stmt))
+		bindings.DestroyPrepare(&stmt)
+		return stmt, err
+	}
+	if err := bindArgs(stmt, args); err != nil {
+		bindings.DestroyPrepare(&stmt)
+		return stmt, err
+	}
+	return stmt, nil
 }
 
 // stopped is err, with ctx's error first when ctx ended (DuckDB's
