@@ -230,6 +230,17 @@ func (s stopAtFirstChunk) chunk(bindings.DataChunk) error {
 	return context.Canceled
 }
 
+// mustChunkDuck opens the exports' DuckDB, closed at the test's end.
+func mustChunkDuck(t *testing.T) *chunkDuck {
+	t.Helper()
+	d, err := openChunkDuck(storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.close)
+	return d
+}
+
 // rowCount counts an export's rows, and whether its result came at all.
 type rowCount struct {
 	described bool
@@ -248,11 +259,7 @@ func (n *rowCount) chunk(ch bindings.DataChunk) error {
 // the wait 7 to 51 of 200–300 exports after a cancelled one failed with
 // DuckDB's "INTERRUPT Error: Interrupted!".
 func TestChunkDuck_aCancelledExportLeavesTheNextOneAlone(t *testing.T) {
-	d, err := openChunkDuck(storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.close()
+	d := mustChunkDuck(t)
 	failed := 0
 	for range 200 {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -290,11 +297,7 @@ func (c endedSilently) Err() error {
 // cleared by that start, stops before the result is read; one whose
 // context ends while it reads stops at the next chunk.
 func TestChunkDuck_anExportAsksItsContextAsWellAsInterrupting(t *testing.T) {
-	d, err := openChunkDuck(storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.close()
+	d := mustChunkDuck(t)
 	const query = "SELECT i FROM range(10000000) t(i)"
 	var n rowCount
 	ended := endedSilently{context.Background(), func() bool { return true }}
