@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -171,6 +172,28 @@ func TestPostgres_fileOnlyFeaturesAreRefused(t *testing.T) {
 	}
 	if _, err := r.Story(ctx, "ds_permits", "x"); !errors.Is(err, storage.ErrFileOnly) {
 		t.Fatalf("a story: %v, want ErrFileOnly", err)
+	}
+}
+
+// A reader that moves marks opens a database as its writer, and so gives
+// the dataset tables an earlier build made their storage parameters: it
+// says so in the reader's log, as a writer's open does.
+func TestPostgres_aMarksReaderLogsTheTablesItUpgrades(t *testing.T) {
+	ctx := context.Background()
+	em := mustEmulator(t)
+	sub, _, _ := seedTwo(t, em)
+	u := pgtest.DB(t)
+	r := mustOpen(t, em, sub, u)
+	mustSync(t, r)
+	_, err := r.DB().ExecContext(ctx, "ALTER TABLE ds_permits RESET (fillfactor, vacuum_truncate)")
+	must(t, err)
+	must(t, r.Close())
+	var logged strings.Builder
+	rd, err := OpenReader(ctx, u, ReaderOptions{Marks: true, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	must(t, err)
+	must(t, rd.Close())
+	if !strings.Contains(logged.String(), "level=INFO") || !strings.Contains(logged.String(), "tables=1") {
+		t.Fatalf("the reader's log: %q, want one table given its storage parameters", logged.String())
 	}
 }
 

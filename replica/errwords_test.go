@@ -229,3 +229,15 @@ func TestStutter(t *testing.T) {
 		}
 	}
 }
+
+// Labelling and removing a replica say which of the two failed.
+func TestLabelAndRemoveErrors_sayWhatFailed(t *testing.T) {
+	ctx := context.Background()
+	nowhere := t.TempDir() + "/no/such/folder/replica.duckdb"
+	if err := SetLabel(ctx, nowhere, "mine"); err == nil || !strings.HasPrefix(err.Error(), "label the replica in ") {
+		t.Fatalf("SetLabel in a missing folder: %v, want an error saying the label failed", err)
+	}
+	if err := Remove(ctx, "postgres://nobody@/nothing?host=/no/such/socket/dir"); err == nil || !strings.HasPrefix(err.Error(), "remove the replica in ") {
+		t.Fatalf("Remove of an unreachable database: %v, want an error saying the removal failed", err)
+	}
+}

@@ -20,7 +20,7 @@ import (
 func SetLabel(ctx context.Context, where, label string) error {
 	db, err := backends.Open(ctx, where, storage.Options{LockTimeout: -1})
 	if err != nil {
-		return fmt.Errorf("remove the replica in %s: %w", Name(where), err)
+		return fmt.Errorf("label the replica in %s: %w", Name(where), err)
 	}
 	_, err = db.SQL().ExecContext(ctx, "COMMENT ON TABLE _ploti.subscription IS "+storage.Literal(label))
 	return errors.Join(err, db.Close())

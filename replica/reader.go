@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/ploti-replica/ploti-replica/storage"
@@ -26,6 +27,11 @@ type ReaderOptions struct {
 	Marks bool
 	// Threads is DuckDB's thread count; 0: DuckDB's default.
 	Threads int
+	// Logger receives what the open does on its own: a reader with Marks
+	// opens a PostgreSQL database as its writer, which gives dataset tables
+	// an earlier build made their storage parameters and says so, as
+	// Options.Logger. Nil discards.
+	Logger *slog.Logger
 }
 
 // Reader reads a replica without changing it (but for its marks, when
@@ -42,7 +48,7 @@ type Reader struct {
 // other, not with its writer; a database's readers never wait.
 func OpenReader(ctx context.Context, where string, opts ReaderOptions) (*Reader, error) {
 	db, err := backends.Open(ctx, where, storage.Options{ReadOnly: !opts.Marks, NoCreate: true, LockTimeout: opts.LockTimeout,
-		OnLocked: opts.OnLocked, Threads: opts.Threads})
+		OnLocked: opts.OnLocked, Threads: opts.Threads, Logger: opts.Logger})
 	if err != nil {
 		return nil, err
 	}

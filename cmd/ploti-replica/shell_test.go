@@ -306,6 +306,8 @@ func TestExitCodes_usageErrorsExit2WithOneLine(t *testing.T) {
 		{"sync", "--api-url", "ftp://example.org"},
 		{"sync", "--memory-limit", "lots"},
 		{"sync", "--log-level", "loud"},
+		{"status", "--log-level", "loud"},
+		{"changes", "--mark", "m", "--log-format", "fancy"},
 		{"status", "--no-such-flag"},
 	} {
 		r := sh(t, vars, args...)
