@@ -192,7 +192,7 @@ func TestPostgres_aMarksReaderLogsTheTablesItUpgrades(t *testing.T) {
 	rd, err := OpenReader(ctx, u, ReaderOptions{Marks: true, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
 	must(t, err)
 	must(t, rd.Close())
-	if !strings.Contains(logged.String(), "level=INFO") || !strings.Contains(logged.String(), "tables=1") {
+	if !strings.Contains(logged.String(), "level=INFO") || !strings.Contains(logged.String(), " tables=1 ") {
 		t.Fatalf("the reader's log: %q, want one table given its storage parameters", logged.String())
 	}
 }

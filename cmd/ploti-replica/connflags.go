@@ -48,6 +48,8 @@ type connFlags struct {
 	// syncFlags: the command takes the sync flags (their values are the
 	// user's, not defaults to fill in).
 	syncFlags bool
+	// logFlags: the command takes --log-level and --log-format.
+	logFlags bool
 	// flags are the command's, to tell a flag given on the command line
 	// from its environment variable (checkAPIServer).
 	flags *pflag.FlagSet
@@ -82,6 +84,7 @@ func (c *connFlags) register(cmd *cobra.Command, sets flagSet) {
 			"how long to wait while another process holds the file; 0: do not wait")
 	}
 	if sets&flagsLog != 0 {
+		c.logFlags = true
 		f.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
 		f.StringVar(&c.LogFormat, "log-format", "auto", "log format: auto (human on a terminal, JSON otherwise), human, json")
 	}

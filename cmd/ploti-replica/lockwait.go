@@ -10,18 +10,19 @@ import (
 
 // readerOptions are the options of a command that reads the file: how
 // long to wait for another process's lock (--lock-timeout), and the
-// notice that says at once, on stderr, that it waits and for whom. A
-// reader logs nothing at the default level, so without the notice it
-// would sit silent for up to the whole timeout while a sync runs. The
-// log (--log-level, --log-format) hears what an open does on its own: a
-// reader that moves marks opens a database as its writer.
+// notice that says at once, on stderr, that it waits and for whom:
+// nothing logs the wait itself, so without the notice it would sit
+// silent for up to the whole timeout while a sync runs. The log
+// (--log-level, --log-format), when the command takes it, hears what an
+// open does on its own: a reader that moves marks opens a database as
+// its writer.
 func (c *connFlags) readerOptions(env *Env) (replica.ReaderOptions, error) {
 	wait, err := c.lockWait()
 	if err != nil {
 		return replica.ReaderOptions{}, err
 	}
 	ro := replica.ReaderOptions{LockTimeout: wait, OnLocked: lockNotice(env, c.DB, wait)}
-	if c.LogLevel != "" { // the command takes the log flags
+	if c.logFlags {
 		if ro.Logger, err = c.logger(env.Stderr); err != nil {
 			return replica.ReaderOptions{}, err
 		}

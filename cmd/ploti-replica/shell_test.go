@@ -307,6 +307,7 @@ func TestExitCodes_usageErrorsExit2WithOneLine(t *testing.T) {
 		{"sync", "--memory-limit", "lots"},
 		{"sync", "--log-level", "loud"},
 		{"status", "--log-level", "loud"},
+		{"holds", "list", "--log-level", ""},
 		{"changes", "--mark", "m", "--log-format", "fancy"},
 		{"status", "--no-such-flag"},
 	} {
